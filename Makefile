@@ -1,0 +1,39 @@
+# rnnsearch: every target a user types. The first use creates .venv and installs the pinned stack.
+PY      := .venv/bin/python
+STAMP   := .venv/.installed
+export PYTHONPATH := $(CURDIR)/src
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+
+.PHONY: setup repro test test-fast ui bench clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+## The main job: every DVC stage on the default params.yaml.
+repro: $(STAMP)
+	dvc repro
+
+## The test suite (unit tests plus a tiny end-to-end DVC run).
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## Unit tests only (skips the tests marked slow).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store.
+ui: $(STAMP)
+	$(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
+
+## Speed benchmark: writes reports/bench.json and reports/bench.md.
+bench: $(STAMP)
+	$(PY) -m rnnsearch.bench
+
+clean-venv:
+	rm -rf .venv

@@ -1,0 +1,161 @@
+"""Typed params: turn one section of params.yaml into a frozen, validated dataclass.
+
+Every stage calls :func:`load_section` once, before doing any work, so that a bad value
+fails at once with a message that names the key (``train.model.hidden_size: expected int,
+got 'big'``) instead of after an hour of training.
+
+Rules, checked against the dataclass' field types:
+
+* an unknown key is an error (typos do not silently fall back to a default);
+* a missing key takes the field's default; a field without a default is required;
+* ``int``, ``float``, ``bool``, ``str``, ``Literal[...]``, ``Optional[...]``, ``list[...]``,
+  ``tuple[...]`` and nested dataclasses are checked recursively (an ``int`` is accepted where a
+  ``float`` is expected; a ``bool`` is never accepted as a number);
+* after the types, the dataclass' own ``check()`` method (if any) checks the values, raising
+  :class:`ConfigError` through :func:`require`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import yaml
+
+T = TypeVar("T")
+
+DEFAULT_PARAMS = "params.yaml"
+
+
+class ConfigError(ValueError):
+    """A params value is missing, unknown, of the wrong type or impossible; names the key."""
+
+
+def require(condition: bool, key: str, message: str) -> None:
+    """Raise :class:`ConfigError` naming ``key`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(f"{key}: {message}")
+
+
+def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
+    """Read a params YAML file into a dict; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: params file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return data
+
+
+def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
+    """Load ``section`` of the params file at ``path`` into the dataclass ``cls``."""
+    params = read_params(path)
+    if section not in params:
+        raise ConfigError(f"{path}: missing section '{section}'")
+    return from_dict(cls, params[section], section)
+
+
+def from_dict(cls: type[T], data: Any, key: str) -> T:
+    """Build and validate the dataclass ``cls`` from ``data``; ``key`` prefixes error messages."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{key}.{unknown[0]}: unknown key (known: {', '.join(sorted(fields))})")
+    values = {}
+    for name, field in fields.items():
+        if name in data:
+            values[name] = _coerce(hints[name], data[name], f"{key}.{name}")
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{key}.{name}: required key is missing")
+    obj = cls(**values)
+    _check_tree(obj, key)
+    return obj
+
+
+def _check_tree(obj: Any, key: str) -> None:
+    """Run ``check(key)`` on ``obj`` (its nested dataclasses check themselves when built)."""
+    check = getattr(obj, "check", None)
+    if callable(check):
+        check(key)
+
+
+def _coerce(hint: Any, value: Any, key: str) -> Any:
+    """Check ``value`` against the type ``hint``; return it converted (lists to tuples etc.)."""
+    origin = get_origin(hint)
+    if origin is Literal:
+        allowed = get_args(hint)
+        require(value in allowed, key, f"must be one of {list(allowed)}, got {value!r}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return _coerce_union(hint, value, key)
+    if origin in (list, tuple):
+        return _coerce_sequence(hint, value, key)
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, key)
+    return _coerce_scalar(hint, value, key)
+
+
+def _coerce_union(hint: Any, value: Any, key: str) -> Any:
+    options = get_args(hint)
+    if value is None:
+        require(type(None) in options, key, "must not be null")
+        return None
+    errors = []
+    for option in options:
+        if option is type(None):
+            continue
+        try:
+            return _coerce(option, value, key)
+        except ConfigError as err:
+            errors.append(str(err))
+    raise ConfigError(errors[0] if len(errors) == 1 else f"{key}: {value!r} fits none of {options}")
+
+
+def _coerce_sequence(hint: Any, value: Any, key: str) -> tuple:
+    require(isinstance(value, (list, tuple)), key, f"expected a list, got {value!r}")
+    args = [a for a in get_args(hint) if a is not Ellipsis]
+    item = args[0] if args else Any
+    return tuple(_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value))
+
+
+def _coerce_scalar(hint: Any, value: Any, key: str) -> Any:
+    if hint is Any:
+        return value
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        require(ok, key, f"expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        require(ok, key, f"expected an integer, got {value!r}")
+        return value
+    if hint is bool:
+        require(isinstance(value, bool), key, f"expected true or false, got {value!r}")
+        return value
+    if hint is str:
+        require(isinstance(value, str), key, f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"{key}: unsupported type hint {hint!r} in the config dataclass")
+
+
+def check_positive(obj: Any, key: str, *names: str) -> None:
+    """Require each named numeric field of ``obj`` to be > 0."""
+    for name in names:
+        value = getattr(obj, name)
+        require(value > 0, f"{key}.{name}", f"must be > 0, got {value}")
+
+
+def check_non_negative(obj: Any, key: str, *names: str) -> None:
+    """Require each named numeric field of ``obj`` to be >= 0."""
+    for name in names:
+        value = getattr(obj, name)
+        require(value >= 0, f"{key}.{name}", f"must be >= 0, got {value}")

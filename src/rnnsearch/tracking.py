@@ -1,0 +1,170 @@
+"""MLflow tracking: the one place that owns the tracking URI, the experiment and the run tags.
+
+* URI: ``MLFLOW_TRACKING_URI`` when set (a team's tracking server), else an absolute
+  ``sqlite:///<repo root>/mlflow.db``. Never the deprecated ``./mlruns`` file store. The path is
+  absolute because DVC experiments may run in a temporary copy of the repository
+  (``.dvc/tmp/exps/...``): those runs still land in the main repository's store.
+* Experiment: ``MLFLOW_EXPERIMENT_NAME`` when set, else ``rnnsearch``.
+* Tags on every run: ``stage``, ``git_commit``, ``dvc_exp_name`` (when DVC runs an experiment),
+  and the MLflow system tags ``mlflow.source.git.commit`` / ``mlflow.runName``.
+
+Run ``python -m rnnsearch.tracking ui`` (or ``make ui``) to start the MLflow UI over this store.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+DEFAULT_EXPERIMENT = "rnnsearch"
+_EXPS_TMP = os.sep + os.path.join(".dvc", "tmp", "exps") + os.sep
+
+
+def repo_root(start: str | Path | None = None) -> Path:
+    """The repository root: ``RNNSEARCH_ROOT``, else the first parent holding ``dvc.yaml``.
+
+    A DVC experiment running in ``<root>/.dvc/tmp/exps/<tmp>/`` maps back to ``<root>``.
+    """
+    if os.environ.get("RNNSEARCH_ROOT"):
+        return Path(os.environ["RNNSEARCH_ROOT"]).resolve()
+    here = Path(start or os.getcwd()).resolve()
+    text = str(here)
+    if _EXPS_TMP in text:
+        return Path(text.split(_EXPS_TMP)[0])
+    for candidate in (here, *here.parents):
+        if (candidate / "dvc.yaml").is_file() or (candidate / ".git").exists():
+            return candidate
+    return here
+
+
+def tracking_uri() -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else an absolute SQLite store at the repository root."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        return uri
+    return f"sqlite:///{repo_root() / 'mlflow.db'}"
+
+
+def experiment_name() -> str:
+    """``MLFLOW_EXPERIMENT_NAME`` if set, else ``rnnsearch``."""
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME", DEFAULT_EXPERIMENT)
+
+
+def git_commit() -> str:
+    """The current git commit, or ``unknown`` outside a repository."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=repo_root(), check=True, timeout=10)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_tags(stage: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The tags every run gets: stage, git commit and (under ``dvc exp run``) the experiment."""
+    commit = git_commit()
+    tags = {"stage": stage, "git_commit": commit, "mlflow.source.git.commit": commit}
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
+    tags.update(extra or {})
+    return tags
+
+
+def configure() -> None:
+    """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`."""
+    import mlflow
+
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    name = experiment_name()
+    if uri.startswith("sqlite:") and mlflow.get_experiment_by_name(name) is None:
+        # Artifacts beside the store, by absolute path, whatever the working directory.
+        location = (repo_root() / "mlartifacts").as_uri()
+        with contextlib.suppress(Exception):  # another stage may create it concurrently
+            mlflow.create_experiment(name, artifact_location=location)
+    mlflow.set_experiment(name)
+
+
+def flatten_params(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten a (nested) dataclass or mapping into ``{"a.b": value}`` for ``log_params``."""
+    if dataclasses.is_dataclass(obj):
+        obj = dataclasses.asdict(obj)
+    flat: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) or dataclasses.is_dataclass(value):
+            flat.update(flatten_params(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+@contextlib.contextmanager
+def start_run(stage: str, params: Any = None, run_name: str | None = None,
+              tags: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """Start an MLflow run for ``stage`` with the standard tags and (flattened) ``params``."""
+    import mlflow
+
+    configure()
+    with mlflow.start_run(run_name=run_name or stage, tags=run_tags(stage, tags)) as run:
+        if params is not None:
+            mlflow.log_params(flatten_params(params))
+        yield run
+
+
+def log_numeric_metrics(metrics: Mapping[str, Any], prefix: str = "") -> None:
+    """Log every numeric leaf of a nested metrics dict as ``prefix/a/b``."""
+    import mlflow
+
+    flat = {}
+    for key, value in flatten_params(dict(metrics)).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[f"{prefix}{key}".replace(".", "/")] = float(value)
+    if flat:
+        mlflow.log_metrics(flat)
+
+
+def log_json_artifact(data: Any, name: str, artifact_path: str | None = None) -> None:
+    """Log ``data`` as a JSON file artifact called ``name``."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        mlflow.log_artifact(str(path), artifact_path=artifact_path)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Start ``mlflow ui`` on the project's store (foreground)."""
+    root = repo_root()
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(),
+           "--default-artifact-root", str(root / "mlartifacts"),
+           "--host", args.host, "--port", str(args.port)]
+    print(f"MLflow UI on http://{args.host}:{args.port}  (store: {tracking_uri()})", flush=True)
+    return subprocess.call(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rnnsearch.tracking ui|uri``."""
+    parser = argparse.ArgumentParser(prog="python -m rnnsearch.tracking")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ui = sub.add_parser("ui", help="start the MLflow UI on the project's tracking store")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=5000)
+    sub.add_parser("uri", help="print the tracking URI")
+    args = parser.parse_args(argv)
+    if args.command == "uri":
+        print(tracking_uri())
+        return 0
+    return _serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
