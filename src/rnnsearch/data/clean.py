@@ -1,0 +1,99 @@
+"""Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
+
+Rules, applied in order, each pair counted under the first rule that drops it:
+
+* ``empty``: a side is empty after stripping white space (and runs of white space are folded);
+* ``too_short`` / ``too_long``: a side has fewer than ``min_len`` or more than ``max_len`` words;
+* ``ratio``: ``max(len_src, len_tgt) / min(len_src, len_tgt) > max_ratio`` (words).
+
+Word counts here are white-space counts of the raw text, as in clean-corpus-n.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class CleanRules:
+    """Bounds of the clean-corpus-n rules (words)."""
+
+    min_len: int = 1
+    max_len: int = 80
+    max_ratio: float = 9.0
+
+
+def normalise_space(line: str) -> str:
+    """Strip and fold runs of white space to one space."""
+    return " ".join(line.split())
+
+
+def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
+    """The rule that drops this (normalised) pair, or None to keep it."""
+    n_src, n_tgt = len(src.split()), len(tgt.split())
+    if n_src == 0 or n_tgt == 0:
+        return "empty"
+    if min(n_src, n_tgt) < rules.min_len:
+        return "too_short"
+    if max(n_src, n_tgt) > rules.max_len:
+        return "too_long"
+    if max(n_src, n_tgt) / min(n_src, n_tgt) > rules.max_ratio:
+        return "ratio"
+    return None
+
+
+def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
+                ) -> tuple[list[str], list[str], dict[str, int]]:
+    """Normalise white space and drop pairs by the rules; returns kept pairs and drop counts."""
+    kept_src, kept_tgt = [], []
+    dropped: Counter = Counter({"empty": 0, "too_short": 0, "too_long": 0, "ratio": 0})
+    for s, t in zip(src, tgt):
+        s, t = normalise_space(s), normalise_space(t)
+        reason = drop_reason(s, t, rules)
+        if reason:
+            dropped[reason] += 1
+        else:
+            kept_src.append(s)
+            kept_tgt.append(t)
+    return kept_src, kept_tgt, dict(dropped)
+
+
+def sample_indices(n: int, size: int, seed: int) -> list[int]:
+    """``size`` distinct indices of ``range(n)`` drawn with ``seed``, in corpus order.
+
+    ``size`` 0 (or >= n) keeps everything.
+    """
+    if size <= 0 or size >= n:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(n), size))
+
+
+def bucket_of(length: int, edges: Sequence[int]) -> int | None:
+    """Index of the first bucket whose upper edge is >= ``length`` (None: beyond the last)."""
+    for index, edge in enumerate(edges):
+        if length <= edge:
+            return index
+    return None
+
+
+def stratified_indices(lengths: Sequence[int], edges: Sequence[int], per_bucket: int,
+                       seed: int) -> tuple[list[int], list[int]]:
+    """Up to ``per_bucket`` indices per length bucket ``(edges[i-1], edges[i]]``, seeded.
+
+    Returns the chosen indices (in corpus order) and the count taken from each bucket.
+    """
+    members: list[list[int]] = [[] for _ in edges]
+    for index, length in enumerate(lengths):
+        bucket = bucket_of(length, edges)
+        if bucket is not None:
+            members[bucket].append(index)
+    rng = random.Random(seed)
+    chosen: list[int] = []
+    counts = []
+    for group in members:
+        take = group if len(group) <= per_bucket else rng.sample(group, per_bucket)
+        chosen.extend(take)
+        counts.append(len(take))
+    return sorted(chosen), counts

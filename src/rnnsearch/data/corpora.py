@@ -1,0 +1,172 @@
+"""The corpus registry and how a corpus file is found: local mirror first, then upstream.
+
+Each registered corpus lists its languages, how our splits (train/dev/test) map to its file
+names, every file's sha256, and the upstream URL template where one exists. Lookup order for
+``<split>.<lang>.gz``:
+
+1. the local mirror (params ``prepare.mirror``; the ``RNNSEARCH_CORPORA`` environment variable
+   overrides it): ``<mirror>/<corpus>/<file>``;
+2. the download cache ``<cache_dir>/<corpus>/<file>`` (a previous download);
+3. the upstream URL, when the corpus has one: downloaded with a progress bar to a temporary
+   file, verified against its sha256, then renamed into the cache (never half-written).
+
+Every file found is checked against its sha256 before use.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from tqdm import tqdm
+
+from rnnsearch.data.textio import DataError
+
+MIRROR_ENV = "RNNSEARCH_CORPORA"
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A registered parallel corpus."""
+
+    name: str
+    languages: tuple[str, ...]
+    split_files: Mapping[str, str]  # our split -> the corpus' file stem
+    sha256: Mapping[str, str]  # file name -> sha256
+    url_template: str | None  # "{file}" is replaced by the file name; None: no upstream
+    note: str = ""
+
+    def file_name(self, split: str, lang: str) -> str:
+        """The corpus' file name of ``split`` in ``lang``, e.g. ``val.en.gz``."""
+        return f"{self.split_files[split]}.{lang}.gz"
+
+    def url(self, file_name: str) -> str | None:
+        """The upstream URL of ``file_name``, or None when the corpus has no upstream."""
+        return self.url_template.format(file=file_name) if self.url_template else None
+
+
+MULTI30K = Corpus(
+    name="multi30k",
+    languages=("en", "fr", "de"),
+    split_files={"train": "train", "dev": "val", "test": "test_2016_flickr"},
+    sha256={
+        "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+        "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+        "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+        "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+        "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+        "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+        "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+        "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+        "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+    },
+    url_template="https://github.com/multi30k/dataset/raw/master/data/task1/raw/{file}",
+    note="Multi30k task 1 (Elliott et al. 2016), image-caption translation, short sentences.",
+)
+
+HANSARD36 = Corpus(
+    name="hansard36",
+    languages=("en", "fr"),
+    split_files={"train": "train", "dev": "dev", "test": "test"},
+    sha256={
+        "dev.en.gz": "4b07987781e168dd1fd639dd3fc875fe8a67d3ffbda4b0707c588853acfa7fe7",
+        "dev.fr.gz": "712a2a51a6f1033fbe67f464fcd4ce9384b902f2b4fc8f09903147100385dc33",
+        "test.en.gz": "7f4e053370272059086efb11174c2e9c56e9f620f514684ada337fbe3713fdc8",
+        "test.fr.gz": "c587b95234741a26698e658fe0ecdf3de1a08605ed2435ed159b0b00063fbc13",
+        "train.en.gz": "2b7f76a0b628ec846728d0118cf44685d8c9e4a63baea742e798aab77d791b30",
+        "train.fr.gz": "94d26aa03895b2314ef715e1aecd40c947e5c903db2638b320d891343059dd33",
+    },
+    url_template=None,
+    note="Aligned Hansards of the 36th Parliament of Canada (USC/ISI release 2001-1a), "
+         "one file per split; no upstream URL serves these exact files.",
+)
+
+REGISTRY: dict[str, Corpus] = {c.name: c for c in (MULTI30K, HANSARD36)}
+
+
+def get_corpus(name: str) -> Corpus:
+    """The registered corpus called ``name``."""
+    if name not in REGISTRY:
+        raise DataError(f"unknown corpus '{name}' (known: {', '.join(sorted(REGISTRY))})")
+    return REGISTRY[name]
+
+
+def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
+    """The hex sha256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    """Raise :class:`DataError` naming ``path`` when its sha256 is not ``expected``."""
+    actual = sha256_of(path)
+    if actual != expected:
+        raise DataError(f"{path}: checksum mismatch (sha256 {actual}, expected {expected})")
+
+
+def mirror_dir(configured: str | None) -> Path | None:
+    """The mirror in force: ``RNNSEARCH_CORPORA`` if set, else the configured one (if any)."""
+    chosen = os.environ.get(MIRROR_ENV) or configured
+    return Path(chosen).expanduser() if chosen else None
+
+
+def download(url: str, dest: Path, expected_sha256: str, timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``dest`` with a progress bar; verify; rename into place.
+
+    Nothing is left at ``dest`` (or beside it) when the download or the checksum fails.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            total = int(resp.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}") as bar:
+                for block in iter(lambda: resp.read(1 << 16), b""):
+                    out.write(block)
+                    bar.update(len(block))
+        verify(tmp, expected_sha256)
+        os.replace(tmp, dest)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise DataError(f"{url}: download failed: {err}") from err
+        raise
+    return dest
+
+
+def locate(corpus: Corpus, split: str, lang: str, mirror: str | None, cache_dir: str | Path,
+           allow_download: bool = True) -> Path:
+    """Find (or fetch) the verified file of ``split`` in ``lang``; see the module doc."""
+    if lang not in corpus.languages:
+        raise DataError(f"corpus '{corpus.name}' has no language '{lang}' "
+                        f"(it has: {', '.join(corpus.languages)})")
+    name = corpus.file_name(split, lang)
+    candidates = []
+    root = mirror_dir(mirror)
+    if root is not None:
+        candidates.append(root / corpus.name / name)
+    cached = Path(cache_dir) / corpus.name / name
+    candidates.append(cached)
+    for path in candidates:
+        if path.is_file():
+            verify(path, corpus.sha256[name])
+            return path
+    url = corpus.url(name)
+    if url is None:
+        raise DataError(f"{name} of corpus '{corpus.name}' not found in "
+                        f"{' or '.join(str(c.parent) for c in candidates)}, and this corpus has "
+                        f"no upstream URL: point prepare.mirror (or ${MIRROR_ENV}) at your copy. "
+                        f"{corpus.note}")
+    if not allow_download:
+        raise DataError(f"{name} not found in {' or '.join(str(c.parent) for c in candidates)} "
+                        f"and prepare.download is false")
+    return download(url, cached, corpus.sha256[name])

@@ -1,0 +1,112 @@
+"""Reading and writing parallel text safely.
+
+* :func:`read_lines` decodes strictly as UTF-8 (gzip or plain) and names the file and line of a
+  bad byte sequence; an empty or missing file is an error too.
+* :func:`read_parallel` checks that both sides have the same number of lines and names both files
+  and both counts when they do not.
+* :func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling and rename it into
+  place only on success, so a failed stage never leaves half-written outputs and the previous
+  outputs stay intact until the new ones are complete.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file (and line) at fault."""
+
+
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All lines of a UTF-8 text file (``.gz`` or plain), without their line endings."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    lines = []
+    try:
+        with _open_binary(path) as handle:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError as err:
+                    raise DataError(f"{path}:{number}: invalid UTF-8 ({err.reason} at byte "
+                                    f"{err.start})") from err
+    except (OSError, EOFError) as err:
+        raise DataError(f"{path}: cannot read: {err}") from err
+    if not lines:
+        raise DataError(f"{path}: file is empty")
+    return lines
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
+    """Both sides of a parallel corpus; their line counts must agree."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(f"line counts differ: {src_path} has {len(src)} lines, "
+                        f"{tgt_path} has {len(tgt)}")
+    return src, tgt
+
+
+def write_lines(path: str | Path, lines: Sequence[str]) -> None:
+    """Write one line per item (newline-terminated)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(line + "\n")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary directory that replaces ``target`` only if the block succeeds."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    tmp.chmod(0o777 & ~_umask())
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    backup = target.with_name(f".{target.name}.old")
+    if target.exists():
+        shutil.rmtree(backup, ignore_errors=True)
+        target.rename(backup)
+    tmp.rename(target)
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write ``data`` as indented JSON, atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")

@@ -1,0 +1,109 @@
+"""Moses tokenisation (sacremoses) per language, in parallel, and the matching detokeniser.
+
+Tokens are produced with ``escape=False`` so that apostrophes and ampersands stay as they are
+(no ``&apos;`` in the output). :func:`detokenize` undoes the tokenisation for scoring against
+raw references. Optional lowercasing happens before tokenising.
+"""
+from __future__ import annotations
+
+import functools
+import multiprocessing as mp
+from collections import Counter
+from typing import Iterable, Sequence
+
+import numpy as np
+from sacremoses import MosesDetokenizer, MosesTokenizer
+from tqdm import tqdm
+
+from rnnsearch.data.vocab import UNK_ID, Vocabulary
+
+LENGTH_PERCENTILES = (50, 90, 95, 99)
+
+
+@functools.lru_cache(maxsize=None)
+def _tokenizer(lang: str) -> MosesTokenizer:
+    return MosesTokenizer(lang=lang)
+
+
+@functools.lru_cache(maxsize=None)
+def _detokenizer(lang: str) -> MosesDetokenizer:
+    return MosesDetokenizer(lang=lang)
+
+
+def tokenize_line(text: str, lang: str, lowercase: bool = False) -> list[str]:
+    """Moses tokens of one sentence (``escape=False``), lowercased first if asked."""
+    if lowercase:
+        text = text.lower()
+    return _tokenizer(lang).tokenize(text, escape=False)
+
+
+def detokenize(tokens: Sequence[str], lang: str) -> str:
+    """Moses detokenisation: the raw-text form of ``tokens``."""
+    return _detokenizer(lang).detokenize(list(tokens))
+
+
+def _tokenize_chunk(args: tuple[list[str], str, bool]) -> list[str]:
+    lines, lang, lowercase = args
+    return [" ".join(tokenize_line(line, lang, lowercase)) for line in lines]
+
+
+def tokenize_lines(lines: Sequence[str], lang: str, lowercase: bool = False, workers: int = 2,
+                   chunk_size: int = 2000, desc: str = "tokenize") -> list[str]:
+    """Tokenise every line with ``workers`` processes; returns space-joined token strings.
+
+    Each distinct line is tokenised once (parliamentary text repeats headings and procedural
+    lines many times), in parallel chunks with a progress bar.
+    """
+    unique = list(dict.fromkeys(lines))
+    tokenized = dict(zip(unique, _tokenize_unique(unique, lang, lowercase, workers, chunk_size, desc)))
+    return [tokenized[line] for line in lines]
+
+
+def _tokenize_unique(lines: Sequence[str], lang: str, lowercase: bool, workers: int,
+                     chunk_size: int, desc: str) -> list[str]:
+    chunks = [(list(lines[i:i + chunk_size]), lang, lowercase)
+              for i in range(0, len(lines), chunk_size)]
+    out: list[str] = []
+    with tqdm(total=len(lines), unit="sent", desc=desc) as bar:
+        if workers <= 1 or len(chunks) <= 1:
+            results: Iterable[list[str]] = map(_tokenize_chunk, chunks)
+            for result in results:
+                out.extend(result)
+                bar.update(len(result))
+            return out
+        with mp.get_context("fork").Pool(workers) as pool:
+            for result in pool.imap(_tokenize_chunk, chunks):
+                out.extend(result)
+                bar.update(len(result))
+    return out
+
+
+def count_words(lines: Iterable[str]) -> Counter:
+    """Word frequencies of space-tokenised lines."""
+    counter: Counter = Counter()
+    for line in lines:
+        counter.update(line.split())
+    return counter
+
+
+def oov_rate(lines: Iterable[str], vocab: Vocabulary) -> float:
+    """Fraction of tokens that map to ``<unk>``."""
+    total = unknown = 0
+    for line in lines:
+        ids = vocab.encode(line.split())
+        total += len(ids)
+        unknown += sum(1 for i in ids if i == UNK_ID)
+    return unknown / total if total else 0.0
+
+
+def length_stats(lines: Sequence[str]) -> dict[str, float]:
+    """Token-length percentiles, mean and maximum of tokenised lines."""
+    lengths = np.array([len(line.split()) for line in lines] or [0])
+    stats = {f"p{p}": float(np.percentile(lengths, p)) for p in LENGTH_PERCENTILES}
+    stats.update(mean=float(lengths.mean()), max=int(lengths.max()))
+    return stats
+
+
+def length_histogram(lines: Sequence[str]) -> Counter:
+    """Number of lines of each token length."""
+    return Counter(len(line.split()) for line in lines)
