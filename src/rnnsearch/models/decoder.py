@@ -1,0 +1,235 @@
+"""Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in two wirings.
+
+The papers differ in *when* the decoder attends, which changes the recurrence, so there are two
+small subclasses of one core rather than one class full of switches:
+
+* :class:`BahdanauDecoder` (models ``search`` and ``encdec``): the context ``c_i`` is computed from
+  ``s_{i-1}`` *before* the update, the RNN reads ``[y_{i-1}; c_i]``, and a deep output reads
+  ``[s_i; y_{i-1}; c_i]`` (tanh or maxout). Without attention (``encdec``, Cho et al.) ``c`` is the
+  fixed summary ``tanh(V h_N)`` of the source, which also initialises the decoder.
+* :class:`LuongDecoder` (model ``luong``): the RNN reads ``[y_{t-1}; h~_{t-1}]`` (input feeding) or
+  ``y_{t-1}``, attention is queried with the new ``h_t``, and ``h~_t = tanh(W_c [c_t; h_t])``
+  predicts the word.
+
+The submodules ``embedding``, ``rnn`` (an ``nn.GRU``/``nn.LSTM``/``nn.RNN``, batch first) and
+``output`` (the final linear layer to the vocabulary) are named as the pretrained LM's so that
+``rnnsearch.lm.transfer.load_lm_into_decoder`` copies them by name; the previous word is the first
+``E`` inputs of ``rnn.weight_ih_l0``.
+
+Teacher forcing runs the whole sequence through the fused ``nn.GRU`` when no input depends on the
+previous step (``encdec``; ``luong`` without input feeding); otherwise a lean loop over
+:func:`cell_step` where the word part of the input projection and the output layer are batched
+over all steps outside the loop. ``step`` runs the same code for one step, so a step-by-step
+decode reproduces the teacher-forced logits.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.vocab import PAD_ID
+from rnnsearch.models.attention import Attention
+from rnnsearch.models.rnn import cell_step, layer_weights, make_rnn
+from rnnsearch.models.state import DecoderState, Memory
+
+Layers = list[Tensor]  # one batch x H tensor per layer
+
+
+class RecurrentDecoder(nn.Module):
+    """The shared core: embedding, a stepped RNN, the bridge from the encoder and the output."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig, extra_size: int, summary_size: int,
+                 output_in: int) -> None:
+        super().__init__()
+        self.config = config
+        self.embedding = nn.Embedding(vocab_size, config.embedding_size, padding_idx=PAD_ID)
+        self.rnn = make_rnn(config.cell, config.embedding_size + extra_size, config.hidden_size,
+                            config.decoder_layers, dropout=config.dropout)
+        self.bridge = nn.Linear(summary_size, config.decoder_layers * config.hidden_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.output = nn.Linear(output_in, vocab_size)
+
+    def init_state(self, memory: Memory) -> DecoderState:
+        """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero."""
+        batch = memory.summary.size(0)
+        hidden = torch.tanh(self.bridge(memory.summary))
+        hidden = hidden.view(batch, self.config.decoder_layers, self.config.hidden_size)
+        cell = torch.zeros_like(hidden) if self.config.cell == "lstm" else None
+        feed = self._initial_feed(hidden)
+        step = torch.zeros(batch, dtype=torch.long, device=hidden.device)
+        return DecoderState(hidden, cell, feed, step)
+
+    def _initial_feed(self, hidden: Tensor) -> Tensor | None:
+        return None
+
+    def _embed(self, words: Tensor) -> tuple[Tensor, Tensor]:
+        """Embeddings (... x E) and their part of the first layer's input projection (... x G*H)."""
+        embedded = self.dropout(self.embedding(words))
+        w_ih, b_ih, _, _ = layer_weights(self.rnn, 0)
+        return embedded, F.linear(embedded, w_ih[:, : self.config.embedding_size], b_ih)
+
+    def _run_fused(self, inputs: Tensor, state: DecoderState) -> Tensor:
+        """Teacher forcing through the fused ``rnn``: batch x T x in -> batch x T x H (top layer)."""
+        hx = state.hidden.transpose(0, 1).contiguous()                   # layers x batch x H
+        if state.cell is not None:
+            hx = (hx, state.cell.transpose(0, 1).contiguous())
+        outputs, _ = self.rnn(inputs, hx)
+        return outputs
+
+    def _advance(self, word_gates: Tensor, extra: Tensor | None, hidden: Layers,
+                 cells: Layers | list[None]) -> tuple[Layers, Layers | list[None]]:
+        """One recurrent step of every layer; ``extra`` (batch x X) is the rest of the input."""
+        w_ih, _, w_hh, b_hh = layer_weights(self.rnn, 0)
+        gates = word_gates
+        if extra is not None:
+            gates = gates + F.linear(extra, w_ih[:, self.config.embedding_size:])
+        new_hidden, new_cells = [], []
+        for layer in range(self.config.decoder_layers):
+            if layer > 0:
+                w_ih, b_ih, w_hh, b_hh = layer_weights(self.rnn, layer)
+                below = F.dropout(new_hidden[-1], self.config.dropout, self.training)
+                gates = F.linear(below, w_ih, b_ih)
+            h, c = cell_step(self.config.cell, gates, hidden[layer], cells[layer], w_hh, b_hh)
+            new_hidden.append(h)
+            new_cells.append(c)
+        return new_hidden, new_cells
+
+
+def split_state(state: DecoderState) -> tuple[Layers, Layers | list[None]]:
+    """Per-layer lists of batch x H tensors from a batch x layers x H state."""
+    hidden = list(state.hidden.unbind(1))
+    cells = list(state.cell.unbind(1)) if state.cell is not None else [None] * len(hidden)
+    return hidden, cells
+
+
+def join_state(hidden: Layers, cells: Layers | list[None], feed: Tensor | None,
+               step: Tensor) -> DecoderState:
+    cell = torch.stack(cells, 1) if cells[0] is not None else None
+    return DecoderState(torch.stack(hidden, 1), cell, feed, step)
+
+
+class BahdanauDecoder(RecurrentDecoder):
+    """RNNsearch (with attention) and RNNencdec (``attention=None``, Cho's conditioned decoder)."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        annotations, hidden = config.encoder_output_size, config.hidden_size
+        attend = config.model == "search"
+        context = annotations if attend else hidden
+        super().__init__(vocab_size, config, extra_size=context,
+                         summary_size=annotations if attend else hidden,
+                         output_in=config.output_size)
+        self.attention = (Attention(config.score, hidden, annotations, config.attention_size)
+                          if attend else None)
+        self.summarize = None if attend else nn.Linear(annotations, hidden)  # c = tanh(V h_N)
+        pieces = 2 if config.maxout else 1
+        self.deep = nn.Linear(hidden + config.embedding_size + context, config.output_size * pieces)
+
+    def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor) -> Memory:
+        """Precompute ``U h_j`` (search) or the fixed context ``c`` (encdec) once per batch."""
+        if self.attention is None:
+            return Memory(values, None, mask, lengths, torch.tanh(self.summarize(final)))
+        return Memory(values, self.attention.project_keys(values), mask, lengths, final)
+
+    def step(self, prev: Tensor, state: DecoderState, memory: Memory
+             ) -> tuple[Tensor, DecoderState, Tensor | None]:
+        embedded, word_gates = self._embed(prev)                          # batch x E, batch x G*H
+        hidden, cells = split_state(state)
+        context, weights = self._context(hidden[-1], memory)              # batch x C, batch x S
+        hidden, cells = self._advance(word_gates, context, hidden, cells)
+        logits = self._logits(hidden[-1], embedded, context)              # batch x V
+        return logits, join_state(hidden, cells, None, state.step + 1), weights
+
+    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: batch x T ids -> logits batch x T x V, weights batch x T x S."""
+        if self.attention is None:
+            embedded = self.dropout(self.embedding(tgt_in))               # batch x T x E
+            context = memory.summary.unsqueeze(1).expand(-1, tgt_in.size(1), -1)  # batch x T x H
+            states = self._run_fused(torch.cat([embedded, context], -1), state)
+            return self._logits(states, embedded, context), None
+        embedded, word_gates = self._embed(tgt_in)                        # batch x T x E / G*H
+        hidden, cells = split_state(state)
+        tops, contexts, alignments = [], [], []
+        for t in range(tgt_in.size(1)):
+            context, weights = self._context(hidden[-1], memory)
+            hidden, cells = self._advance(word_gates[:, t], context, hidden, cells)
+            tops.append(hidden[-1])
+            contexts.append(context)
+            alignments.append(weights)
+        states, contexts = torch.stack(tops, 1), torch.stack(contexts, 1)  # batch x T x H / C
+        return self._logits(states, embedded, contexts), torch.stack(alignments, 1)
+
+    def _context(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
+        """``c_i`` from ``s_{i-1}`` (batch x H): batch x C and weights batch x S."""
+        if self.attention is None:
+            return memory.summary, None
+        context, weights = self.attention(query.unsqueeze(1), memory.keys, memory.values,
+                                          memory.mask, memory.lengths)
+        return context.squeeze(1), weights.squeeze(1)
+
+    def _logits(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
+        """Deep output ``t = f(U s_i + V E y_{i-1} + C c_i)``, f = maxout or tanh; then ``output``."""
+        pre = self.deep(torch.cat([state, embedded, context], -1))
+        if self.config.maxout:
+            pre = pre.unflatten(-1, (self.config.output_size, 2)).amax(-1)
+        else:
+            pre = torch.tanh(pre)
+        return self.output(self.dropout(pre))
+
+
+class LuongDecoder(RecurrentDecoder):
+    """Luong et al. 2015: global or local attention after the update, optional input feeding."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        annotations, hidden = config.encoder_output_size, config.hidden_size
+        super().__init__(vocab_size, config, extra_size=hidden if config.input_feeding else 0,
+                         summary_size=annotations, output_in=hidden)
+        self.attention = Attention(config.score, hidden, annotations, config.attention_size,
+                                   config.attention, config.window)
+        self.combine = nn.Linear(annotations + hidden, hidden, bias=False)  # W_c
+
+    def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor) -> Memory:
+        return Memory(values, self.attention.project_keys(values), mask, lengths, final)
+
+    def _initial_feed(self, hidden: Tensor) -> Tensor | None:
+        if not self.config.input_feeding:
+            return None
+        return hidden.new_zeros(hidden.size(0), self.config.hidden_size)
+
+    def step(self, prev: Tensor, state: DecoderState, memory: Memory
+             ) -> tuple[Tensor, DecoderState, Tensor]:
+        _, word_gates = self._embed(prev)
+        hidden, cells = split_state(state)
+        hidden, cells = self._advance(word_gates, state.feed, hidden, cells)
+        attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, state.step.unsqueeze(1))
+        attentional, weights = attentional.squeeze(1), weights.squeeze(1)  # batch x H, batch x S
+        feed = attentional if self.config.input_feeding else None
+        logits = self.output(self.dropout(attentional))
+        return logits, join_state(hidden, cells, feed, state.step + 1), weights
+
+    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState) -> tuple[Tensor, Tensor]:
+        """Teacher forcing: batch x T ids -> logits batch x T x V, weights batch x T x S."""
+        steps = state.step.unsqueeze(1) + torch.arange(tgt_in.size(1), device=tgt_in.device)
+        if not self.config.input_feeding:
+            embedded = self.dropout(self.embedding(tgt_in))               # batch x T x E
+            attentional, weights = self._attend(self._run_fused(embedded, state), memory, steps)
+            return self.output(self.dropout(attentional)), weights
+        _, word_gates = self._embed(tgt_in)                               # batch x T x G*H
+        hidden, cells = split_state(state)
+        feed, outputs, alignments = state.feed, [], []
+        for t in range(tgt_in.size(1)):
+            hidden, cells = self._advance(word_gates[:, t], feed, hidden, cells)
+            attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, steps[:, t: t + 1])
+            feed = attentional.squeeze(1)
+            outputs.append(feed)
+            alignments.append(weights.squeeze(1))
+        logits = self.output(self.dropout(torch.stack(outputs, 1)))       # batch x T x V
+        return logits, torch.stack(alignments, 1)
+
+    def _attend(self, queries: Tensor, memory: Memory, steps: Tensor) -> tuple[Tensor, Tensor]:
+        """``h~_t = tanh(W_c [c_t; h_t])`` for queries batch x T x H; weights batch x T x S."""
+        context, weights = self.attention(queries, memory.keys, memory.values, memory.mask,
+                                          memory.lengths, steps)
+        return torch.tanh(self.combine(torch.cat([context, queries], -1))), weights

@@ -1,0 +1,89 @@
+"""The translation model: encoder + decoder behind the interface decoding relies on.
+
+``encode`` once per batch, ``init_state``, then ``step`` per target word (a pure function of its
+inputs: nothing is cached on the module), or ``forward`` for teacher forcing. See
+``docs/contracts.md`` ("The model interface").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder
+from rnnsearch.models.encoder import Encoder
+from rnnsearch.models.rnn import orthogonal_init_
+from rnnsearch.models.state import DecoderState, Memory
+
+
+class Seq2Seq(nn.Module):
+    """RNNencdec, RNNsearch or Luong attention, chosen by ``config.model``."""
+
+    def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        config.check("model")
+        self.config, self.src_vocab, self.tgt_vocab = config, src_vocab, tgt_vocab
+        self.encoder = Encoder(src_vocab, config)
+        decoder_class = LuongDecoder if config.model == "luong" else BahdanauDecoder
+        self.decoder = decoder_class(tgt_vocab, config)
+        if config.orthogonal_init:
+            orthogonal_init_(self.encoder.rnn)
+            orthogonal_init_(self.decoder.rnn)
+
+    @property
+    def has_attention(self) -> bool:
+        return self.decoder.attention is not None
+
+    def encode(self, src: Tensor, src_len: Tensor) -> Memory:
+        """``src``: batch x src_len ids, ``src_len``: batch real lengths -> :class:`Memory`."""
+        values, final, mask, lengths = self.encoder(src, src_len)
+        return self.decoder.prepare_memory(values, final, mask, lengths)
+
+    def init_state(self, memory: Memory) -> DecoderState:
+        """The decoder state before the first target word."""
+        return self.decoder.init_state(memory)
+
+    def step(self, prev: Tensor, state: DecoderState, memory: Memory
+             ) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """``prev``: batch ids -> logits batch x V, next state, weights batch x src_len or None."""
+        return self.decoder.step(prev, state, memory)
+
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits batch x tgt_len x V, weights batch x tgt_len x src_len or None."""
+        memory = self.encode(src, src_len)
+        return self.decoder(tgt_in, memory, self.init_state(memory))
+
+
+def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+    """A freshly initialised model; ``config`` is validated first (errors name the key)."""
+    return Seq2Seq(config, src_vocab, tgt_vocab)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def save_model(model: Seq2Seq, path: str | Path) -> None:
+    """Write ``{"config", "src_vocab", "tgt_vocab", "state_dict"}`` (weights only, CPU tensors)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    torch.save({"config": model.config.to_dict(), "src_vocab": model.src_vocab,
+                "tgt_vocab": model.tgt_vocab, "state_dict": state}, path)
+
+
+def load_model(path: str | Path, map_location: Any = "cpu") -> Seq2Seq:
+    """Rebuild a model written by :func:`save_model`, in eval mode."""
+    data = torch.load(path, map_location=map_location, weights_only=True)
+    for key in ("config", "state_dict"):
+        if key not in data:
+            raise ValueError(f"{path}: not a model file (no '{key}')")
+    state = data["state_dict"]
+    src_vocab = data.get("src_vocab", state["encoder.embedding.weight"].shape[0])
+    tgt_vocab = data.get("tgt_vocab", state["decoder.embedding.weight"].shape[0])
+    model = build_model(ModelConfig.from_dict(data["config"], f"{path}:config"), src_vocab, tgt_vocab)
+    model.load_state_dict(state)
+    return model.eval()
