@@ -1,0 +1,72 @@
+"""Typed params: unknown keys, wrong types and impossible values fail naming the key."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rnnsearch.config import ConfigError, from_dict, load_section
+from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.tokenize import TokenizeConfig
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = {"corpus": "multi30k", "src_lang": "en", "tgt_lang": "fr"}
+
+
+def test_repo_params_are_valid():
+    prepare = load_section(PrepareConfig, "prepare", REPO / "params.yaml")
+    tokenize = load_section(TokenizeConfig, "tokenize", REPO / "params.yaml")
+    assert prepare.corpus in ("multi30k", "hansard36")
+    assert tokenize.vocab_size_src > 4
+
+
+def test_defaults_and_nested_values():
+    cfg = from_dict(PrepareConfig, {**BASE, "clean": {"max_len": 50}, "test_buckets": [10, 20],
+                                    "test_per_bucket": 5}, "prepare")
+    assert cfg.clean.max_len == 50 and cfg.clean.min_len == 1
+    assert cfg.test_buckets == (10, 20)
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"corpsu": "multi30k"}, "prepare.corpsu"),                       # unknown key
+    ({"clean": {"max_lenght": 3}}, "prepare.clean.max_lenght"),      # unknown nested key
+    ({"seed": "one"}, "prepare.seed"),                                # wrong type
+    ({"download": "yes"}, "prepare.download"),                        # a string is not a bool
+    ({"sizes": {"train": -5}}, "prepare.sizes.train"),                # negative size
+    ({"sizes": {"dev": 1.5}}, "prepare.sizes.dev"),                   # float for an int
+    ({"corpus": "europarl"}, "prepare.corpus"),                       # unknown corpus
+    ({"corpus": "hansard36", "src_lang": "de"}, "prepare.src_lang"),  # language the corpus lacks
+    ({"tgt_lang": "en"}, "prepare.tgt_lang"),                         # same language both sides
+    ({"clean": {"min_len": 5, "max_len": 2}}, "prepare.clean.max_len"),
+    ({"test_buckets": [20, 10], "test_per_bucket": 3}, "prepare.test_buckets"),
+    ({"test_buckets": [10]}, "prepare.test_per_bucket"),
+])
+def test_bad_prepare_values_name_the_key(override, key):
+    with pytest.raises(ConfigError) as err:
+        from_dict(PrepareConfig, {**BASE, **override}, "prepare")
+    assert str(err.value).startswith(key + ":"), str(err.value)
+
+
+def test_missing_required_key():
+    with pytest.raises(ConfigError, match=r"prepare\.tgt_lang: required"):
+        from_dict(PrepareConfig, {"corpus": "multi30k", "src_lang": "en"}, "prepare")
+
+
+def test_tokenize_vocab_too_small():
+    with pytest.raises(ConfigError, match=r"tokenize\.vocab_size_tgt: must be > 4"):
+        from_dict(TokenizeConfig, {"vocab_size_tgt": 3}, "tokenize")
+
+
+def test_params_file_errors_name_the_file(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError, match="nope.yaml: params file not found"):
+        load_section(PrepareConfig, "prepare", missing)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("prepare: [unclosed\n")
+    with pytest.raises(ConfigError, match="broken.yaml: not valid YAML"):
+        load_section(PrepareConfig, "prepare", broken)
+    empty_section = tmp_path / "p.yaml"
+    empty_section.write_text(yaml.safe_dump({"tokenize": {}}))
+    with pytest.raises(ConfigError, match="missing section 'prepare'"):
+        load_section(PrepareConfig, "prepare", empty_section)
