@@ -64,15 +64,17 @@ def test_worked_example_beam_two():
 
 
 def test_greedy_cannot_take_back_a():
-    """The notes' greedy failure: after "he hit", "a" is locally best (-0.5 against -0.9 for
+    """The notes' greedy failure: after "he hit", "a" is locally best (-0.4 against -1.3 for
     "me"), but nothing good follows it; beam search (k=2) keeps "he hit me" and recovers.
     (In the worked example's own table "me" is locally best, so greedy would not fail there.)"""
-    table = dict(WORKED)
-    table[("he", "hit")] = {"a": -0.5, "me": -0.9}
-    table[("he", "hit", "a")] = {"</s>": -1.5, "pie": -1.6}
-    table[("he", "hit", "me")] = {"with": -0.2}
-    table[("he", "hit", "me", "with")] = {"a": -0.2}
-    table[("he", "hit", "me", "with", "a")] = {"pie": -0.2}
+    table = {(): {"he": -0.4, "I": -1.5},
+             ("he",): {"hit": -0.2},
+             ("he", "hit"): {"a": -0.4, "me": -1.3},
+             ("he", "hit", "a"): {"</s>": -1.5, "pie": -1.6},
+             ("he", "hit", "me"): {"with": -0.1},
+             ("he", "hit", "me", "with"): {"a": -0.1},
+             ("he", "hit", "me", "with", "a"): {"pie": -0.1},
+             ("he", "hit", "me", "with", "a", "pie"): {"</s>": -0.1}}
     model = ScriptedModel(WORDS, table)
     options = SearchOptions(beam_size=2, length_penalty="none")
     src, src_len = pad_batch([[4, 5, 6]])
@@ -86,15 +88,15 @@ def test_greedy_cannot_take_back_a():
 def test_finished_hypotheses_compared_length_normalised():
     """A short hypothesis with the better sum loses to a longer one with the better mean."""
     table = {(): {"he": -0.5, "I": -1.6},
-             ("he",): {"</s>": -1.6, "hit": -0.1},
+             ("he",): {"</s>": -1.6, "hit": -0.3},
              ("he", "hit"): {"me": -0.1},
              ("he", "hit", "me"): {"</s>": -1.8}}
     model = ScriptedModel(WORDS, table)
     raw = _one(model, SearchOptions(beam_size=2, length_penalty="none")).best
     mean = _one(model, SearchOptions(beam_size=2, length_penalty="mean")).best
-    gnmt = _one(model, SearchOptions(beam_size=2, length_penalty="gnmt", alpha=1.0)).best
-    assert model.text(raw.tokens) == "he"                      # -2.1 beats -2.5
-    assert model.text(mean.tokens) == "he hit me"              # -2.5/4 beats -2.1/2
+    gnmt = _one(model, SearchOptions(beam_size=2, length_penalty="gnmt", alpha=2.0)).best
+    assert model.text(raw.tokens) == "he"                      # -2.1 beats -2.7
+    assert model.text(mean.tokens) == "he hit me"              # -2.7/4 beats -2.1/2
     assert model.text(gnmt.tokens) == "he hit me"
     assert mean.norm_score == pytest.approx(mean.score / 4)
 

@@ -1,0 +1,169 @@
+"""Batched beam search, written as small steps: start, expand + prune, finish, advance, retire.
+
+For a batch of ``n`` sentences and width ``k`` the search holds ``n x k`` hypotheses, scored by
+their cumulative log-probability ``sum_i log P(y_i | y_<i, x)``. Each step:
+
+1. **expand + prune** (:func:`_expand_and_prune`): every live hypothesis proposes every word;
+   the ``2k`` best (hypothesis, word) pairs of each sentence survive (``2k`` so that ``k``
+   non-``</s>`` continuations remain however many of them end the sentence);
+2. **finish** (:func:`_finish`): a pair among the ``k`` best that emits ``</s>`` becomes a
+   finished hypothesis of its sentence and is never expanded again;
+3. **advance** (:func:`_advance`): the ``k`` best pairs that do not emit ``</s>`` become the
+   new beam (decoder states, tokens and attention rows are gathered from their parents);
+4. **retire** (:func:`_retire`): a sentence with ``k`` finished hypotheses, or at its length
+   limit ``a * src_len + b`` (where only ``</s>`` is allowed), leaves the batch, so the batch
+   shrinks as sentences end.
+
+Finished hypotheses are ranked by the length-normalised score
+(:func:`rnnsearch.decoding.options.normalise`); live ones by the raw sum, which is what the
+notes describe. Each sentence's hypotheses only ever meet hypotheses of the same sentence, so
+the output does not depend on the batch size or on which sentences share the batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rnnsearch.data.vocab import BOS_ID, EOS_ID
+from rnnsearch.decoding.hypothesis import Hypothesis, Translation
+from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
+from rnnsearch.decoding.steps import StepOutput, next_log_probs
+from rnnsearch.models.state import reorder
+
+
+@dataclass(frozen=True)
+class _Beam:
+    """The live search over ``n`` active sentences x ``k`` hypotheses (rows ``i*k .. i*k+k-1``)."""
+
+    sentence: torch.Tensor            # n: index of each active sentence in the input batch
+    limits: torch.Tensor              # n: output length limit (tokens, </s> included)
+    scores: torch.Tensor              # n x k: cumulative log-probs (float64), -inf = empty
+    tokens: torch.Tensor              # n*k x t: words so far
+    attention: torch.Tensor | None    # n*k x t x S: attention rows so far
+    memory: Any                       # the model's Memory, n*k rows
+    state: Any                        # the model's DecoderState, n*k rows
+
+
+@torch.inference_mode()
+def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
+                options: SearchOptions = SearchOptions()) -> list[Translation]:
+    """The ``options.nbest`` best translations of each sentence of a batch, best first.
+
+    ``src``: batch x src_len ids; ``src_len``: batch (real lengths).
+    """
+    k = options.beam_size
+    beam = _start(model, src, src_len, options)
+    finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
+    while beam.sentence.numel() > 0:
+        step = beam.tokens.size(1)
+        prev = beam.tokens[:, -1] if step else torch.full(
+            (beam.tokens.size(0),), BOS_ID, dtype=torch.long, device=beam.tokens.device)
+        at_limit = (beam.limits == step + 1).repeat_interleave(k)          # n*k
+        out = next_log_probs(model, prev, beam.state, beam.memory, at_limit)
+        top, origin, word = _expand_and_prune(beam.scores, out.log_probs)   # n x 2k each
+        _finish(beam, out, top, origin, word, finished, src_len, options)
+        beam = _retire(_advance(beam, out, top, origin, word), finished, k)
+    return [_rank(hypotheses, options.nbest) for hypotheses in finished]
+
+
+def _start(model: Any, src: torch.Tensor, src_len: torch.Tensor,
+           options: SearchOptions) -> _Beam:
+    """Encode once, then copy each sentence's memory and state to its ``k`` rows."""
+    batch, k = src.size(0), options.beam_size
+    memory = model.encode(src, src_len)
+    state = model.init_state(memory)
+    rows = torch.arange(batch, device=src.device).repeat_interleave(k)     # batch*k
+    scores = torch.full((batch, k), -torch.inf, dtype=torch.float64, device=src.device)
+    scores[:, 0] = 0.0               # one live hypothesis (<s>) per sentence at first
+    return _Beam(sentence=torch.arange(batch, device=src.device),
+                 limits=max_output_lengths(src_len, options),
+                 scores=scores,
+                 tokens=torch.empty(batch * k, 0, dtype=torch.long, device=src.device),
+                 attention=None,
+                 memory=reorder(memory, rows),
+                 state=reorder(state, rows))
+
+
+def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``2k`` best (parent, word) pairs per sentence, best first.
+
+    ``scores``: n x k, ``log_probs``: n*k x V. Returns their cumulative scores (n x 2k), the
+    parent's slot in the beam (n x 2k, 0..k-1) and the word (n x 2k).
+    """
+    n, k = scores.shape
+    vocab = log_probs.size(1)
+    total = scores.unsqueeze(-1) + log_probs.view(n, k, vocab).double()      # n x k x V
+    top, flat = total.view(n, k * vocab).topk(min(2 * k, k * vocab), dim=1)  # n x 2k
+    return top, flat // vocab, flat % vocab
+
+
+def _finish(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
+            word: torch.Tensor, finished: list[list[Hypothesis]], src_len: torch.Tensor,
+            options: SearchOptions) -> None:
+    """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list."""
+    k = beam.scores.size(1)
+    ends = (word[:, :k] == EOS_ID) & torch.isfinite(top[:, :k])              # n x k
+    for slot, rank in ends.nonzero().tolist():
+        row = slot * k + int(origin[slot, rank])
+        sentence = int(beam.sentence[slot])
+        tokens = tuple(beam.tokens[row].tolist()) + (EOS_ID,)
+        score = float(top[slot, rank])
+        finished[sentence].append(Hypothesis(
+            tokens, score, normalise(score, len(tokens), options),
+            _attention_matrix(beam, out, row, int(src_len[sentence]))))
+
+
+def _attention_matrix(beam: _Beam, out: StepOutput, row: int, src_len: int):
+    """Hypothesis ``row``'s attention rows plus this step's: len x src_len (numpy), or None."""
+    if out.attention is None:
+        return None
+    last = out.attention[row, :src_len].unsqueeze(0)                          # 1 x S
+    if beam.attention is None:
+        return last.cpu().numpy()
+    return torch.cat([beam.attention[row, :, :src_len], last]).cpu().numpy()
+
+
+def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
+             word: torch.Tensor) -> _Beam:
+    """The new beam: the ``k`` best pairs that do not emit ``</s>``, gathered from parents."""
+    n, k = beam.scores.shape
+    keep = torch.sort((word == EOS_ID).int(), dim=1, stable=True).indices[:, :k]  # n x k
+    scores = top.gather(1, keep)
+    scores = scores.masked_fill(word.gather(1, keep) == EOS_ID, -torch.inf)
+    new_word = word.gather(1, keep).reshape(-1)                               # n*k
+    parents = (origin.gather(1, keep)
+               + k * torch.arange(n, device=top.device).unsqueeze(1)).reshape(-1)
+    tokens = torch.cat([beam.tokens.index_select(0, parents), new_word.unsqueeze(1)], dim=1)
+    attention = None
+    if out.attention is not None:
+        step_attn = out.attention.index_select(0, parents).unsqueeze(1)      # n*k x 1 x S
+        attention = step_attn if beam.attention is None else torch.cat(
+            [beam.attention.index_select(0, parents), step_attn], dim=1)
+    return _Beam(beam.sentence, beam.limits, scores, tokens, attention, beam.memory,
+                 reorder(out.state, parents))
+
+
+def _retire(beam: _Beam, finished: list[list[Hypothesis]], k: int) -> _Beam:
+    """Drop sentences with ``k`` finished hypotheses, at their length limit, or with no live one."""
+    enough = torch.tensor([len(finished[int(s)]) >= k for s in beam.sentence],
+                          dtype=torch.bool, device=beam.scores.device)
+    at_limit = beam.limits <= beam.tokens.size(1)
+    dead = ~torch.isfinite(beam.scores).any(dim=1)
+    keep = ~(enough | at_limit | dead)
+    if bool(keep.all()):
+        return beam
+    slots = keep.nonzero().squeeze(1)                                         # m
+    rows = (slots.unsqueeze(1) * k + torch.arange(k, device=slots.device)).reshape(-1)
+    return _Beam(beam.sentence[slots], beam.limits[slots], beam.scores[slots],
+                 beam.tokens.index_select(0, rows),
+                 None if beam.attention is None else beam.attention.index_select(0, rows),
+                 reorder(beam.memory, rows), reorder(beam.state, rows))
+
+
+def _rank(hypotheses: list[Hypothesis], nbest: int) -> Translation:
+    """The ``nbest`` finished hypotheses with the best normalised scores (stable on ties)."""
+    ranked = sorted(hypotheses, key=lambda h: -h.norm_score)
+    return Translation(tuple(ranked[:nbest]))

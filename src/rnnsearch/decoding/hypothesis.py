@@ -1,0 +1,34 @@
+"""What a decoder returns for one source sentence."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One output sequence.
+
+    ``tokens`` are target ids ending with ``</s>`` (every search forces ``</s>`` at the length
+    limit, so each hypothesis is finished); ``attention`` has one row per token:
+    ``len(tokens) x src_len`` (real source positions only), or ``None`` for a model without
+    attention.
+    """
+
+    tokens: tuple[int, ...]
+    score: float                 # summed log-probability, </s> included
+    norm_score: float            # the length-normalised score hypotheses are ranked by
+    attention: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The n-best list for one sentence, best first."""
+
+    hypotheses: tuple[Hypothesis, ...]
+
+    @property
+    def best(self) -> Hypothesis:
+        """The highest-ranked hypothesis."""
+        return self.hypotheses[0]

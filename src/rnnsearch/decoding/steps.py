@@ -1,0 +1,39 @@
+"""The piece greedy and beam search share: one masked decoder step.
+
+Both decoders call :func:`next_log_probs`, so ``beam_size = 1`` and greedy see exactly the same
+distributions: ``<pad>`` and ``<s>`` are never produced, and at a sentence's length limit only
+``</s>`` is allowed (every hypothesis ends finished).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+
+from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+class StepOutput(NamedTuple):
+    """Log-probabilities of the next word, the new decoder state, the attention (or None)."""
+
+    log_probs: torch.Tensor            # rows x vocab
+    state: Any                         # the model's DecoderState
+    attention: torch.Tensor | None     # rows x src_len
+
+
+def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
+                   at_limit: torch.Tensor) -> StepOutput:
+    """One decoder step for ``rows`` hypotheses, with the search's masks applied.
+
+    ``prev``: rows (previous word ids); ``at_limit``: rows (bool), True where this step is the
+    last one allowed, so only ``</s>`` may follow.
+    """
+    logits, state, attn = model.step(prev, state, memory)          # rows x vocab
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    log_probs[:, PAD_ID] = -torch.inf
+    log_probs[:, BOS_ID] = -torch.inf
+    eos_column = log_probs[:, EOS_ID].clone()
+    log_probs[at_limit] = -torch.inf
+    log_probs[:, EOS_ID] = eos_column
+    return StepOutput(log_probs, state, None if attn is None else attn.float())
+
