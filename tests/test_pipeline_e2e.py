@@ -1,0 +1,86 @@
+"""End-to-end: the real DVC pipeline in a throw-away copy of the repository, on tiny params."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+# Tiny values for every stage, merged over the repository's params.yaml.
+TINY = {
+    "prepare": {"corpus": "multi30k", "src_lang": "en", "tgt_lang": "fr", "download": False,
+                "sizes": {"train": 800, "dev": 60, "test": 60}, "test_buckets": [],
+                "test_per_bucket": 0},
+    "tokenize": {"vocab_size_src": 400, "vocab_size_tgt": 400},
+}
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """``base`` with ``override`` merged in, recursively for nested mappings."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    venv_bin = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+               PYTHONPATH=str(cwd / "src"), RNNSEARCH_ROOT=str(cwd))
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
+    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, ) -> Path:
+    """A git copy of the tracked project files (no data, no outputs), with tiny params."""
+    mirror = REPO.parent / "shared" / "corpora"
+    if not mirror.is_dir():
+        pytest.skip("corpora mirror not found")
+    root = tmp_path_factory.mktemp("project")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (REPO / name).is_file() and not name.startswith(("metrics/", "plots/", "reports/")):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    params = deep_merge(yaml.safe_load((REPO / "params.yaml").read_text()), TINY)
+    params["prepare"]["mirror"] = str(mirror.resolve())
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm", "copy"]):
+        _run(cmd, root)
+    return root
+
+
+def test_repro_then_up_to_date(project):
+    _run(["dvc", "repro", "tokenize"], project)
+    metrics = json.loads((project / "metrics/tokenize.json").read_text())
+    assert metrics["pairs"]["train"] == 800
+    again = _run(["dvc", "repro", "tokenize"], project)
+    assert "up to date" in again.stdout
+    shown = _run(["dvc", "metrics", "show", "--json"], project)
+    assert "vocab_size" in shown.stdout and "oov_rate" in shown.stdout
+
+
+@pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
+def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
+    _run(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
+          "-S", f"prepare.src_lang={src}", "-S", f"prepare.tgt_lang={tgt}"], project)
+    meta = json.loads((project / "data/prepared/meta.json").read_text())
+    assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
+    shown = json.loads(_run(["dvc", "exp", "show", "--json"], project).stdout)
+    assert shown  # the experiment is listed
