@@ -1,0 +1,35 @@
+"""The ``translate`` section of params.yaml: how the test set is decoded."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rnnsearch.config.base import check_non_negative, check_positive, require
+from rnnsearch.decoding.options import SearchOptions
+
+METHODS = ("greedy", "beam")
+
+
+@dataclass(frozen=True)
+class TranslateConfig:
+    """Decoding of ``data/tokenized/test.src`` for each grid cell."""
+
+    search: SearchOptions = field(default_factory=SearchOptions)
+    methods: tuple[str, ...] = METHODS       # greedy and/or beam (search.beam_size wide)
+    batch_size: int = 64                     # sentences decoded together
+    source_eos: bool = True                  # append </s> to each source, as training does
+    unk_replace: bool = True                 # also write <method>_unk outputs (attention models)
+    attention: Literal["none", "samples", "all"] = "samples"  # matrices kept in attention.npz
+    samples: int = 4                         # sentences drawn as alignment figures
+    sample_max_len: int = 25                 # ... each at most this many source words
+    speed_sentences: int = 50                # also time this many one at a time (0: skip)
+    max_sentences: int = 0                   # decode only the first N test sentences (0: all)
+
+    def check(self, key: str) -> None:
+        for i, method in enumerate(self.methods):
+            require(method in METHODS, f"{key}.methods[{i}]",
+                    f"must be one of {list(METHODS)}, got {method!r}")
+        require(len(set(self.methods)) == len(self.methods) and self.methods, f"{key}.methods",
+                "must list each method once, at least one")
+        check_positive(self, key, "batch_size", "sample_max_len")
+        check_non_negative(self, key, "samples", "speed_sentences", "max_sentences")

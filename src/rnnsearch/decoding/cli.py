@@ -1,0 +1,98 @@
+"""Translate your own sentences with a trained model.
+
+    python -m rnnsearch.decoding.cli --model data/models/search-50/model.pt [FILE]
+    echo "The cat sat on the mat." | rnnsearch-translate --model data/models/search-50/model.pt --align
+
+Reads one sentence per line from FILE (or stdin), tokenises it as the pipeline did (Moses,
+``prepare.src_lang``, ``tokenize.lowercase`` from params.yaml), decodes it (``translate.search``
+from params.yaml unless overridden here) and prints the detokenised translation; ``--align``
+adds the attention matrix as text (percent, target rows x source columns).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+import numpy as np
+
+from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.data.tokenize import detokenize, tokenize_line
+from rnnsearch.decoding.hypothesis import Hypothesis
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.decoding.translator import Translator
+
+
+def format_alignment(source: Sequence[str], target: Sequence[str], attention: np.ndarray) -> str:
+    """A small text matrix: one row per target word, one column per source position (percent)."""
+    width = max(len(w) for w in target) if target else 1
+    lines = ["source: " + " ".join(f"{j}:{w}" for j, w in enumerate(source)),
+             " " * width + "".join(f"{j:>4}" for j in range(len(source)))]
+    for word, row in zip(target, attention):
+        lines.append(f"{word:<{width}}" + "".join(f"{round(100 * p):>4}" for p in row))
+    return "\n".join(lines)
+
+
+def _settings(args: argparse.Namespace) -> tuple[str, str, bool, SearchOptions]:
+    """Languages, lowercasing and search options: params.yaml, then the command line."""
+    params = read_params(args.params) if Path(args.params).is_file() else {}
+    prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
+    search = from_dict(SearchOptions, params.get("translate", {}).get("search", {}),
+                       "translate.search")
+    overrides = {k: v for k, v in (("beam_size", args.beam_size), ("nbest", args.nbest)) if v}
+    if args.method == "greedy":
+        overrides.update(beam_size=1, nbest=1)
+    search = dataclasses.replace(search, **overrides)
+    search.check("command line")
+    return (prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
+            bool(tokenize.get("lowercase", False)), search)
+
+
+def _print_translation(out: TextIO, translator: Translator, words: list[str], hypotheses:
+                       Sequence[Hypothesis], tgt_lang: str, args: argparse.Namespace) -> None:
+    for rank, hypothesis in enumerate(hypotheses):
+        target = translator.target_words(hypothesis, words, args.unk_replace)
+        text = detokenize(target, tgt_lang)
+        prefix = f"{hypothesis.norm_score:.3f}\t" if len(hypotheses) > 1 else ""
+        print(prefix + text, file=out)
+        if args.align and rank == 0 and hypothesis.attention is not None:
+            shown = target + ["</s>"]
+            print(format_alignment(translator.source_labels(words), shown,
+                                   hypothesis.attention) + "\n", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rnnsearch-translate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("input", nargs="?", default="-", help="text file (default: stdin)")
+    parser.add_argument("--model", required=True, type=Path, help="a model.pt of the train stage")
+    parser.add_argument("--vocab-dir", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
+    parser.add_argument("--beam-size", type=int, default=0, help="override translate.search")
+    parser.add_argument("--nbest", type=int, default=0, help="print this many hypotheses")
+    parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
+    parser.add_argument("--align", action="store_true", help="print the attention matrix")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--no-source-eos", dest="source_eos", action="store_false")
+    args = parser.parse_args(argv)
+    try:
+        src_lang, tgt_lang, lowercase, options = _settings(args)
+        translator = Translator.load(args.model, args.vocab_dir, args.source_eos)
+        handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+        with handle:
+            sentences = [tokenize_line(line.strip(), src_lang, lowercase) for line in handle]
+    except (ConfigError, OSError, ValueError) as err:
+        print(f"rnnsearch-translate: error: {err}", file=sys.stderr)
+        return 2
+    result = translator.translate(sentences, args.method, options, args.batch_size,
+                                  progress=False)
+    for words, translation in zip(sentences, result.translations):
+        _print_translation(sys.stdout, translator, words, translation.hypotheses, tgt_lang, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The translate stage's work for one grid cell: decode, time, and write what later stages read.
+
+Files written under the cell's output folder (``data/translations/<cell>/``):
+
+* ``<system>.tok.txt`` / ``<system>.detok.txt``: one hypothesis per test sentence, Moses tokens
+  and detokenised text; systems are the methods (``greedy``, ``beam``) and, for attention
+  models with ``unk_replace``, ``<method>_unk`` (Luong's UNK replacement);
+* ``beam.nbest.txt``: Moses n-best format ``index ||| hypothesis ||| score ||| normalised``;
+* ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices (sample sentences
+  or all, per ``translate.attention``);
+* ``meta.json``: the cell, its model config, the systems, the search options and the decode
+  speed (sentences/s, batched and one sentence at a time).
+
+Besides, :func:`alignment_samples` returns a small JSON-able record of a few sentences' words
+and attention, which the stage writes to ``metrics/alignments/<cell>.json`` so the report can
+draw Figure 3 without loading a model.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from rnnsearch.config.translate import TranslateConfig
+from rnnsearch.data.textio import write_json, write_lines
+from rnnsearch.data.tokenize import detokenize
+from rnnsearch.decoding.corpus import CorpusResult
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.decoding.translator import Translator
+
+
+def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
+               ) -> dict[str, CorpusResult]:
+    """Each method of ``cfg.methods`` over every source (beam: ``cfg.search`` as given)."""
+    return {method: translator.translate(sources, method, _options(cfg, method), cfg.batch_size)
+            for method in cfg.methods}
+
+
+def _options(cfg: TranslateConfig, method: str) -> SearchOptions:
+    """Greedy keeps one hypothesis; beam uses the configured width and n-best."""
+    if method == "greedy":
+        return dataclasses.replace(cfg.search, beam_size=1, nbest=1)
+    return cfg.search
+
+
+def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
+                  results: dict[str, CorpusResult], cfg: TranslateConfig) -> dict[str, Any]:
+    """Sentences/s of each method batched (the full run) and one sentence at a time."""
+    speed: dict[str, Any] = {}
+    subset = list(sources[: cfg.speed_sentences])
+    for method, result in results.items():
+        speed[method] = {"sentences_per_s": round(result.sentences_per_second, 2),
+                         "seconds": round(result.seconds, 2), "sentences": len(sources),
+                         "batch_size": cfg.batch_size}
+        if subset:
+            alone = translator.translate(subset, method, _options(cfg, method), 1, progress=False)
+            speed[f"{method}_unbatched"] = {
+                "sentences_per_s": round(alone.sentences_per_second, 2),
+                "seconds": round(alone.seconds, 2), "sentences": len(subset), "batch_size": 1}
+    return speed
+
+
+def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[str]],
+                  results: dict[str, CorpusResult], cfg: TranslateConfig, tgt_lang: str
+                  ) -> list[str]:
+    """Write every system's tokenised and detokenised output; returns the system names."""
+    variants = [False, True] if cfg.unk_replace and translator.has_attention else [False]
+    systems = []
+    for method, result in results.items():
+        for unk in variants:
+            name = f"{method}_unk" if unk else method
+            words = [translator.target_words(t.best, src, unk)
+                     for t, src in zip(result.translations, sources)]
+            write_lines(out / f"{name}.tok.txt", [" ".join(w) for w in words])
+            write_lines(out / f"{name}.detok.txt", [detokenize(w, tgt_lang) for w in words])
+            systems.append(name)
+    if "beam" in results:
+        _write_nbest(out / "beam.nbest.txt", translator, sources, results["beam"])
+    return systems
+
+
+def _write_nbest(path: Path, translator: Translator, sources: Sequence[Sequence[str]],
+                 result: CorpusResult) -> None:
+    """Moses n-best lines: ``index ||| tokens ||| score ||| normalised score``."""
+    lines = []
+    for index, (translation, src) in enumerate(zip(result.translations, sources)):
+        for h in translation.hypotheses:
+            words = " ".join(translator.target_words(h, src))
+            lines.append(f"{index} ||| {words} ||| {h.score:.4f} ||| {h.norm_score:.4f}")
+    write_lines(path, lines)
+
+
+def sample_indices(sources: Sequence[Sequence[str]], cfg: TranslateConfig) -> list[int]:
+    """The first ``cfg.samples`` sentences of 5 to ``sample_max_len`` words (fixed, so every
+    cell shows the same sentences)."""
+    fits = [i for i, s in enumerate(sources) if 5 <= len(s) <= cfg.sample_max_len]
+    return fits[: cfg.samples]
+
+
+def write_attention(path: Path, results: dict[str, CorpusResult], indices: Sequence[int]) -> int:
+    """``attention.npz`` with the matrices of ``indices`` (float16); returns how many."""
+    arrays = {f"{method}/{i}": result.translations[i].best.attention.astype(np.float16)
+              for method, result in results.items() for i in indices
+              if result.translations[i].best.attention is not None}
+    np.savez_compressed(path, **arrays)
+    return len(arrays)
+
+
+def alignment_samples(translator: Translator, sources: Sequence[Sequence[str]],
+                      results: dict[str, CorpusResult], indices: Sequence[int]) -> list[dict]:
+    """Words and rounded attention of sample sentences, for Figure 3 (empty without attention)."""
+    if not translator.has_attention:
+        return []
+    method = "beam" if "beam" in results else next(iter(results))
+    samples = []
+    for i in indices:
+        best = results[method].translations[i].best
+        samples.append({"index": i, "method": method,
+                        "source": translator.source_labels(sources[i]),
+                        "target": translator.tgt_vocab.decode(best.tokens, strip_specials=False),
+                        "attention": np.round(best.attention, 3).tolist()})
+    return samples
+
+
+def write_meta(path: Path, cell: str, translator: Translator, cfg: TranslateConfig,
+               systems: list[str], speed: dict[str, Any], n_sentences: int) -> dict[str, Any]:
+    """``meta.json``: what was decoded, how, and how fast."""
+    config = getattr(translator.model, "config", None)
+    meta = {"cell": cell,
+            "model": dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {},
+            "has_attention": translator.has_attention, "sentences": n_sentences,
+            "systems": systems, "search": dataclasses.asdict(cfg.search), "speed": speed}
+    write_json(path, meta)
+    return meta

@@ -1,0 +1,82 @@
+"""The translate stage end to end on a tiny untrained model, and the translate command line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from conftest import REPO, run_script
+from rnnsearch.data.vocab import SPECIALS, Vocabulary
+from rnnsearch.models import ModelConfig, build_model, save_model
+
+SRC = ["the cat sat on the mat .", "a dog sat .", "", "the zebra sat on a cat and the dog ."]
+WORDS = "the a cat dog sat on mat . le la chat chien".split()
+
+
+def make_workspace(root: Path, model: str = "search") -> Path:
+    """params.yaml, data/tokenized (vocabularies, test.src) and data/models/<model>-50."""
+    vocab = Vocabulary(SPECIALS + tuple(WORDS), (0,) * (4 + len(WORDS)))
+    tokenized = root / "data" / "tokenized"
+    tokenized.mkdir(parents=True)
+    vocab.save(tokenized / "vocab.src.txt")
+    vocab.save(tokenized / "vocab.tgt.txt")
+    (tokenized / "test.src").write_text("\n".join(SRC) + "\n", encoding="utf-8")
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["translate"].update(speed_sentences=2, samples=2, sample_max_len=9, batch_size=3)
+    params["translate"]["search"].update(beam_size=3, nbest=2, max_len_cap=12)
+    (root / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    extra = {"bidirectional": False} if model == "encdec" else {}
+    config = ModelConfig(model=model, embedding_size=8, hidden_size=8, attention_size=8,
+                         output_size=8, **extra)
+    save_model(build_model(config, len(vocab), len(vocab)), root / "data/models" / f"{model}-50/model.pt")
+    return root
+
+
+def test_translate_stage_writes_every_output(tmp_path):
+    root = make_workspace(tmp_path)
+    done = run_script("translate.py", "--cell", "search-50", cwd=root)
+    assert done.returncode == 0, done.stderr
+    out = root / "data/translations/search-50"
+    for system in ("greedy", "beam", "greedy_unk", "beam_unk"):
+        for kind in ("tok", "detok"):
+            assert len((out / f"{system}.{kind}.txt").read_text().splitlines()) == len(SRC)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["speed"]["beam"]["sentences_per_s"] > 0
+    assert set(meta["speed"]) == {"greedy", "beam", "greedy_unbatched", "beam_unbatched"}
+    nbest = (out / "beam.nbest.txt").read_text().splitlines()
+    assert all(line.count(" ||| ") == 3 for line in nbest) and len(nbest) <= 2 * len(SRC)
+    samples = json.loads((root / "metrics/alignments/search-50.json").read_text())["samples"]
+    assert [s["index"] for s in samples] == [0]          # the only line of 5-9 words
+    sample = samples[0]
+    assert np.array(sample["attention"]).shape == (len(sample["target"]), len(sample["source"]))
+    assert sample["source"][-1] == "</s>"
+    assert set(np.load(out / "attention.npz").files) == {"greedy/0", "beam/0"}
+
+
+def test_translate_stage_model_without_attention(tmp_path):
+    root = make_workspace(tmp_path, model="encdec")
+    done = run_script("translate.py", "--cell", "encdec-50", cwd=root)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((root / "data/translations/encdec-50/meta.json").read_text())
+    assert meta["systems"] == ["greedy", "beam"] and not meta["has_attention"]
+    assert json.loads((root / "metrics/alignments/encdec-50.json").read_text())["samples"] == []
+
+
+def test_translate_stage_names_a_missing_model(tmp_path):
+    root = make_workspace(tmp_path)
+    done = run_script("translate.py", "--cell", "search-30", cwd=root)
+    assert done.returncode == 2 and "search-30" in done.stderr
+
+
+def test_command_line_translates_stdin_with_alignment(tmp_path):
+    root = make_workspace(tmp_path)
+    command = [sys.executable, "-m", "rnnsearch.decoding.cli", "--model",
+               "data/models/search-50/model.pt", "--align", "--beam-size", "2"]
+    done = subprocess.run(command, cwd=root, input="The cat sat.\n\nA dog!\n", text=True,
+                          capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("source:") == 3
