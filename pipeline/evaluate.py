@@ -1,0 +1,106 @@
+"""DVC stage `evaluate`: sacrebleu BLEU/chrF of every grid cell's translations (all sentences,
+no-UNK subset, by source length), paired bootstrap against the no-attention baseline, the
+BLEU-by-length DVC plots and one MLflow run per cell.
+
+One stage over the whole grid, because a cell's significance test reads its baseline's
+translations too.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rnnsearch import tracking
+from rnnsearch.config import ConfigError, from_dict, load_section, read_params
+from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.config.train import GridConfig
+from rnnsearch.data.textio import DataError, atomic_write_text, write_json
+from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
+from rnnsearch.reporting.figures import bleu_by_length_figure
+
+
+def grid_cells(params_path: str) -> list[str]:
+    """``<model>-<max_len>`` for every cell of ``train.grid``."""
+    grid = from_dict(GridConfig, read_params(params_path).get("train", {}).get("grid", {}),
+                     "train.grid")
+    return [f"{model}-{max_len}" for model in grid.models for max_len in grid.max_lens]
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path) -> None:
+    """One MLflow run per cell: headline scores, p-values, the BLEU-by-length curve (step =
+    bucket upper edge) and its figure."""
+    import mlflow
+
+    with tracking.start_run("evaluate", cfg, run_name=f"evaluate-{cell}", tags={"cell": cell}):
+        for name, system in metrics["systems"].items():
+            for subset in ("all", "no_unk"):
+                for score in ("bleu", "chrf"):
+                    if system[subset][score] is not None:
+                        mlflow.log_metric(f"{name}/{subset}/{score}", system[subset][score])
+            for label, row in system["by_length"].items():
+                if label != "signature" and row["bleu"] is not None:
+                    mlflow.log_metric(f"{name}/bleu_by_length", row["bleu"], step=row["step"])
+            if "vs_baseline" in system and system["vs_baseline"]["all"]["p_value"] is not None:
+                mlflow.log_metric(f"{name}/p_value_vs_baseline", system["vs_baseline"]["all"]["p_value"])
+        for method, row in metrics["speed"].items():
+            mlflow.log_metric(f"speed/{method}/sentences_per_s", row["sentences_per_s"])
+        curves = {name: [(r["step"], label, r["bleu"]) for label, r in s["by_length"].items()
+                         if label != "signature"] for name, s in metrics["systems"].items()}
+        mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}"),
+                          "bleu_by_length.png")
+        mlflow.log_artifact(str(metrics_path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--cells", nargs="*", help="default: every cell of train.grid")
+    parser.add_argument("--translations", type=Path, default=Path("data/translations"))
+    parser.add_argument("--prepared", type=Path, default=Path("data/prepared"))
+    parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/eval"))
+    parser.add_argument("--plots", type=Path, default=Path("plots/bleu_by_length"))
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_section(EvaluateConfig, "evaluate", args.params)
+        cells = args.cells or grid_cells(args.params)
+        results = {}
+        for cell in cells:
+            folder = args.translations / cell
+            decoded = json.loads((folder / "meta.json").read_text(encoding="utf-8"))["sentences"]
+            test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded)
+            max_len = cell.rpartition("-")[2]
+            base = f"{cfg.baseline}-{max_len}"
+            baseline = (base, args.translations / base) if base in cells and base != cell else None
+            results[cell] = evaluate_cell(cell, folder, test, cfg, baseline)
+    except (ConfigError, DataError, FileNotFoundError, ValueError, KeyError) as err:
+        print(f"evaluate: error: {err}", file=sys.stderr)
+        return 2
+    for cell, metrics in results.items():
+        path = args.metrics / f"{cell}.json"
+        write_json(path, metrics)
+        atomic_write_text(args.plots / f"{cell}.csv", _csv(length_rows(metrics)))
+        for name, system in metrics["systems"].items():
+            p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
+            print(f"evaluate {cell} {name}: BLEU {system['all']['bleu']} (no UNK "
+                  f"{system['no_unk']['bleu']}, n={system['no_unk']['n']})"
+                  + (f", p={p} vs {system['vs_baseline']['baseline']}" if p is not None else ""))
+        log_cell(cell, metrics, cfg, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Everything the evaluate stage measures for one grid cell, as one metrics dict.
+
+``metrics/eval/<cell>.json``::
+
+    {"cell", "model": {name, kind, max_len, cell, score, attention, input_feeding},
+     "has_attention",
+     "sentences", "no_unk_sentences", "speed": {greedy: {sentences_per_s, ...}, ...},
+     "systems": {<system>: {"all": {bleu, chrf, len_ratio, n, bleu_signature, chrf_signature},
+                            "no_unk": {...},
+                            "by_length": {"0-10": {bleu, chrf, len_ratio, n, step}, ...,
+                                          "signature": <bleu signature>},
+                            "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
+                                            n, signature}, "by_length": {"0-10": p, ...}}}}}
+
+A system is a decoding method (``greedy``, ``beam``) or its UNK-replaced form (``beam_unk``);
+``vs_baseline`` compares it with the same method of the baseline model at the same maximum
+training length (paired bootstrap; absent for the baseline itself).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.data.textio import read_lines
+from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
+from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
+
+MODEL_KEYS = ("cell", "score", "attention", "input_feeding")
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """Raw references and the subsets scores are computed on."""
+
+    refs: list[str]
+    no_unk: list[int]
+    buckets: list[Bucket]
+
+    @classmethod
+    def load(cls, prepared: Path, tokenized: Path, edges: Sequence[int],
+             limit: int | None = None) -> "TestSet":
+        """References from ``prepared/test.tgt``; lengths and OOVs from ``tokenized``.
+        ``limit``: only the first N sentences (when translate decoded only those)."""
+        refs = read_lines(prepared / "test.tgt")[:limit]
+        src = read_lines(tokenized / "test.src")[:limit]
+        tgt = read_lines(tokenized / "test.tgt")[:limit]
+        vocabs = [Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")]
+        return cls(refs, no_unk_indices(src, tgt, *vocabs),
+                   length_buckets([len(line.split()) for line in src], edges))
+
+
+def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
+    """All, no-UNK and per-length-bucket scores of one system."""
+    tok = cfg.bleu_tokenize
+    overall = corpus_scores(hyps, test.refs, tokenize=tok)
+    by_length: dict[str, Any] = {}
+    for bucket in test.buckets:
+        row = corpus_scores(hyps, test.refs, bucket.indices, tok)
+        row.pop("bleu_signature", None)
+        row.pop("chrf_signature", None)
+        by_length[bucket.label] = {**row, "step": bucket.step}
+    by_length["signature"] = overall["bleu_signature"]
+    return {"all": overall, "no_unk": corpus_scores(hyps, test.refs, test.no_unk, tok),
+            "by_length": by_length}
+
+
+def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name: str,
+                    test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
+    """Paired bootstrap of ``hyps`` against ``baseline``: overall and per length bucket."""
+    def test_on(indices: Sequence[int] | None) -> dict[str, Any]:
+        return paired_bootstrap(hyps, baseline, test.refs, indices, cfg.bootstrap_samples,
+                                cfg.bootstrap_seed, cfg.bleu_tokenize)
+
+    return {"baseline": baseline_name, "all": test_on(None),
+            "by_length": {b.label: test_on(b.indices)["p_value"] for b in test.buckets}}
+
+
+def read_system(folder: Path, system: str) -> list[str]:
+    """The detokenised hypotheses of ``system`` in a translations folder (empty lines kept)."""
+    return (folder / f"{system}.detok.txt").read_text(encoding="utf-8").splitlines()
+
+
+def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
+                  baseline: tuple[str, Path] | None = None) -> dict[str, Any]:
+    """The metrics dict of one cell; ``baseline``: (cell name, translations folder) or None."""
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    name, _, max_len = cell.rpartition("-")
+    model = {"name": name, "kind": meta.get("model", {}).get("model", name),
+             "max_len": int(max_len) if max_len.isdigit() else None,
+             **{k: meta.get("model", {}).get(k) for k in MODEL_KEYS}}
+    systems = {}
+    for system in meta["systems"]:
+        hyps = read_system(folder, system)
+        _check_count(folder, system, hyps, test.refs)
+        systems[system] = score_system(hyps, test, cfg)
+        if baseline is not None and cfg.bootstrap_samples > 0:
+            method = system.removesuffix("_unk")
+            base_hyps = read_system(baseline[1], method)
+            _check_count(baseline[1], method, base_hyps, test.refs)
+            systems[system]["vs_baseline"] = compare_systems(hyps, base_hyps, baseline[0], test, cfg)
+    return {"cell": cell, "model": model, "has_attention": meta.get("has_attention"),
+            "sentences": len(test.refs), "no_unk_sentences": len(test.no_unk),
+            "speed": meta.get("speed", {}), "systems": systems}
+
+
+def _check_count(folder: Path, system: str, hyps: Sequence[str], refs: Sequence[str]) -> None:
+    if len(hyps) != len(refs):
+        raise ValueError(f"{folder}/{system}.detok.txt has {len(hyps)} lines, the references "
+                         f"{len(refs)}")
+
+
+def length_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The DVC plot table: one row per length bucket, one BLEU column per system."""
+    systems = metrics["systems"]
+    first = next(iter(systems.values()))["by_length"]
+    rows = []
+    for label, cell in first.items():
+        if label == "signature":
+            continue
+        row = {"length": cell["step"], "bucket": label, "sentences": cell["n"]}
+        row.update({name: s["by_length"][label]["bleu"] for name, s in systems.items()})
+        rows.append(row)
+    return rows

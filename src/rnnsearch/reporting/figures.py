@@ -1,0 +1,54 @@
+"""Matplotlib figures: BLEU against source length (Figure 2) and alignment heatmaps (Figure 3).
+
+Both take plain data (what the metrics files hold) and return a ``Figure``; callers save it
+(``fig.savefig``) or log it (``mlflow.log_figure``). The Agg backend is used: no display.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+Curve = Sequence[tuple[int, str, float | None]]   # (x = bucket upper edge, label, BLEU or None)
+
+
+def bleu_by_length_figure(curves: Mapping[str, Curve], title: str) -> Figure:
+    """One line per curve name; x is the source-length bucket (labelled ``0-10`` ...)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ticks: dict[int, str] = {}
+    for name, points in curves.items():
+        xs = [x for x, _, y in points if y is not None]
+        ys = [y for _, _, y in points if y is not None]
+        ax.plot(xs, ys, marker="o", label=name)
+        ticks.update({x: label for x, label, _ in points})
+    ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)])
+    ax.set_xlabel("source sentence length (words)")
+    ax.set_ylabel("BLEU")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def alignment_figure(samples: Sequence[Mapping[str, Any]], title: str) -> Figure:
+    """Heatmaps of attention weights: target words as rows, source words as columns."""
+    count = max(len(samples), 1)
+    fig, axes = plt.subplots(1, count, figsize=(4.2 * count, 4.2), squeeze=False)
+    for ax, sample in zip(axes[0], samples):
+        weights = np.asarray(sample["attention"], dtype=float)     # tgt x src
+        ax.imshow(weights, cmap="gray", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(sample["source"])), sample["source"], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(sample["target"])), sample["target"], fontsize=7)
+        ax.xaxis.tick_top()
+        ax.set_xlabel(f"test sentence {sample['index']}", fontsize=8)
+    for ax in axes[0][len(samples):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
