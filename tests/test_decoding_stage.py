@@ -53,7 +53,7 @@ def test_translate_stage_writes_every_output(tmp_path):
     assert [s["index"] for s in samples] == [0]          # the only line of 5-9 words
     sample = samples[0]
     assert np.array(sample["attention"]).shape == (len(sample["target"]), len(sample["source"]))
-    assert sample["source"][-1] == "</s>"
+    assert sample["source"] == SRC[0].split()             # translate.source_eos: false
     assert set(np.load(out / "attention.npz").files) == {"greedy/0", "beam/0"}
 
 

@@ -17,7 +17,7 @@ class TranslateConfig:
     search: SearchOptions = field(default_factory=SearchOptions)
     methods: tuple[str, ...] = METHODS       # greedy and/or beam (search.beam_size wide)
     batch_size: int = 64                     # sentences decoded together
-    source_eos: bool = True                  # append </s> to each source, as training does
+    source_eos: bool = False                 # append </s> to each source (training does not)
     unk_replace: bool = True                 # also write <method>_unk outputs (attention models)
     attention: Literal["none", "samples", "all"] = "samples"  # matrices kept in attention.npz
     samples: int = 4                         # sentences drawn as alignment figures

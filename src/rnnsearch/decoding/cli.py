@@ -35,19 +35,21 @@ def format_alignment(source: Sequence[str], target: Sequence[str], attention: np
     return "\n".join(lines)
 
 
-def _settings(args: argparse.Namespace) -> tuple[str, str, bool, SearchOptions]:
-    """Languages, lowercasing and search options: params.yaml, then the command line."""
+def _settings(args: argparse.Namespace) -> tuple[str, str, bool, bool, SearchOptions]:
+    """Languages, lowercasing, source </s> and search options: params.yaml, then the command
+    line."""
     params = read_params(args.params) if Path(args.params).is_file() else {}
     prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
-    search = from_dict(SearchOptions, params.get("translate", {}).get("search", {}),
-                       "translate.search")
+    translate = params.get("translate", {})
+    search = from_dict(SearchOptions, translate.get("search", {}), "translate.search")
     overrides = {k: v for k, v in (("beam_size", args.beam_size), ("nbest", args.nbest)) if v}
     if args.method == "greedy":
         overrides.update(beam_size=1, nbest=1)
     search = dataclasses.replace(search, **overrides)
     search.check("command line")
     return (prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
-            bool(tokenize.get("lowercase", False)), search)
+            bool(tokenize.get("lowercase", False)), bool(translate.get("source_eos", False)),
+            search)
 
 
 def _print_translation(out: TextIO, translator: Translator, words: list[str], hypotheses:
@@ -76,11 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--no-source-eos", dest="source_eos", action="store_false")
     args = parser.parse_args(argv)
     try:
-        src_lang, tgt_lang, lowercase, options = _settings(args)
-        translator = Translator.load(args.model, args.vocab_dir, args.source_eos)
+        src_lang, tgt_lang, lowercase, source_eos, options = _settings(args)
+        translator = Translator.load(args.model, args.vocab_dir, source_eos)
         handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
         with handle:
             sentences = [tokenize_line(line.strip(), src_lang, lowercase) for line in handle]

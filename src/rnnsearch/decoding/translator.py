@@ -25,11 +25,11 @@ class Translator:
     model: Any
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
-    source_eos: bool = True
+    source_eos: bool = False
     device: str = "cpu"
 
     @classmethod
-    def load(cls, model_path: str | Path, vocab_dir: str | Path, source_eos: bool = True,
+    def load(cls, model_path: str | Path, vocab_dir: str | Path, source_eos: bool = False,
              device: str = "cpu") -> "Translator":
         """Load ``model.pt`` and ``vocab.{src,tgt}.txt``; sizes must agree."""
         from rnnsearch.models import load_model
