@@ -1,0 +1,19 @@
+"""The ``report`` section of params.yaml."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rnnsearch.config.base import check_positive, require
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the report shows."""
+
+    method: str = "beam"              # decoding system of Figure 2 and the variants table
+    alignment_sentences: int = 3      # sentences per attention model in Figure 3
+
+    def check(self, key: str) -> None:
+        require(self.method in ("greedy", "beam", "greedy_unk", "beam_unk"), f"{key}.method",
+                f"must be greedy, beam, greedy_unk or beam_unk, got {self.method!r}")
+        check_positive(self, key, "alignment_sentences")

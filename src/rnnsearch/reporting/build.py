@@ -1,0 +1,137 @@
+"""The paper's tables and figures from metrics files: Table 1, Luong's variants table, decode
+speed, word-vector and LM tables, Figure 2 (BLEU by length), Figure 3 (alignments)."""
+from __future__ import annotations
+
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from rnnsearch.reporting.figures import alignment_figure, bleu_by_length_figure
+from rnnsearch.reporting.inputs import ReportInputs
+from rnnsearch.reporting.paper import (BAHDANAU_TABLE1, LUONG_INPUT_FEEDING_GAIN, LUONG_VARIANTS,
+                                       display_name)
+from rnnsearch.reporting.tables import Table, fmt, key_value_table
+
+
+def _name(metrics: dict[str, Any]) -> str:
+    return display_name(metrics["model"]["name"], metrics["model"].get("max_len"))
+
+
+def _score(metrics: dict[str, Any], system: str, subset: str) -> float | None:
+    return metrics["systems"].get(system, {}).get(subset, {}).get("bleu")
+
+
+def table1(inputs: ReportInputs, method: str = "beam") -> Table:
+    """Bahdanau et al.'s Table 1: BLEU on all test sentences and on those with no UNK."""
+    rows = []
+    for cell in inputs.ordered_cells():
+        m = inputs.evals[cell]
+        vs = m["systems"].get(method, {}).get("vs_baseline")
+        paper = BAHDANAU_TABLE1.get(_name(m), (None, None))
+        rows.append((_name(m), fmt(_score(m, "greedy", "all")), fmt(_score(m, "greedy", "no_unk")),
+                     fmt(_score(m, "beam", "all")), fmt(_score(m, "beam", "no_unk")),
+                     fmt(_score(m, "beam_unk", "all")),
+                     fmt(vs["all"]["p_value"], 3) if vs else fmt(None),
+                     fmt(paper[0]), fmt(paper[1])))
+    ours = {row[0] for row in rows}
+    rows += [(f"{name} (paper only)",) + (fmt(None),) * 6 + (fmt(all_), fmt(no_unk))
+             for name, (all_, no_unk) in BAHDANAU_TABLE1.items() if name not in ours]
+    return Table("Table 1: BLEU on the test set (all sentences / no unknown word)",
+                 ("Model", "Greedy All", "Greedy No UNK", "Beam All", "Beam No UNK",
+                  "Beam+UNK repl. All", f"p ({method} vs baseline)", "Paper All", "Paper No UNK"),
+                 tuple(rows), _table1_notes(inputs, method))
+
+
+def _table1_notes(inputs: ReportInputs, method: str) -> tuple[str, ...]:
+    if not inputs.evals:
+        return ("No metrics/eval/*.json found: run the evaluate stage.",)
+    first = inputs.evals[inputs.ordered_cells()[0]]
+    beam = first["systems"].get(method) or next(iter(first["systems"].values()))
+    return (f"Test set: {first['sentences']} sentences, {first['no_unk_sentences']} with no "
+            "unknown word in source or reference (the No UNK column).",
+            f"BLEU: sacreBLEU `{beam['all'].get('bleu_signature', '?')}` on detokenised output "
+            "against the raw references. p: paired bootstrap resampling against the "
+            "no-attention model of the same maximum length.",
+            "Paper: Bahdanau et al. 2015, WMT'14 En->Fr newstest2014 (3,003 sentences), 30k "
+            "vocabularies, about 5 days of training per model, beam search.")
+
+
+def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
+    """Luong et al.'s attention variants: dev perplexity and test BLEU (None: no Luong cell)."""
+    rows = []
+    for cell in inputs.ordered_cells():
+        m = inputs.evals[cell]
+        model = m["model"]
+        if model.get("kind") != "luong":
+            continue
+        train = inputs.train.get(cell, {})
+        ppl = train.get("val/ppl", train.get("dev_ppl"))
+        paper = LUONG_VARIANTS.get((model.get("attention"), model.get("score")))
+        rows.append((cell, fmt(model.get("attention")), fmt(model.get("score")),
+                     fmt(model.get("input_feeding")), fmt(ppl), fmt(_score(m, method, "all")),
+                     f"{paper[0]:.1f} ({paper[1]:.1f})" if paper else fmt(None)))
+    if not rows:
+        return None
+    return Table("Attention variants (Luong et al. 2015): dev perplexity and test BLEU",
+                 ("Cell", "Attention", "Score", "Input feeding", "Dev ppl", f"Test BLEU ({method})",
+                  "Paper BLEU (ppl)"), tuple(rows),
+                 ("Paper: WMT'14 En->De newstest2014, BLEU before UNK replacement; input feeding "
+                  f"adds about +{LUONG_INPUT_FEEDING_GAIN} BLEU there.",))
+
+
+def speed_table(inputs: ReportInputs) -> Table:
+    """Decode speed per cell: batched and one sentence at a time."""
+    columns = ("greedy", "greedy_unbatched", "beam", "beam_unbatched")
+    rows = []
+    for cell in inputs.ordered_cells():
+        speed = inputs.evals[cell].get("speed", {})
+        rows.append((cell, *(fmt(speed.get(c, {}).get("sentences_per_s"), 1) for c in columns)))
+    batch = next((s["greedy"]["batch_size"] for s in (m.get("speed", {}) for m in inputs.evals.values())
+                  if "greedy" in s), None)
+    return Table("Decode speed (sentences/s)",
+                 ("Cell", "Greedy", "Greedy, one at a time", "Beam", "Beam, one at a time"),
+                 tuple(rows), (f"Batched runs use batch size {fmt(batch)}.",))
+
+
+def length_table(inputs: ReportInputs, method: str = "beam") -> Table:
+    """Figure 2 as numbers: BLEU (sentences) per source-length bucket and model."""
+    cells = [c for c in inputs.ordered_cells() if method in inputs.evals[c]["systems"]]
+    labels = [k for k in inputs.evals[cells[0]]["systems"][method]["by_length"]
+              if k != "signature"] if cells else []
+    rows = []
+    for label in labels:
+        row = [label]
+        for cell in cells:
+            bucket = inputs.evals[cell]["systems"][method]["by_length"][label]
+            row.append(f"{fmt(bucket['bleu'])} ({bucket['n']})")
+        rows.append(tuple(row))
+    return Table(f"BLEU by source sentence length ({method}; sentences in brackets)",
+                 ("Length", *(_name(inputs.evals[c]) for c in cells)), tuple(rows))
+
+
+def other_tables(inputs: ReportInputs) -> dict[str, Table]:
+    """The word-vector and language-model stages' metrics, when those files exist."""
+    tables = {}
+    if inputs.embed is not None:
+        tables["word_vectors"] = key_value_table("Word vectors (embed stage)", inputs.embed)
+    if inputs.lm is not None:
+        tables["language_model"] = key_value_table("Language model (pretrain_lm stage)", inputs.lm)
+    return tables
+
+
+def figure2(inputs: ReportInputs, method: str = "beam") -> Figure:
+    """BLEU against source length, one curve per model (Bahdanau et al.'s Figure 2)."""
+    curves = {}
+    for cell in inputs.ordered_cells():
+        if method not in inputs.evals[cell]["systems"]:
+            continue
+        by_length = inputs.evals[cell]["systems"][method]["by_length"]
+        curves[_name(inputs.evals[cell])] = [(r["step"], label, r["bleu"])
+                                             for label, r in by_length.items() if label != "signature"]
+    return bleu_by_length_figure(curves, f"BLEU by source sentence length ({method})")
+
+
+def figure3(inputs: ReportInputs, sentences: int) -> dict[str, Figure]:
+    """Alignment heatmaps per attention model (Bahdanau et al.'s Figure 3)."""
+    return {cell: alignment_figure(data["samples"][:sentences], f"Alignments: {cell}")
+            for cell, data in inputs.alignments.items() if data.get("samples")}

@@ -1,0 +1,75 @@
+"""Tables as data (a header and rows of cells) rendered to Markdown and LaTeX.
+
+Numbers are formatted here, once, so that the Markdown and LaTeX forms always agree and a
+rerun on the same metrics produces byte-identical files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+MISSING = "–"
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """A table cell: numbers rounded, None as a dash, everything else as text."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table; ``notes`` are printed under it."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+
+    def markdown(self) -> str:
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
+                 "|" + "|".join("---" for _ in self.header) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        for note in self.notes:
+            lines += ["", note]
+        return "\n".join(lines) + "\n"
+
+    def latex(self) -> str:
+        spec = "l" + "r" * (len(self.header) - 1)
+        body = [" & ".join(_tex(c) for c in row) + r" \\" for row in self.rows]
+        lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{spec}}}", r"\hline",
+                 " & ".join(_tex(h) for h in self.header) + r" \\", r"\hline", *body, r"\hline",
+                 r"\end{tabular}", rf"\caption{{{_tex(self.title)}}}", r"\end{table}"]
+        return "\n".join(lines) + "\n"
+
+
+def _tex(text: str) -> str:
+    """Escape LaTeX's special characters."""
+    out = text.replace("\\", r"\textbackslash{}")
+    for char in "&%$#_{}":
+        out = out.replace(char, "\\" + char)
+    return out.replace("–", "--").replace("~", r"\textasciitilde{}").replace("^", r"\^{}")
+
+
+def flat_items(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """``{"a": {"b": 1}}`` -> ``[("a.b", 1)]`` (lists of scalars kept as one value)."""
+    if isinstance(data, dict):
+        items: list[tuple[str, Any]] = []
+        for key, value in data.items():
+            items += flat_items(value, f"{prefix}{key}.")
+        return items
+    if isinstance(data, list) and any(isinstance(v, (dict, list)) for v in data):
+        return []
+    return [(prefix.rstrip("."), ", ".join(map(str, data)) if isinstance(data, list) else data)]
+
+
+def key_value_table(title: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Table:
+    """Any metrics file as a two-column table (for the word-vector and LM stages' metrics,
+    whose layout belongs to those stages)."""
+    rows = tuple((key, fmt(value, 4)) for key, value in flat_items(data))
+    return Table(title, ("metric", "value"), rows, tuple(notes))

@@ -1,0 +1,81 @@
+"""Write the report: tables (Markdown + LaTeX) and figures (PNG) under ``<reports>/results/``,
+and the index page ``<reports>/README.md`` that shows them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from rnnsearch.config.report import ReportConfig
+from rnnsearch.data.textio import atomic_dir, atomic_write_text
+from rnnsearch.reporting import build
+from rnnsearch.reporting.inputs import ReportInputs
+from rnnsearch.reporting.tables import Table
+
+RESULTS = "results"
+REGENERATE = ("Regenerate with `dvc repro report` (or `PYTHONPATH=src python pipeline/report.py`): "
+              "it reads the metrics files only and takes seconds.")
+
+
+def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path) -> list[Path]:
+    """Write every table and figure; returns the files written (index page last)."""
+    tables = _tables(inputs, cfg)
+    with atomic_dir(reports / RESULTS) as tmp:
+        for name, table in tables.items():
+            atomic_write_text(tmp / f"{name}.md", table.markdown())
+            atomic_write_text(tmp / f"{name}.tex", table.latex())
+        figures = _write_figures(inputs, cfg, tmp)
+    index = reports / "README.md"
+    atomic_write_text(index, _index(tables, figures))
+    written = sorted((reports / RESULTS).iterdir())
+    return written + [index]
+
+
+def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
+    tables = {"table1": build.table1(inputs, cfg.method)}
+    if inputs.evals:
+        tables["bleu_by_length"] = build.length_table(inputs, cfg.method)
+        tables["speed"] = build.speed_table(inputs)
+    variants = build.variants_table(inputs, cfg.method)
+    if variants is not None:
+        tables["variants"] = variants
+    tables.update(build.other_tables(inputs))
+    return tables
+
+
+def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path) -> dict[str, str]:
+    """PNG files by caption."""
+    figures = {}
+    if inputs.evals:
+        figures["Figure 2: BLEU by source sentence length"] = "figure2_bleu_by_length.png"
+        _save(build.figure2(inputs, cfg.method), folder / "figure2_bleu_by_length.png")
+    for cell, figure in build.figure3(inputs, cfg.alignment_sentences).items():
+        figures[f"Figure 3: alignments, {cell}"] = f"figure3_{cell}.png"
+        _save(figure, folder / f"figure3_{cell}.png")
+    return figures
+
+
+def _save(figure, path: Path) -> None:
+    figure.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(figure)
+
+
+def _index(tables: dict[str, Table], figures: dict[str, str]) -> str:
+    """``reports/README.md``: every table inline, every figure as an image, LaTeX links."""
+    parts = ["# Results: the papers' tables and figures", "", REGENERATE, ""]
+    for name, table in tables.items():
+        if name == "bleu_by_length":
+            continue
+        parts += [table.markdown(), f"LaTeX: [{RESULTS}/{name}.tex]({RESULTS}/{name}.tex)", ""]
+        if name == "table1":
+            parts += _figure_parts(figures, tables)
+    return "\n".join(parts)
+
+
+def _figure_parts(figures: dict[str, str], tables: dict[str, Table]) -> list[str]:
+    parts = []
+    for caption, file in figures.items():
+        parts += [f"### {caption}", "", f"![{caption}]({RESULTS}/{file})", ""]
+        if file.startswith("figure2") and "bleu_by_length" in tables:
+            parts += [tables["bleu_by_length"].markdown(), ""]
+    return parts

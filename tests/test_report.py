@@ -1,0 +1,105 @@
+"""The report stage: tables regenerate identically from fixture metrics, the paper's numbers sit
+in their own columns, optional inputs are skipped, and it runs from metrics files only."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_script
+from rnnsearch.config.report import ReportConfig
+from rnnsearch.reporting import ReportInputs, write_report
+from rnnsearch.reporting.build import table1, variants_table
+
+LABELS = [("0-10", 10), ("10-20", 20), ("20-30", 30), ("30+", 40)]
+
+
+def _system(bleu: float, p: float | None = None) -> dict:
+    scores = {"n": 100, "bleu": bleu, "chrf": bleu + 20, "len_ratio": 0.95,
+              "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"}
+    system = {"all": scores, "no_unk": {**scores, "n": 40, "bleu": bleu + 5},
+              "by_length": {label: {"n": 25, "bleu": bleu - i, "chrf": 1.0, "len_ratio": 1.0,
+                                    "step": step} for i, (label, step) in enumerate(LABELS)}}
+    system["by_length"]["signature"] = scores["bleu_signature"]
+    if p is not None:
+        system["vs_baseline"] = {"baseline": "encdec", "all": {"p_value": p, "n": 100},
+                                 "by_length": {label: p for label, _ in LABELS}}
+    return system
+
+
+def _eval(name: str, max_len: int, bleu: float, kind: str | None = None, **model) -> dict:
+    attention = name != "encdec"
+    systems = {"greedy": _system(bleu - 1, 0.01 if attention else None),
+               "beam": _system(bleu, 0.001 if attention else None)}
+    if attention:
+        systems["beam_unk"] = _system(bleu + 0.5, 0.001)
+    return {"cell": f"{name}-{max_len}",
+            "model": {"name": name, "kind": kind or name, "max_len": max_len, **model},
+            "has_attention": attention, "sentences": 100, "no_unk_sentences": 40,
+            "speed": {"greedy": {"sentences_per_s": 200.0, "batch_size": 64},
+                      "beam": {"sentences_per_s": 60.0, "batch_size": 64},
+                      "greedy_unbatched": {"sentences_per_s": 30.0, "batch_size": 1}},
+            "systems": systems}
+
+
+def make_metrics(root: Path, extras: bool = True) -> Path:
+    metrics = root / "metrics"
+    cells = [_eval("encdec", 30, 5.0), _eval("search", 30, 7.0), _eval("encdec", 50, 6.0),
+             _eval("search", 50, 8.5)]
+    if extras:
+        cells.append(_eval("luong_dot", 50, 8.0, kind="luong", attention="global", score="dot",
+                           input_feeding=True))
+    for data in cells:
+        path = metrics / "eval" / f"{data['cell']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+    if extras:
+        (metrics / "alignments").mkdir()
+        (metrics / "alignments" / "search-50.json").write_text(json.dumps({"cell": "search-50", "samples": [
+            {"index": 3, "method": "beam", "source": ["the", "cat", "sat", "."],
+             "target": ["le", "chat", "assis", ".", "</s>"],
+             "attention": [[0.9, 0.1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0.25] * 4]}]}))
+        (metrics / "train").mkdir()
+        (metrics / "train" / "luong_dot-50.json").write_text(json.dumps({"val/ppl": 12.345}))
+        (metrics / "embed.json").write_text(json.dumps({"en": {"coverage": 0.91, "wordsim353": 0.5}}))
+    return metrics
+
+
+def test_table1_layout_and_paper_columns(tmp_path):
+    inputs = ReportInputs.load(make_metrics(tmp_path))
+    table = table1(inputs)
+    names = [row[0] for row in table.rows]
+    assert names[:5] == ["RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "luong_dot-50", "RNNsearch-50"]
+    search50 = table.rows[names.index("RNNsearch-50")]
+    assert search50[1:] == ("7.50", "12.50", "8.50", "13.50", "9.00", "0.001", "26.75", "34.16")
+    assert table.rows[names.index("RNNencdec-30")][6] == "–"          # the baseline has no p
+    assert "RNNsearch-50* (paper only)" in names and "Moses (paper only)" in names
+    assert "100 sentences, 40 with no unknown word" in table.notes[0]
+    variants = variants_table(inputs)
+    assert variants.rows == (("luong_dot-50", "global", "dot", "yes", "12.35", "8.00", "18.6 (6.1)"),)
+
+
+def test_report_regenerates_identically(tmp_path):
+    inputs = ReportInputs.load(make_metrics(tmp_path))
+    first = {p.name: p.read_bytes() for p in write_report(inputs, ReportConfig(), tmp_path / "a")}
+    second = {p.name: p.read_bytes() for p in write_report(inputs, ReportConfig(), tmp_path / "a")}
+    assert first == second
+    expected = {"table1.md", "table1.tex", "bleu_by_length.md", "speed.md", "variants.tex",
+                "word_vectors.md", "figure2_bleu_by_length.png", "figure3_search-50.png", "README.md"}
+    assert expected <= set(first)
+    assert "language_model.md" not in first                 # metrics/lm.json absent: skipped
+    index = first["README.md"].decode()
+    assert "![Figure 2" in index and "results/figure3_search-50.png" in index
+    assert "dvc repro report" in index
+    assert r"RNNsearch-50 & 7.50 & 12.50 & 8.50 & 13.50 & 9.00 & 0.001 & 26.75 & 34.16 \\" in \
+        first["table1.tex"].decode()
+
+
+def test_report_stage_minimal_metrics(tmp_path):
+    make_metrics(tmp_path, extras=False)
+    params = Path(__file__).resolve().parents[1] / "params.yaml"
+    (tmp_path / "params.yaml").write_text(params.read_text())
+    done = run_script("report.py", "--no-mlflow", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    files = {p.name for p in (tmp_path / "reports/results").iterdir()}
+    assert "variants.md" not in files and "figure2_bleu_by_length.png" in files
+    assert (tmp_path / "reports/README.md").is_file()
