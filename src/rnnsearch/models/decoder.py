@@ -24,6 +24,8 @@ decode reproduces the teacher-forced logits.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -35,6 +37,11 @@ from rnnsearch.models.rnn import cell_step, layer_weights, make_rnn
 from rnnsearch.models.state import DecoderState, Memory
 
 Layers = list[Tensor]  # one batch x H tensor per layer
+
+
+class StepWeights(NamedTuple):
+    extra: Tensor | None        # (gates*H) x X: first-layer input weights of the non-word inputs
+    layers: list[tuple[Tensor, Tensor, Tensor, Tensor]]  # (w_ih, b_ih, w_hh, b_hh) per layer
 
 
 class RecurrentDecoder(nn.Module):
@@ -78,24 +85,33 @@ class RecurrentDecoder(nn.Module):
         outputs, _ = self.rnn(inputs, hx)
         return outputs
 
-    def _advance(self, word_gates: Tensor, extra: Tensor | None, hidden: Layers,
-                 cells: Layers | list[None]) -> tuple[Layers, Layers | list[None]]:
+    def _step_weights(self) -> StepWeights:
+        """The weights one recurrent step uses, sliced once per sequence rather than per step.
+
+        Slicing a parameter inside the loop would make autograd accumulate a full-size gradient
+        per step; slicing once accumulates the slice's gradient and copies it back once.
+        """
+        w_ih = self.rnn.weight_ih_l0
+        words = self.config.embedding_size
+        extra = w_ih[:, words:].contiguous() if w_ih.size(1) > words else None
+        layers = [layer_weights(self.rnn, k) for k in range(self.config.decoder_layers)]
+        return StepWeights(extra, layers)
+
+    def _advance(self, weights: StepWeights, word_gates: Tensor, extra: Tensor | None,
+                 hidden: Layers, cells: Layers | list[None]) -> tuple[Layers, Layers | list[None]]:
         """One recurrent step of every layer; ``extra`` (batch x X) is the rest of the input."""
-        w_ih, _, w_hh, b_hh = layer_weights(self.rnn, 0)
         gates = word_gates
         if extra is not None:
-            gates = gates + F.linear(extra, w_ih[:, self.config.embedding_size:])
+            gates = gates + F.linear(extra, weights.extra)
         new_hidden, new_cells = [], []
-        for layer in range(self.config.decoder_layers):
+        for layer, (w_ih, b_ih, w_hh, b_hh) in enumerate(weights.layers):
             if layer > 0:
-                w_ih, b_ih, w_hh, b_hh = layer_weights(self.rnn, layer)
                 below = F.dropout(new_hidden[-1], self.config.dropout, self.training)
                 gates = F.linear(below, w_ih, b_ih)
             h, c = cell_step(self.config.cell, gates, hidden[layer], cells[layer], w_hh, b_hh)
             new_hidden.append(h)
             new_cells.append(c)
         return new_hidden, new_cells
-
 
 def split_state(state: DecoderState) -> tuple[Layers, Layers | list[None]]:
     """Per-layer lists of batch x H tensors from a batch x layers x H state."""
@@ -135,9 +151,10 @@ class BahdanauDecoder(RecurrentDecoder):
     def step(self, prev: Tensor, state: DecoderState, memory: Memory
              ) -> tuple[Tensor, DecoderState, Tensor | None]:
         embedded, word_gates = self._embed(prev)                          # batch x E, batch x G*H
+        recurrent = self._step_weights()
         hidden, cells = split_state(state)
         context, weights = self._context(hidden[-1], memory)              # batch x C, batch x S
-        hidden, cells = self._advance(word_gates, context, hidden, cells)
+        hidden, cells = self._advance(recurrent, word_gates, context, hidden, cells)
         logits = self._logits(hidden[-1], embedded, context)              # batch x V
         return logits, join_state(hidden, cells, None, state.step + 1), weights
 
@@ -150,11 +167,12 @@ class BahdanauDecoder(RecurrentDecoder):
             states = self._run_fused(torch.cat([embedded, context], -1), state)
             return self._logits(states, embedded, context), None
         embedded, word_gates = self._embed(tgt_in)                        # batch x T x E / G*H
+        recurrent = self._step_weights()
         hidden, cells = split_state(state)
         tops, contexts, alignments = [], [], []
         for t in range(tgt_in.size(1)):
             context, weights = self._context(hidden[-1], memory)
-            hidden, cells = self._advance(word_gates[:, t], context, hidden, cells)
+            hidden, cells = self._advance(recurrent, word_gates[:, t], context, hidden, cells)
             tops.append(hidden[-1])
             contexts.append(context)
             alignments.append(weights)
@@ -201,8 +219,9 @@ class LuongDecoder(RecurrentDecoder):
     def step(self, prev: Tensor, state: DecoderState, memory: Memory
              ) -> tuple[Tensor, DecoderState, Tensor]:
         _, word_gates = self._embed(prev)
+        recurrent = self._step_weights()
         hidden, cells = split_state(state)
-        hidden, cells = self._advance(word_gates, state.feed, hidden, cells)
+        hidden, cells = self._advance(recurrent, word_gates, state.feed, hidden, cells)
         attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, state.step.unsqueeze(1))
         attentional, weights = attentional.squeeze(1), weights.squeeze(1)  # batch x H, batch x S
         feed = attentional if self.config.input_feeding else None
@@ -217,10 +236,11 @@ class LuongDecoder(RecurrentDecoder):
             attentional, weights = self._attend(self._run_fused(embedded, state), memory, steps)
             return self.output(self.dropout(attentional)), weights
         _, word_gates = self._embed(tgt_in)                               # batch x T x G*H
+        recurrent = self._step_weights()
         hidden, cells = split_state(state)
         feed, outputs, alignments = state.feed, [], []
         for t in range(tgt_in.size(1)):
-            hidden, cells = self._advance(word_gates[:, t], feed, hidden, cells)
+            hidden, cells = self._advance(recurrent, word_gates[:, t], feed, hidden, cells)
             attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, steps[:, t: t + 1])
             feed = attentional.squeeze(1)
             outputs.append(feed)

@@ -1,0 +1,133 @@
+"""Typed ``train`` section: the model grid, named model variants, data, optimiser, budget, Trainer.
+
+Model variants are named entries of ``train.models``, each a partial :class:`ModelConfig` merged
+over ``train.base_model``; ``train.grid.models`` picks which of them the DVC matrix trains. Adding
+a Luong variant is an edit of params.yaml (or ``dvc exp run -S``), not new code.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from rnnsearch.config.base import (ConfigError, check_non_negative, check_positive, from_dict,
+                                   require)
+from rnnsearch.config.model import ModelConfig
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """The cells the ``train`` matrix stage trains: every model at every max length."""
+
+    models: tuple[str, ...] = ("encdec", "search")
+    max_lens: tuple[int, ...] = (30, 50)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    batch_size: int = 64            # sentence pairs per batch (the paper: 80)
+    max_padding: float = 0.1        # a batch closes before padding exceeds this fraction
+    dev_max_len: int = 0            # drop longer dev pairs (0: keep all)
+    dev_bleu_sentences: int = 200   # greedy dev BLEU on the first N dev pairs (0: off)
+
+    def check(self, key: str) -> None:
+        check_positive(self, key, "batch_size")
+        check_non_negative(self, key, "max_padding", "dev_max_len", "dev_bleu_sentences")
+        require(self.max_padding < 1, f"{key}.max_padding", "must be < 1")
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    optimizer: Literal["adam", "adadelta"] = "adam"
+    lr: float = 0.001               # Adam's step size; Adadelta's lr multiplier (the paper: 1.0)
+    adadelta_rho: float = 0.95
+    adadelta_eps: float = 1e-6
+    weight_decay: float = 0.0
+    clip_norm: float = 1.0          # gradient-norm clipping (the paper: 1; 0: off)
+
+    def check(self, key: str) -> None:
+        check_positive(self, key, "lr", "adadelta_eps")
+        check_non_negative(self, key, "weight_decay", "clip_norm")
+        require(0 < self.adadelta_rho < 1, f"{key}.adadelta_rho", "must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """When to stop: the first of max_steps, max_epochs, max_minutes (0/-1: no limit)."""
+
+    max_steps: int = -1
+    max_epochs: int = 20
+    max_minutes: float = 15.0       # wall-clock cap per grid cell (Trainer max_time)
+    val_every_steps: int = 250      # dev loss/perplexity (and BLEU) every N training steps
+    early_stopping_patience: int = 0  # validations without improvement before stopping (0: off)
+    monitor: Literal["loss", "bleu"] = "loss"  # dev metric that picks the best checkpoint
+
+    def check(self, key: str) -> None:
+        require(self.max_steps == -1 or self.max_steps > 0, f"{key}.max_steps", "must be > 0 or -1")
+        check_positive(self, key, "max_epochs", "val_every_steps")
+        check_non_negative(self, key, "max_minutes", "early_stopping_patience")
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Passed to Lightning's Trainer as they are (scale-out: devices, num_nodes, strategy: ddp)."""
+
+    accelerator: str = "cpu"
+    devices: Union[int, str] = 1
+    num_nodes: int = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    deterministic: bool = True
+    log_every_steps: int = 10
+    threads: int = 0                # torch CPU threads per process (0: torch's default)
+
+    def check(self, key: str) -> None:
+        check_positive(self, key, "num_nodes", "log_every_steps")
+        check_non_negative(self, key, "threads")
+
+
+@dataclass(frozen=True)
+class InitConfig:
+    """Optional initialisation from earlier stages (paths come on the command line)."""
+
+    embeddings: bool = False        # source and target embeddings from the embed stage
+    lm: bool = False                # decoder from the pretrained target-side language model
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    grid: GridConfig = field(default_factory=GridConfig)
+    base_model: ModelConfig = field(default_factory=ModelConfig)
+    models: Any = None              # name -> overrides of base_model
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    init: InitConfig = field(default_factory=InitConfig)
+    seed: int = 1234
+
+    def check(self, key: str) -> None:
+        require(isinstance(self.models, dict) and self.models, f"{key}.models",
+                "expected a mapping of named model variants")
+        for name in self.models:
+            self.model_config(name, key)
+        for i, name in enumerate(self.grid.models):
+            require(name in self.models, f"{key}.grid.models[{i}]",
+                    f"{name!r} is not a variant in {key}.models (known: {', '.join(self.models)})")
+        for i, max_len in enumerate(self.grid.max_lens):
+            require(max_len > 0, f"{key}.grid.max_lens[{i}]", f"must be > 0, got {max_len}")
+
+    def model_config(self, name: str, key: str = "train") -> ModelConfig:
+        """The variant ``name``: its overrides merged over ``base_model``, validated."""
+        if name not in (self.models or {}):
+            raise ConfigError(f"{key}.models: no variant named {name!r} "
+                              f"(known: {', '.join(self.models or {})})")
+        overrides = self.models[name] or {}
+        require(isinstance(overrides, dict), f"{key}.models.{name}", "expected a mapping")
+        merged = {**dataclasses.asdict(self.base_model), **overrides}
+        return from_dict(ModelConfig, merged, f"{key}.models.{name}")
+
+
+def cell_name(model: str, max_len: int) -> str:
+    """The grid cell's name: ``search-50`` (also the DVC stage suffix ``train@search-50``)."""
+    return f"{model}-{max_len}"

@@ -1,0 +1,1 @@
+"""Standalone experiments: synthetic attention check, training-speed measurement."""

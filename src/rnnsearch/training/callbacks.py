@@ -1,0 +1,85 @@
+"""Callbacks: keep the best dev model as weights-only ``model.pt``; dev BLEU with greedy search."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytorch_lightning as pl
+import sacrebleu
+import torch
+
+from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.models import Seq2Seq, save_model
+from rnnsearch.training.data import Pair, collate
+from rnnsearch.training.module import BleuScorer
+
+
+class BestModelSaver(pl.Callback):
+    """After each validation, write ``path`` (see ``save_model``) when ``monitor`` improved.
+
+    Its best score is part of the Lightning checkpoint, so a resumed run does not overwrite a
+    better model with its first validation.
+    """
+
+    def __init__(self, path: str | Path, monitor: str = "val/loss", mode: str = "min") -> None:
+        self.path, self.monitor, self.mode = Path(path), monitor, mode
+        self.best: float | None = None
+        self.best_step = -1
+        self.best_metrics: dict[str, float] = {}
+
+    def _improved(self, value: float) -> bool:
+        if self.best is None:
+            return True
+        return value < self.best if self.mode == "min" else value > self.best
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or self.monitor not in trainer.callback_metrics:
+            return
+        value = float(trainer.callback_metrics[self.monitor])
+        if not self._improved(value):
+            return
+        self.best, self.best_step = value, trainer.global_step
+        self.best_metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
+                             if k.startswith("val/")}
+        if trainer.is_global_zero:
+            save_model(pl_module.model, self.path)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "best_step": self.best_step, "best_metrics": self.best_metrics}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best = state_dict["best"]
+        self.best_step = state_dict["best_step"]
+        self.best_metrics = state_dict["best_metrics"]
+
+
+def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: Vocabulary,
+                  sentences: int, batch_size: int = 64) -> BleuScorer | None:
+    """Greedy BLEU (tokenised, sacrebleu ``tokenize="none"``) on the first ``sentences`` dev pairs.
+
+    ``None`` when ``sentences`` is 0 or the decoding package is not available.
+    """
+    if sentences <= 0:
+        return None
+    try:
+        from rnnsearch.decoding.greedy import greedy
+        from rnnsearch.decoding.options import SearchOptions
+    except ImportError:
+        return None
+    sample, refs = list(pairs[:sentences]), list(references[:sentences])
+    options = SearchOptions(beam_size=1)
+
+    def score(model: Seq2Seq) -> float:
+        training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        hypotheses = []
+        with torch.no_grad():
+            for start in range(0, len(sample), batch_size):
+                batch = collate(sample[start: start + batch_size]).to(device)
+                for translation in greedy(model, batch.src, batch.src_len, options):
+                    hypotheses.append(" ".join(tgt_vocab.decode(translation.best.tokens)))
+        model.train(training)
+        return float(sacrebleu.BLEU(tokenize="none").corpus_score(hypotheses, [refs]).score)
+
+    return score

@@ -1,0 +1,172 @@
+"""Parallel data for training: encoded pairs, length-bucketed batches, a LightningDataModule.
+
+Bucketing: the pairs are shuffled (seeded, per epoch), sorted by (source, target) length, and cut
+into batches of at most ``batch_size`` pairs, closing a batch early when one more pair would push
+its padding over ``max_padding`` of its tokens; then the batch order is shuffled. Similar lengths
+share a batch, so little compute is spent on padding, and the order still varies per epoch.
+
+With several processes (DDP) every rank takes every ``world_size``-th batch of the same shuffled
+list (cut to a multiple of ``world_size`` so the ranks step in lockstep); Lightning's own
+distributed sampler is therefore switched off (``use_distributed_sampler=False``).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Sampler
+
+from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+
+Pair = tuple[list[int], list[int]]
+
+
+@dataclass(frozen=True)
+class Batch:
+    src: torch.Tensor       # batch x src_len ids
+    src_len: torch.Tensor   # batch
+    tgt_in: torch.Tensor    # batch x tgt_len: <s> y_1 .. y_n (padded)
+    tgt_out: torch.Tensor   # batch x tgt_len: y_1 .. y_n </s> (padded)
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(*(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out)))
+
+    @property
+    def target_tokens(self) -> int:
+        return int((self.tgt_out != PAD_ID).sum())
+
+
+def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
+               max_len: int = 0) -> tuple[list[Pair], list[str]]:
+    """Encode ``<split>.src``/``<split>.tgt``; drop pairs with an empty side or a side over
+    ``max_len`` tokens (0: no limit). Returns the pairs and the kept target lines (references)."""
+    data_dir = Path(data_dir)
+    src_path, tgt_path = data_dir / f"{split}.src", data_dir / f"{split}.tgt"
+    for path in (src_path, tgt_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing (run the tokenize stage first)")
+    src_lines = src_path.read_text(encoding="utf-8").splitlines()
+    tgt_lines = tgt_path.read_text(encoding="utf-8").splitlines()
+    if len(src_lines) != len(tgt_lines):
+        raise ValueError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}")
+    pairs, references = [], []
+    for src_line, tgt_line in zip(src_lines, tgt_lines):
+        src, tgt = src_line.split(), tgt_line.split()
+        if not src or not tgt or (max_len and max(len(src), len(tgt)) > max_len):
+            continue
+        pairs.append((src_vocab.encode(src), tgt_vocab.encode(tgt)))
+        references.append(" ".join(tgt))
+    return pairs, references
+
+
+def bucket_batches(lengths: Sequence[tuple[int, int]], batch_size: int, max_padding: float,
+                   rng: random.Random) -> list[list[int]]:
+    """Index batches of similar (source, target) lengths, in shuffled order."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)                                  # random order among equal lengths
+    order.sort(key=lambda i: lengths[i])
+    batches, current, longest = [], [], (0, 0)
+    for index in order:
+        grown = (max(longest[0], lengths[index][0]), max(longest[1], lengths[index][1]))
+        members = current + [index]
+        real = sum(sum(lengths[i]) for i in members)
+        padding = 1 - real / (len(members) * (grown[0] + grown[1]))
+        if current and (len(current) == batch_size or padding > max_padding):
+            batches.append(current)
+            current, grown = [index], lengths[index]
+        else:
+            current = members
+        longest = grown
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+class BucketBatchSampler(Sampler[list[int]]):
+    """Yields this rank's bucketed batches; reshuffles per epoch from ``seed + epoch``."""
+
+    def __init__(self, lengths: Sequence[tuple[int, int]], batch_size: int, max_padding: float,
+                 seed: int, shuffle: bool = True, rank: int = 0, world_size: int = 1) -> None:
+        self.lengths, self.batch_size, self.max_padding = lengths, batch_size, max_padding
+        self.seed, self.shuffle, self.rank, self.world_size = seed, shuffle, rank, world_size
+        self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _batches(self) -> list[list[int]]:
+        epoch = self.epoch if self.shuffle else 0
+        if self._cache is None or self._cache[0] != epoch:
+            rng = random.Random(self.seed + epoch)
+            batches = bucket_batches(self.lengths, self.batch_size, self.max_padding, rng)
+            # training ranks must step in lockstep: every rank gets as many batches
+            usable = len(batches) - len(batches) % self.world_size if self.shuffle else len(batches)
+            self._cache = (epoch, batches[self.rank: usable: self.world_size])
+        return self._cache[1]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self._batches())
+
+    def __len__(self) -> int:
+        return len(self._batches())
+
+
+def collate(pairs: Sequence[Pair]) -> Batch:
+    """Pad a list of pairs; the target gets ``<s>`` prepended (input) and ``</s>`` appended (output)."""
+    src_len = torch.tensor([len(s) for s, _ in pairs])
+    tgt_len = max(len(t) for _, t in pairs) + 1
+    src = torch.full((len(pairs), int(src_len.max())), PAD_ID, dtype=torch.long)
+    tgt_in = torch.full((len(pairs), tgt_len), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((len(pairs), tgt_len), PAD_ID, dtype=torch.long)
+    for row, (s, t) in enumerate(pairs):
+        src[row, : len(s)] = torch.tensor(s)
+        tgt_in[row, : len(t) + 1] = torch.tensor([BOS_ID] + t)
+        tgt_out[row, : len(t) + 1] = torch.tensor(t + [EOS_ID])
+    return Batch(src, src_len, tgt_in, tgt_out)
+
+
+class TranslationDataModule(pl.LightningDataModule):
+    """``<data_dir>/{train,dev}.{src,tgt}`` and ``vocab.{src,tgt}.txt`` as bucketed batches."""
+
+    def __init__(self, data_dir: str | Path, max_len: int, batch_size: int = 64,
+                 max_padding: float = 0.1, dev_max_len: int = 0, seed: int = 1234) -> None:
+        super().__init__()
+        self.data_dir, self.max_len, self.batch_size = Path(data_dir), max_len, batch_size
+        self.max_padding, self.dev_max_len, self.seed = max_padding, dev_max_len, seed
+        self.src_vocab = Vocabulary.load(self.data_dir / "vocab.src.txt")
+        self.tgt_vocab = Vocabulary.load(self.data_dir / "vocab.tgt.txt")
+        self.train_pairs: list[Pair] = []
+        self.dev_pairs: list[Pair] = []
+        self.dev_references: list[str] = []   # tokenised dev targets, aligned with dev_pairs
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.train_pairs:
+            self.train_pairs, _ = read_pairs(self.data_dir, "train", self.src_vocab,
+                                             self.tgt_vocab, self.max_len)
+            self.dev_pairs, self.dev_references = read_pairs(
+                self.data_dir, "dev", self.src_vocab, self.tgt_vocab, self.dev_max_len)
+            if not self.train_pairs:
+                raise ValueError(f"{self.data_dir}/train.*: no pair of at most {self.max_len} tokens")
+
+    def _loader(self, pairs: list[Pair], shuffle: bool) -> DataLoader:
+        rank, world = 0, 1
+        if self.trainer is not None:
+            rank, world = self.trainer.global_rank, self.trainer.world_size
+        sampler = BucketBatchSampler([(len(s), len(t)) for s, t in pairs], self.batch_size,
+                                     self.max_padding, self.seed, shuffle, rank, world)
+        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.train_pairs, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.dev_pairs, shuffle=False)
+
+    def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
+        return batch.to(device)

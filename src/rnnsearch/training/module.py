@@ -1,0 +1,99 @@
+"""The LightningModule: teacher-forced token cross-entropy for a model it receives.
+
+Metric names are namespaced: ``train/loss`` (per step), ``train/tokens_per_s``, ``train/lr``,
+``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
+scorer is given, ``val/bleu`` (greedy, tokenised, on a dev sample).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+
+from rnnsearch.config.train import OptimConfig
+from rnnsearch.data.vocab import PAD_ID
+from rnnsearch.models import Seq2Seq
+from rnnsearch.training.data import Batch
+
+BleuScorer = Callable[[Seq2Seq], float]
+
+
+class TranslationTask(pl.LightningModule):
+    """Trains ``model`` (a :class:`Seq2Seq`) with teacher forcing."""
+
+    def __init__(self, model: Seq2Seq, optim: OptimConfig, hparams: dict[str, Any] | None = None,
+                 dev_bleu: BleuScorer | None = None, log_every_steps: int = 10) -> None:
+        super().__init__()
+        self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
+        self.log_every_steps = log_every_steps
+        self.save_hyperparameters(hparams or {})
+        self.validated_at_step = -1
+        self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
+        self._tokens_seen, self.train_seconds = 0, 0.0
+        self._window = (0.0, 0)                     # (train_seconds, tokens) at the last log
+        self._batch_started = 0.0
+
+    def token_losses(self, batch: Batch) -> tuple[torch.Tensor, int]:
+        """Summed cross-entropy over the batch's real target tokens, and their number."""
+        logits, _ = self.model(batch.src, batch.src_len, batch.tgt_in)    # batch x T x V
+        total = F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(),
+                                ignore_index=PAD_ID, reduction="sum")
+        return total, batch.target_tokens
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        total, tokens = self.token_losses(batch)
+        loss = total / max(tokens, 1)
+        self.log("train/loss", loss, prog_bar=True, batch_size=batch.src.size(0))
+        self._tokens_seen += tokens
+        return loss
+
+    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
+        self._batch_started = time.perf_counter()
+
+    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
+        """Target tokens per second of training compute (all processes) and the learning rate.
+
+        Only the time inside training steps counts (not validation or checkpointing).
+        """
+        self.train_seconds += time.perf_counter() - self._batch_started
+        if self.global_step % self.log_every_steps:
+            return
+        seconds, seen = self._window
+        rate = (self._tokens_seen - seen) / max(self.train_seconds - seconds, 1e-9)
+        self._window = (self.train_seconds, self._tokens_seen)
+        lr = self.trainer.optimizers[0].param_groups[0]["lr"]
+        self.log_dict({"train/tokens_per_s": rate * self.trainer.world_size, "train/lr": lr})
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Mean training throughput of this session, all processes together."""
+        return self._tokens_seen / max(self.train_seconds, 1e-9) * self.trainer.world_size
+
+    def on_validation_epoch_start(self) -> None:
+        self._dev_sums = torch.zeros(2, dtype=torch.float64, device=self.device)
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        total, tokens = self.token_losses(batch)
+        self._dev_sums += torch.stack([total.detach().double(),
+                                       torch.tensor(float(tokens), device=self.device).double()])
+
+    def on_validation_epoch_end(self) -> None:
+        sums = self.trainer.strategy.reduce(self._dev_sums, reduce_op="sum")  # over processes
+        loss = float(sums[0] / sums[1].clamp(min=1))
+        metrics = {"val/loss": loss, "val/ppl": math.exp(min(loss, 50.0))}
+        if self.dev_bleu is not None and not self.trainer.sanity_checking:
+            bleu = self.dev_bleu(self.model) if self.trainer.is_global_zero else 0.0
+            metrics["val/bleu"] = float(self.trainer.strategy.broadcast(bleu, src=0))
+        self.log_dict(metrics, prog_bar=True, sync_dist=False)
+        self.validated_at_step = self.global_step
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        o = self.optim
+        if o.optimizer == "adadelta":
+            return torch.optim.Adadelta(self.model.parameters(), lr=o.lr, rho=o.adadelta_rho,
+                                        eps=o.adadelta_eps, weight_decay=o.weight_decay)
+        return torch.optim.Adam(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)

@@ -1,0 +1,172 @@
+"""Train one grid cell (model variant x max length): everything the ``train`` stage does.
+
+Order matters for failing fast: the config, the data, the model and its optional initialisation
+(word vectors, language model) are all checked before the Trainer starts, so a bad variant name or
+a vector file of the wrong shape fails in seconds, not after an hour.
+
+Resuming: ``<out>/run.json`` records a fingerprint of everything the run depends on (this cell's
+params and the data files) and whether it finished. When ``dvc repro`` reruns the stage after an
+interruption (the output directory is ``persist: true``), a matching, unfinished run continues from
+``<out>/last.ckpt`` (steps, optimiser, elapsed time budget, best dev score) and logs into the same
+MLflow run. Anything else (changed params or data, or a finished run rerun because code changed)
+starts afresh.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, Timer
+from pytorch_lightning.loggers import MLFlowLogger
+
+from rnnsearch import tracking
+from rnnsearch.config.base import ConfigError, require
+from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
+from rnnsearch.models import Seq2Seq, build_model, count_parameters
+from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
+from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.training.module import TranslationTask
+
+RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
+
+
+def initialise(model: Seq2Seq, init: InitConfig, embed_dir: str | Path | None,
+               lm_path: str | Path | None) -> dict[str, float]:
+    """Optional init from the embed and pretrain_lm stages; returns coverage / LM fraction."""
+    report: dict[str, float] = {}
+    if init.embeddings:
+        require(embed_dir is not None, "train.init.embeddings", "true, but no --embed-dir given")
+        from rnnsearch.embeddings.loading import init_embedding
+
+        d = Path(embed_dir)
+        for side, embedding in (("src", model.encoder.embedding), ("tgt", model.decoder.embedding)):
+            report[f"embed_coverage_{side}"] = init_embedding(
+                embedding, d / f"{side}.vocab.npy", d / f"{side}.mask.npy")
+    if init.lm:
+        require(lm_path is not None, "train.init.lm", "true, but no --lm given")
+        try:
+            from rnnsearch.lm.transfer import load_lm_into_decoder
+        except ImportError as err:
+            raise ConfigError("train.init.lm: the LM loader rnnsearch.lm.transfer is not "
+                              "available") from err
+        report["lm_fraction"] = float(load_lm_into_decoder(model.decoder, lm_path))
+    return report
+
+
+def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path) -> str:
+    """A hash of this cell's params and the data it reads: equal -> safe to resume."""
+    params = dataclasses.asdict(config)
+    params.pop("grid")
+    params["models"] = {model_name: dataclasses.asdict(config.model_config(model_name))}
+    digest = hashlib.sha256(json.dumps([params, model_name, max_len], sort_keys=True).encode())
+    for name in ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt"):
+        digest.update((data_dir / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _is_main_process() -> bool:
+    """True before any DDP launch and on global rank 0 (children re-run the stage script)."""
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
+
+
+def _read_run(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / RUN_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _write_run(out_dir: Path, **info: Any) -> None:
+    if _is_main_process():
+        (out_dir / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+
+def prepare_resume(out_dir: Path, print_: Any, fp: str) -> dict[str, Any]:
+    """The previous run's info when it can be resumed; otherwise clear its files and return {}."""
+    info = _read_run(out_dir)
+    if info.get("fingerprint") == fp and not info.get("finished") and (out_dir / LAST).is_file():
+        print_(f"resuming from {out_dir / LAST} (step {info.get('step', '?')})")
+        return info
+    if _is_main_process():
+        for name in (LAST, MODEL, RUN_FILE):
+            (out_dir / name).unlink(missing_ok=True)
+    return {}
+
+
+def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
+    t, b = config.trainer, config.budget
+    return pl.Trainer(
+        accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
+        precision=t.precision, deterministic=t.deterministic, max_steps=b.max_steps,
+        max_epochs=b.max_epochs, val_check_interval=b.val_every_steps, check_val_every_n_epoch=None,
+        gradient_clip_val=config.optim.clip_norm or None, gradient_clip_algorithm="norm",
+        logger=logger, callbacks=callbacks, log_every_n_steps=t.log_every_steps,
+        num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(out_dir),
+        enable_progress_bar=True, enable_model_summary=_is_main_process())
+
+
+def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str | Path,
+               out_dir: str | Path, embed_dir: str | Path | None = None,
+               lm_path: str | Path | None = None) -> dict[str, Any]:
+    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    cell = cell_name(model_name, max_len)
+    model_config = config.model_config(model_name)            # fails naming the key
+    pl.seed_everything(config.seed, workers=True, verbose=False)
+    if config.trainer.threads:
+        torch.set_num_threads(config.trainer.threads)
+    data = TranslationDataModule(data_dir, max_len, config.data.batch_size, config.data.max_padding,
+                                 config.data.dev_max_len, config.seed)
+    data.setup("fit")
+    model = build_model(model_config, len(data.src_vocab), len(data.tgt_vocab))
+    init_report = initialise(model, config.init, embed_dir, lm_path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint(config, model_name, max_len, data_dir)
+    previous = prepare_resume(out_dir, print if _is_main_process() else (lambda *_: None), fp)
+    hparams = {"cell": cell, "model_name": model_name, "max_len": max_len,
+               "parameters": count_parameters(model), **tracking.flatten_params(
+                   {k: v for k, v in dataclasses.asdict(config).items() if k not in ("models", "grid", "base_model")}),
+               **tracking.flatten_params({"model": model_config.to_dict()}), **init_report}
+    monitor, mode = ("val/bleu", "max") if config.budget.monitor == "bleu" else ("val/loss", "min")
+    dev_bleu = make_dev_bleu(data.dev_pairs, data.dev_references, data.tgt_vocab,
+                             config.data.dev_bleu_sentences)
+    require(dev_bleu is not None or monitor != "val/bleu", "train.budget.monitor",
+            "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
+    task = TranslationTask(model, config.optim, hparams, dev_bleu, config.trainer.log_every_steps)
+    saver = BestModelSaver(out_dir / MODEL, monitor, mode)
+    timer = Timer(duration=timedelta(minutes=config.budget.max_minutes)
+                  if config.budget.max_minutes > 0 else None, interval="step", verbose=False)
+    callbacks = [saver, timer, ModelCheckpoint(dirpath=out_dir, save_last=True, save_top_k=0,
+                                               every_n_train_steps=config.budget.val_every_steps)]
+    if config.budget.early_stopping_patience:
+        callbacks.append(EarlyStopping(monitor, patience=config.budget.early_stopping_patience,
+                                       mode=mode, check_on_train_epoch_end=False))
+    logger = MLFlowLogger(experiment_name=tracking.experiment_name(),
+                          tracking_uri=tracking.tracking_uri(), run_name=cell,
+                          tags=tracking.run_tags("train", {"cell": cell}),
+                          run_id=previous.get("mlflow_run_id"))
+    trainer = make_trainer(config, out_dir, logger, callbacks)
+    run_id = logger.run_id if _is_main_process() else None
+    _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
+    trainer.fit(task, datamodule=data, ckpt_path=str(out_dir / LAST) if previous else None)
+    tokens_per_s = task.tokens_per_second
+    if task.validated_at_step != trainer.global_step or saver.best is None:
+        trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
+    best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
+    metrics = {"cell": cell, "model": model_name, "max_len": max_len, **best,
+               "best_step": saver.best_step, "steps": trainer.global_step,
+               "epochs": trainer.current_epoch, "train_minutes": timer.time_elapsed("train") / 60,
+               "tokens_per_s": tokens_per_s, "parameters": count_parameters(model),
+               "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
+    if trainer.is_global_zero:
+        logger.log_metrics({f"best/{k.split('/')[-1]}": v for k, v in saver.best_metrics.items()},
+                           step=trainer.global_step)
+        logger.log_metrics({"train/tokens_per_s_mean": tokens_per_s}, step=trainer.global_step)
+    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell,
+               step=trainer.global_step)
+    return metrics
