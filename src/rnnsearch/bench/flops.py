@@ -1,0 +1,116 @@
+"""Arithmetic of a translation model, counted from its layer shapes.
+
+A model's cost is a list of :class:`Gemm` terms: a matrix product ``[m x k] @ [k x n]`` that
+runs ``per_token`` rows for every *target* token of a batch (encoder terms are scaled by the
+source/target length ratio, attention terms by the source length). One multiply-add is two
+FLOPs; the backward pass of a product costs two more products of the same size, so training
+costs three times the forward FLOPs (the usual count; element-wise work, softmax and the
+embedding lookups are left out, they are a few per cent).
+
+``m`` is the number of rows the product runs with in one call (batch for a decoder step,
+batch x length for the batched encoder input projection and output layer): the measured GEMM
+rate depends on it (see :mod:`rnnsearch.bench.gemm`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rnnsearch.config.model import ModelConfig
+
+GATES = {"gru": 3, "lstm": 4, "rnn": 1}
+TRAIN_FACTOR = 3  # forward + backward (two products per forward product)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """``per_token`` rows of an ``[m x k] @ [k x n]`` product per target token."""
+
+    name: str
+    m: int
+    k: int
+    n: int
+    per_token: float
+
+    @property
+    def flops_per_token(self) -> float:
+        """Forward FLOPs per target token."""
+        return 2.0 * self.k * self.n * self.per_token
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Batch geometry the count is made for."""
+
+    batch: int = 64          # sentences per batch
+    src_len: float = 13.0    # mean source length (tokens)
+    tgt_len: float = 14.0    # mean target length (tokens, with </s>)
+    tgt_vocab: int = 8000
+
+
+def encoder_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
+    """The (bi)directional encoder: input and recurrent products per source token."""
+    gates, hidden = GATES[cfg.cell] * cfg.hidden_size, cfg.hidden_size
+    directions = 2 if cfg.bidirectional else 1
+    ratio = shape.src_len / shape.tgt_len
+    rows = round(shape.batch * shape.src_len)
+    terms = []
+    for layer in range(cfg.encoder_layers):
+        width = cfg.embedding_size if layer == 0 else cfg.encoder_output_size
+        terms.append(Gemm(f"enc{layer}.input", rows, width, gates, directions * ratio))
+        terms.append(Gemm(f"enc{layer}.recurrent", shape.batch, hidden, gates, directions * ratio))
+    return terms
+
+
+def attention_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
+    """Keys (once per source token), query, scores and context (per target token)."""
+    if cfg.model == "encdec":
+        return []
+    rows, ratio, src = round(shape.batch * shape.src_len), shape.src_len / shape.tgt_len, shape.src_len
+    annotations, hidden = cfg.encoder_output_size, cfg.hidden_size
+    terms = []
+    if cfg.score in ("additive", "concat"):
+        terms += [Gemm("att.keys", rows, annotations, cfg.attention_size, ratio),
+                  Gemm("att.query", shape.batch, hidden, cfg.attention_size, 1.0),
+                  Gemm("att.scores", rows, cfg.attention_size, 1, src)]
+    else:
+        if cfg.score == "general":
+            terms.append(Gemm("att.keys", rows, annotations, hidden, ratio))
+        terms.append(Gemm("att.scores", shape.batch, hidden, 1, src))
+    terms.append(Gemm("att.context", shape.batch, 1, annotations, src))
+    if cfg.model == "luong":
+        terms.append(Gemm("att.combine", shape.batch, annotations + hidden, hidden, 1.0))
+    return terms
+
+
+def decoder_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
+    """Decoder recurrence, deep output (Bahdanau wiring) and the output layer."""
+    gates, hidden = GATES[cfg.cell] * cfg.hidden_size, cfg.hidden_size
+    rows = round(shape.batch * shape.tgt_len)
+    if cfg.model == "luong":
+        extra = hidden if cfg.input_feeding else 0
+        output_in = hidden
+    else:
+        extra = cfg.encoder_output_size if cfg.model == "search" else hidden
+        output_in = cfg.output_size
+    terms = [Gemm("dec.word_input", rows, cfg.embedding_size, gates, 1.0)]
+    if extra:
+        terms.append(Gemm("dec.context_input", shape.batch, extra, gates, 1.0))
+    terms.append(Gemm("dec0.recurrent", shape.batch, hidden, gates, 1.0))
+    for layer in range(1, cfg.decoder_layers):
+        terms += [Gemm(f"dec{layer}.input", shape.batch, hidden, gates, 1.0),
+                  Gemm(f"dec{layer}.recurrent", shape.batch, hidden, gates, 1.0)]
+    if cfg.model != "luong":
+        deep_in = hidden + cfg.embedding_size + extra
+        terms.append(Gemm("dec.deep_output", rows, deep_in, cfg.output_size * (2 if cfg.maxout else 1), 1.0))
+    terms.append(Gemm("dec.output", rows, output_in, shape.tgt_vocab, 1.0))
+    return terms
+
+
+def model_gemms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
+    """Every product of one training step, per target token."""
+    return encoder_terms(cfg, shape) + attention_terms(cfg, shape) + decoder_terms(cfg, shape)
+
+
+def training_flops_per_token(cfg: ModelConfig, shape: Shape) -> float:
+    """Forward + backward FLOPs per target token."""
+    return TRAIN_FACTOR * sum(g.flops_per_token for g in model_gemms(cfg, shape))

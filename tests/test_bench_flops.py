@@ -1,0 +1,43 @@
+"""The FLOP counter against hand counts of two small models."""
+from __future__ import annotations
+
+import pytest
+
+from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
+from rnnsearch.bench.gemm import GemmRate, roofline_tokens_per_second
+from rnnsearch.config.model import ModelConfig
+
+SHAPE = Shape(batch=1, src_len=2, tgt_len=4, tgt_vocab=5)  # half a source token per target token
+
+
+def test_encdec_hand_count():
+    cfg = ModelConfig(model="encdec", embedding_size=2, hidden_size=3, bidirectional=False,
+                      output_size=4)
+    # GRU: 3 gates x H=3 -> 9 columns. Per target token (forward, 2 FLOPs per multiply-add):
+    # encoder input 2*2*9*0.5=18, encoder recurrence 2*3*9*0.5=27, decoder word input 2*2*9=36,
+    # fixed context input 2*3*9=54, decoder recurrence 2*3*9=54, deep output 2*(3+2+3)*4=64,
+    # output layer 2*4*5=40: 293 forward, x3 for forward + backward.
+    assert training_flops_per_token(cfg, SHAPE) == pytest.approx(3 * 293)
+
+
+def test_search_hand_count():
+    cfg = ModelConfig(model="search", embedding_size=2, hidden_size=3, attention_size=4,
+                      output_size=4)
+    # bidirectional encoder (annotations 6 wide) over 0.5 source tokens per target token:
+    # input 2 dirs*0.5*2*2*9=36, recurrence 2*0.5*2*3*9=54; attention keys 2*6*4*0.5=24,
+    # query 2*3*4=24, scores 2*4*2 positions=16, context 2*6*2 positions=24; decoder word input
+    # 36, context input 2*6*9=108, recurrence 54, deep output 2*(3+2+6)*4=88, output 40.
+    assert training_flops_per_token(cfg, SHAPE) == pytest.approx(3 * 504)
+
+
+def test_luong_general_has_combine_and_no_deep_output():
+    cfg = ModelConfig(model="luong", score="general", cell="lstm", bidirectional=False)
+    names = {g.name for g in model_gemms(cfg, Shape())}
+    assert {"att.keys", "att.combine"} <= names and "dec.deep_output" not in names
+
+
+def test_roofline_is_flops_over_rate():
+    cfg = ModelConfig(model="encdec", embedding_size=2, hidden_size=3, bidirectional=False,
+                      output_size=4)
+    rates = [GemmRate(g, gflops=1.0) for g in model_gemms(cfg, SHAPE)]
+    assert roofline_tokens_per_second(rates) == pytest.approx(1e9 / (3 * 293))
