@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup repro test test-fast ui bench clean-venv
+.PHONY: setup repro test test-fast ui bench preset clean-venv
 
 setup: $(STAMP)
 
@@ -34,6 +34,10 @@ ui: $(STAMP)
 ## Speed benchmark: writes reports/bench.json and reports/bench.md.
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
+
+## Run a preset as a DVC experiment: make preset NAME=quick | NAME=paper (presets/<name>.yaml).
+preset: $(STAMP)
+	$(PY) -m rnnsearch.presets run $(NAME)
 
 clean-venv:
 	rm -rf .venv

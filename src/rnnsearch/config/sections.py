@@ -1,0 +1,47 @@
+"""Every params.yaml section with the dataclass that validates it, for whole-file checks."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.config.embed import EmbedConfig
+from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.config.report import ReportConfig
+from rnnsearch.config.tokenize import TokenizeConfig
+from rnnsearch.config.train import TrainConfig, cell_name
+from rnnsearch.config.translate import TranslateConfig
+
+SECTIONS: dict[str, type] = {
+    "prepare": PrepareConfig, "tokenize": TokenizeConfig, "embed": EmbedConfig,
+    "pretrain_lm": PretrainLMConfig, "train": TrainConfig, "translate": TranslateConfig,
+    "evaluate": EvaluateConfig, "report": ReportConfig,
+}
+
+
+def validate_params(params: dict[str, Any], origin: str = "params.yaml") -> dict[str, Any]:
+    """Validate every section of ``params``; returns ``{section: config}``.
+
+    Also resolves every grid cell's model (so a grid naming a missing variant fails here).
+    """
+    unknown = sorted(set(params) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{origin}: unknown section '{unknown[0]}' (known: {', '.join(SECTIONS)})")
+    configs = {}
+    for name, cls in SECTIONS.items():
+        if name not in params:
+            raise ConfigError(f"{origin}: missing section '{name}'")
+        configs[name] = from_dict(cls, params[name], name)
+    return configs
+
+
+def grid_cells(train: TrainConfig) -> list[str]:
+    """The grid's cell names in DVC's matrix order, e.g. ``['encdec-30', 'encdec-50', ...]``."""
+    return [cell_name(m, n) for m in train.grid.models for n in train.grid.max_lens]
+
+
+def validate_file(path: str | Path) -> dict[str, Any]:
+    """Validate a whole params file."""
+    return validate_params(read_params(path), str(path))

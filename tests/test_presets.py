@@ -1,0 +1,59 @@
+"""Presets resolve to valid configurations (every section, the grid) without training."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+
+from rnnsearch import presets
+from rnnsearch.config import ConfigError
+from rnnsearch.config.sections import validate_params
+
+
+def test_default_params_are_valid():
+    merged = presets.read_params(REPO / "params.yaml")
+    configs = validate_params(merged)
+    assert configs["prepare"].corpus in ("multi30k", "hansard36")
+
+
+def test_paper_preset_is_the_papers_setting():
+    merged, cells = presets.resolve("paper", REPO / "params.yaml")
+    assert cells == ["encdec-30", "encdec-50", "search-30", "search-50"]
+    configs = validate_params(merged)
+    search = configs["train"].model_config("search")
+    assert (search.embedding_size, search.hidden_size, search.output_size, search.maxout) == \
+        (620, 1000, 500, True)
+    assert configs["train"].optim.optimizer == "adadelta" and configs["train"].data.batch_size == 80
+    assert (configs["tokenize"].vocab_size_src, configs["tokenize"].vocab_size_tgt) == (30000, 30000)
+    assert configs["prepare"].sizes.train == 0 and configs["prepare"].corpus == "hansard36"
+    assert configs["translate"].search.beam_size > 1
+
+
+def test_quick_preset_is_one_search_model_on_multi30k_de_en():
+    merged, cells = presets.resolve("quick", REPO / "params.yaml")
+    configs = validate_params(merged)
+    assert cells == ["search-50"]
+    assert (configs["prepare"].corpus, configs["prepare"].src_lang, configs["prepare"].tgt_lang) == \
+        ("multi30k", "de", "en")
+    assert configs["train"].budget.max_minutes == 20.0
+
+
+def test_preset_with_a_bad_value_fails_naming_the_key(tmp_path, monkeypatch):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "broken.yaml").write_text("train:\n  grid:\n    models: [search, nosuch]\n")
+    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"train\.grid\.models\[1\]"):
+        presets.resolve("broken", REPO / "params.yaml")
+    with pytest.raises(ConfigError, match="no preset 'absent'"):
+        presets.load_preset("absent")
+
+
+def test_override_arguments_use_dvc_syntax():
+    assert presets.override_argument("a.b", [30, 50]) == "a.b=[30,50]"
+    assert presets.override_argument("a.m", ["search"]) == 'a.m=["search"]'
+    assert presets.override_argument("a.flag", False) == "a.flag=false"
+    assert presets.override_argument("a.p", "32-true") == "a.p=32-true"
+    assert presets.override_argument("a.x", None) == "a.x=null"
+    cmd = presets.command("quick")
+    assert cmd[:5] == ["dvc", "exp", "run", "-n", "quick"]
+    assert "prepare.corpus=multi30k" in cmd
