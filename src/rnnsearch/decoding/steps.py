@@ -32,8 +32,10 @@ def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
     log_probs = torch.log_softmax(logits.float(), dim=-1)
     log_probs[:, PAD_ID] = -torch.inf
     log_probs[:, BOS_ID] = -torch.inf
-    eos_column = log_probs[:, EOS_ID].clone()
-    log_probs[at_limit] = -torch.inf
-    log_probs[:, EOS_ID] = eos_column
+    if bool(at_limit.any()):                  # rare: most steps have no row at its limit
+        rows = at_limit.nonzero().squeeze(1)
+        eos = log_probs[rows, EOS_ID]
+        log_probs[rows] = -torch.inf
+        log_probs[rows, EOS_ID] = eos
     return StepOutput(log_probs, state, None if attn is None else attn.float())
 
