@@ -1,0 +1,58 @@
+"""Load the embed stage's vocabulary-aligned vectors into a model.
+
+The embed stage writes ``<side>.vocab.npy`` (float32 ``[V, d]``, rows in vocabulary order, zero
+rows where word2vec has no vector) and ``<side>.mask.npy`` (bool ``[V]``, the rows found); see
+``docs/contracts.md``. A model asks for its own ``(V, d)``; any other shape is an error naming
+both shapes, because a vocabulary or vector-size mismatch between stages must not pass silently.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from rnnsearch.data.vocab import SPECIALS
+
+
+def coverage(mask: np.ndarray) -> float:
+    """Fraction of the ordinary vocabulary words (specials excluded) that have a vector."""
+    words = np.asarray(mask, dtype=bool)[len(SPECIALS):]  # V - 4
+    return float(words.mean()) if words.size else 0.0
+
+
+def read_vector_rows(npy_path: str | Path, mask_path: str | Path, vocab_size: int,
+                     dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``[V, d]`` vectors and ``[V]`` mask, checked against the expected ``(vocab_size, dim)``."""
+    vectors = np.load(npy_path)
+    mask = np.load(mask_path)
+    expected = (vocab_size, dim)
+    if vectors.ndim != 2 or tuple(vectors.shape) != expected:
+        raise ValueError(f"{npy_path}: word vectors have shape {tuple(vectors.shape)}, but the model "
+                         f"expects {expected} (vocabulary size x embedding size); rerun the embed "
+                         f"stage or make embed.vector_size and the vocabulary agree")
+    if tuple(mask.shape) != (vocab_size,) or mask.dtype != np.bool_:
+        raise ValueError(f"{mask_path}: mask has shape {tuple(mask.shape)} and dtype {mask.dtype}, "
+                         f"expected a bool mask of shape {(vocab_size,)}")
+    return vectors.astype(np.float32, copy=False), mask
+
+
+def load_vocab_vectors(npy_path: str | Path, mask_path: str | Path, vocab_size: int,
+                       dim: int) -> tuple[torch.Tensor, float]:
+    """The vectors as a ``[V, d]`` float tensor (zero rows where missing) and the coverage."""
+    vectors, mask = read_vector_rows(npy_path, mask_path, vocab_size, dim)
+    return torch.from_numpy(vectors.copy()), coverage(mask)
+
+
+def init_embedding(embedding: nn.Embedding, npy_path: str | Path, mask_path: str | Path) -> float:
+    """Overwrite the rows of ``embedding`` that have a vector; the others keep their init.
+
+    Returns the coverage (fraction of ordinary words found).
+    """
+    vocab_size, dim = embedding.weight.shape
+    vectors, mask = read_vector_rows(npy_path, mask_path, vocab_size, dim)
+    with torch.no_grad():
+        rows = torch.from_numpy(np.flatnonzero(mask))
+        embedding.weight[rows] = torch.from_numpy(vectors[mask]).to(embedding.weight.dtype)
+    return coverage(mask)

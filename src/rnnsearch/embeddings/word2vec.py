@@ -1,0 +1,57 @@
+"""Train gensim word2vec on tokenised text and align its vectors with a translation vocabulary.
+
+gensim's ``Word2Vec`` is the whole model (spec section 2): ``sg`` picks skip-gram or CBOW,
+``window`` is the context radius m, ``negative`` the noise words k, ``ns_exponent`` the power of
+the noise distribution ``P_n(w) ∝ f(w)^0.75``. A run is bit-for-bit reproducible with a fixed
+``seed`` and ``workers: 1``; more worker threads are faster but interleave their updates in an
+order that varies from run to run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gensim.models import KeyedVectors, Word2Vec
+
+from rnnsearch.config.embed import EmbedConfig
+from rnnsearch.data.textio import read_lines
+from rnnsearch.data.vocab import Vocabulary
+
+
+def read_sentences(path: str | Path) -> list[list[str]]:
+    """Tokenised sentences of a one-sentence-per-line, space-separated file."""
+    return [line.split() for line in read_lines(path)]
+
+
+def train_word2vec(sentences: list[list[str]], cfg: EmbedConfig) -> Word2Vec:
+    """A word2vec model trained on ``sentences`` with the hyperparameters of ``cfg``."""
+    return Word2Vec(sentences=sentences, sg=cfg.sg_flag, vector_size=cfg.vector_size,
+                    window=cfg.window, negative=cfg.negative, hs=0, ns_exponent=cfg.ns_exponent,
+                    min_count=cfg.min_count, epochs=cfg.epochs, workers=cfg.workers, seed=cfg.seed)
+
+
+def vocab_arrays(kv: KeyedVectors, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors in vocabulary order: float32 ``[V, d]`` (zero rows where missing), bool ``[V]``."""
+    vectors = np.zeros((len(vocab), kv.vector_size), dtype=np.float32)  # V x d
+    mask = np.zeros(len(vocab), dtype=bool)  # V
+    for i, word in enumerate(vocab.words):
+        index = kv.key_to_index.get(word)
+        if index is not None:
+            vectors[i] = kv.vectors[index]
+            mask[i] = True
+    return vectors, mask
+
+
+def save_side(model: Word2Vec, vocab: Vocabulary, out_dir: Path, side: str) -> np.ndarray:
+    """Write ``<side>.kv``, ``<side>.w2v.model``, ``<side>.vocab.npy`` and ``<side>.mask.npy``.
+
+    The full model (``.w2v.model``) keeps the training parameters (``sg``, ``negative``, ...) and
+    the context vectors; the models load only the KeyedVectors or the aligned arrays. Returns the
+    mask.
+    """
+    model.wv.save(str(out_dir / f"{side}.kv"))
+    model.save(str(out_dir / f"{side}.w2v.model"))
+    vectors, mask = vocab_arrays(model.wv, vocab)
+    np.save(out_dir / f"{side}.vocab.npy", vectors)
+    np.save(out_dir / f"{side}.mask.npy", mask)
+    return mask

@@ -1,0 +1,91 @@
+"""Language-model data: the text as one token stream, cut into truncated-BPTT segments.
+
+Sentences are joined into one stream, each closed by ``</s>`` (unknown words become ``<unk>``).
+The stream is split into B parallel streams (``[B, L]``; the last ``N mod B`` tokens are
+dropped) and read left to right in segments of k steps: segment i is the inputs
+``streams[:, ik : ik+k]`` and the targets one step later. A model that carries its hidden state
+from one segment to the next (detached) sees each stream as one long text.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from rnnsearch.data.textio import read_lines
+from rnnsearch.data.vocab import Vocabulary
+
+Segment = tuple[torch.Tensor, torch.Tensor]  # inputs, targets: batch x steps
+
+
+def encode_stream(lines: list[str], vocab: Vocabulary) -> torch.Tensor:
+    """Token ids of ``lines`` as one stream, each sentence followed by ``</s>``: ``[N]``."""
+    ids: list[int] = []
+    for line in lines:
+        ids += vocab.encode(line.split(), add_eos=True)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def read_stream(path: str | Path, vocab: Vocabulary) -> torch.Tensor:
+    """:func:`encode_stream` of a tokenised file: ``[N]``."""
+    return encode_stream(read_lines(path), vocab)
+
+
+def batchify(stream: torch.Tensor, n_streams: int) -> torch.Tensor:
+    """Cut ``[N]`` into ``n_streams`` rows of equal length: ``[B, N // B]``."""
+    length = stream.numel() // n_streams
+    if length < 2:
+        raise ValueError(f"a stream of {stream.numel()} tokens is too short for {n_streams} "
+                         f"parallel streams (each needs at least 2 tokens)")
+    return stream[: n_streams * length].view(n_streams, length)
+
+
+class SegmentLoader:
+    """Iterates the segments of ``[B, L]`` streams in order, one ``(inputs, targets)`` per step.
+
+    Resumable: :meth:`resume_at` makes the next pass start at segment ``n`` (later passes start
+    at 0), so a run restored mid-epoch continues with the segment it had not yet trained on.
+    """
+
+    def __init__(self, streams: torch.Tensor, bptt: int) -> None:
+        self.streams = streams  # batch x length
+        self.bptt = bptt
+        self._start = 0
+
+    def __len__(self) -> int:
+        return math.ceil((self.streams.shape[1] - 1) / self.bptt)
+
+    def segment(self, i: int) -> Segment:
+        """Segment ``i``: inputs and targets, both ``batch x steps`` (the last may be shorter)."""
+        begin = i * self.bptt
+        end = min(begin + self.bptt, self.streams.shape[1] - 1)
+        return self.streams[:, begin:end], self.streams[:, begin + 1: end + 1]
+
+    def resume_at(self, n: int) -> None:
+        """Start the next pass at segment ``n``."""
+        self._start = n
+
+    def __iter__(self) -> Iterator[Segment]:
+        # A generator: the start is read at the first next(), not when Lightning calls iter()
+        # only to check that the loader is iterable.
+        for i in range(self._start, len(self)):
+            yield self.segment(i)
+        self._start = 0
+
+    def targets(self) -> torch.Tensor:
+        """Every target token in reading order: ``[B * (L - 1)]``."""
+        return self.streams[:, 1:].reshape(-1)
+
+
+def unigram_perplexity(train: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> float:
+    """Perplexity of ``targets`` under add-one smoothed unigram frequencies of ``train``.
+
+    ``P(w) = (count(w) + 1) / (N + V)`` over the whole vocabulary (the specials included, as in
+    the language model's softmax): the baseline a language model must clearly beat.
+    """
+    counts = torch.bincount(train, minlength=vocab_size).double() + 1.0  # V
+    log_prob = counts.log() - math.log(counts.sum().item())  # V
+    return math.exp(-log_prob[targets].mean().item())
+

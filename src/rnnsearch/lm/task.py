@@ -1,0 +1,110 @@
+"""The Lightning side of LM training: truncated BPTT with the state carried across segments.
+
+``LMTask`` wraps a :class:`~rnnsearch.lm.model.LanguageModel`. Each training step reads one
+segment (``batch x k``) starting from the previous segment's final state, detached, so gradients
+flow back at most k steps while the forward pass sees the whole stream. The carried state, the
+position in the epoch and the torch RNG travel in every checkpoint, so a run restored from
+``last.ckpt`` continues exactly where the killed one stopped (same segments, same dropout masks).
+Gradient-norm clipping is the Trainer's ``gradient_clip_val`` (``g <- g * min(1, tau/|g|)``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+
+from rnnsearch.lm.data import SegmentLoader
+from rnnsearch.lm.model import LanguageModel, State, detach_state
+
+
+def segment_nll(model: LanguageModel, x: torch.Tensor, y: torch.Tensor,
+                state: State | None) -> tuple[torch.Tensor, int, State]:
+    """Summed cross-entropy of one segment (``x``, ``y``: batch x steps), its token count and
+    the model's final state (still attached to the graph)."""
+    logits, state = model(x, state)  # batch x steps x V
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum")
+    return nll, y.numel(), state
+
+
+@torch.no_grad()
+def perplexity(model: LanguageModel, loader: SegmentLoader) -> float:
+    """``exp`` of the mean cross-entropy over every segment of ``loader``, state carried."""
+    was_training = model.training
+    model.eval()
+    state, total, count = None, 0.0, 0
+    for x, y in loader:
+        nll, n, state = segment_nll(model, x, y, state)
+        total, count = total + nll.item(), count + n
+    model.train(was_training)
+    return math.exp(total / count)
+
+
+class LMTask(pl.LightningModule):
+    """Train with truncated BPTT; log ``train/loss``, ``train/ppl`` and the dev ``val/ppl``."""
+
+    def __init__(self, model: LanguageModel, lr: float) -> None:
+        super().__init__()
+        self.save_hyperparameters(ignore=["model"])
+        self.model = model
+        self.carry: State | None = None  # final state of the last training segment, detached
+        self.segments_done = 0  # training segments read in the current epoch
+        self._val_carry: State | None = None
+        self._val_sum, self._val_count = 0.0, 0
+
+    def on_train_epoch_start(self) -> None:
+        self.carry, self.segments_done = None, 0
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        x, y = batch  # batch x steps
+        nll, count, state = segment_nll(self.model, x, y, self.carry)
+        self.carry = detach_state(state)
+        self.segments_done += 1
+        loss = nll / count
+        self.log("train/loss", loss, prog_bar=True)
+        self.log("train/ppl", loss.detach().exp())
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._val_carry, self._val_sum, self._val_count = None, 0.0, 0
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        nll, count, self._val_carry = segment_nll(self.model, *batch, self._val_carry)
+        self._val_sum, self._val_count = self._val_sum + nll.item(), self._val_count + count
+
+    def on_validation_epoch_end(self) -> None:
+        loss = self._val_sum / max(self._val_count, 1)
+        self.log("val/loss", loss)
+        self.log("val/ppl", math.exp(loss), prog_bar=True)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["tbptt"] = {"segments_done": self.segments_done, "carry": self.carry,
+                               "rng": torch.get_rng_state()}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        saved = checkpoint.get("tbptt")
+        if saved is not None:
+            self.segments_done, self.carry = saved["segments_done"], saved["carry"]
+            torch.set_rng_state(saved["rng"])
+
+
+class RewindStream(pl.Callback):
+    """On restore, make ``loader`` start at the first segment the checkpointed run had not read.
+
+    Lightning restores a mid-epoch run but restarts a plain iterable from its beginning; this
+    callback rewinds the stream to where ``LMTask`` says it was (``checkpoint["tbptt"]``).
+    """
+
+    def __init__(self, loader: SegmentLoader) -> None:
+        self.loader = loader
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        saved = checkpoint.get("tbptt")
+        if saved is not None:
+            self.loader.resume_at(saved["segments_done"])

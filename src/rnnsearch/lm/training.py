@@ -1,0 +1,198 @@
+"""Train the language model with Lightning: budget, checkpoints, resuming, MLflow, metrics.
+
+Checkpoints live in the output directory: ``best.ckpt`` (best dev perplexity) and ``last.ckpt``
+(every ``checkpoint_every`` steps). A run finds ``last.ckpt`` and resumes from it when the
+checkpoint was written with the same configuration and data (a fingerprint of everything but the
+budget and the thread count: ``max_steps``/``max_minutes`` may grow to train a finished run
+further); otherwise it starts afresh. A resumed run also continues its MLflow run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import warnings
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Callback, ModelCheckpoint
+from pytorch_lightning.loggers import Logger, MLFlowLogger
+
+from rnnsearch import tracking
+from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.embeddings.loading import init_embedding
+from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
+from rnnsearch.lm.model import LanguageModel
+from rnnsearch.lm.task import LMTask, RewindStream, perplexity
+
+RUNTIME_KEYS = ("max_steps", "max_minutes", "threads", "gradient_flow")
+
+
+@dataclass
+class LMData:
+    """The target side as token streams: ``train``/``dev``/``test`` are ``[N]`` ids."""
+
+    vocab: Vocabulary
+    train: torch.Tensor
+    dev: torch.Tensor
+    test: torch.Tensor
+    files: tuple[Path, ...] = ()
+
+
+def load_lm_data(data_dir: Path, side: str = "tgt") -> LMData:
+    """Read ``vocab.<side>.txt`` and ``{train,dev,test}.<side>`` from the tokenize stage."""
+    vocab_path = data_dir / f"vocab.{side}.txt"
+    vocab = Vocabulary.load(vocab_path)
+    paths = {split: data_dir / f"{split}.{side}" for split in ("train", "dev", "test")}
+    streams = {split: read_stream(path, vocab) for split, path in paths.items()}
+    return LMData(vocab, **streams, files=(vocab_path, *paths.values()))
+
+
+@dataclass
+class LMRun:
+    """A finished training run: the selected weights and how they were reached."""
+
+    model: LanguageModel
+    global_step: int
+    embedding_coverage: float | None
+    resumed: bool
+    run_id: str | None
+
+
+def fingerprint(cfg: PretrainLMConfig, files: Sequence[Path]) -> str:
+    """sha256 of the configuration (budget and threads excluded) and the contents of the input ``files``."""
+    digest = hashlib.sha256()
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_KEYS}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for path in files:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+class RunInfo(Callback):
+    """Stamps every checkpoint with the run's fingerprint and MLflow run id."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        checkpoint["rnnsearch"] = dict(self.info)
+
+
+def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
+    """The ``rnnsearch`` stamp of ``last.ckpt`` if it was written by this configuration."""
+    last = ckpt_dir / "last.ckpt"
+    if not last.is_file():
+        return None
+    stamp = torch.load(last, map_location="cpu", weights_only=False).get("rnnsearch", {})
+    if stamp.get("fingerprint") == fp:
+        return stamp
+    print(f"pretrain_lm: {last} is from another configuration or data; starting afresh")
+    return None
+
+
+def build_model(cfg: PretrainLMConfig, vocab_size: int, embed_dir: Path | None) -> tuple[LanguageModel, float | None]:
+    """A seeded model; with ``embed_dir``, its embedding rows start from the word vectors."""
+    pl.seed_everything(cfg.seed, verbose=False)
+    model = LanguageModel(cfg.cell, vocab_size, cfg.embedding_size, cfg.hidden_size,
+                          cfg.num_layers, cfg.dropout)
+    if embed_dir is None:
+        return model, None
+    return model, init_embedding(model.embedding, embed_dir / "tgt.vocab.npy",
+                                 embed_dir / "tgt.mask.npy")
+
+
+def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
+                  callbacks: Sequence[Callback]) -> tuple[pl.Trainer, ModelCheckpoint]:
+    """The Trainer with the step/time budget, clipping, dev checks and both checkpoints."""
+    best = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/ppl", mode="min",
+                           auto_insert_metric_name=False, enable_version_counter=False)
+    last = ModelCheckpoint(dirpath=ckpt_dir, save_last=True, save_top_k=0,
+                           every_n_train_steps=cfg.checkpoint_every)
+    max_time = timedelta(minutes=cfg.max_minutes) if cfg.max_minutes is not None else None
+    trainer = pl.Trainer(max_steps=cfg.max_steps, max_epochs=-1, max_time=max_time,
+                         gradient_clip_val=cfg.clip_norm, gradient_clip_algorithm="norm",
+                         val_check_interval=cfg.val_every, check_val_every_n_epoch=None,
+                         num_sanity_val_steps=0, log_every_n_steps=10, logger=logger,
+                         callbacks=[best, last, *callbacks], enable_model_summary=False)
+    return trainer, best
+
+
+def mlflow_logger(run_id: str | None) -> MLFlowLogger:
+    """Lightning's MLflow logger on the project's store; ``run_id`` continues a run."""
+    tracking.configure()
+    return MLFlowLogger(experiment_name=tracking.experiment_name(), run_name="pretrain_lm",
+                        tracking_uri=tracking.tracking_uri(), tags=tracking.run_tags("pretrain_lm"),
+                        run_id=run_id)
+
+
+def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Path | None = None,
+             use_mlflow: bool = True, callbacks: Sequence[Callback] = ()) -> LMRun:
+    """Train (or resume) and return the model with the best dev perplexity seen."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
+    fp = fingerprint(cfg, files)
+    stamp = resumable(ckpt_dir, fp)
+    if stamp is None:  # a stale best.ckpt must not compete with this run's
+        for name in ("last.ckpt", "best.ckpt"):
+            (ckpt_dir / name).unlink(missing_ok=True)
+    logger: Logger | bool = mlflow_logger(stamp and stamp.get("run_id")) if use_mlflow else False
+    run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
+    if isinstance(logger, MLFlowLogger) and stamp is None:
+        logger.log_hyperparams(tracking.flatten_params(cfg))
+    model, coverage = build_model(cfg, len(data.vocab), embed_dir)
+    train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
+    dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
+    info = RunInfo({"fingerprint": fp, "run_id": run_id})
+    trainer, best = build_trainer(cfg, ckpt_dir, logger, [info, RewindStream(train), *callbacks])
+    with warnings.catch_warnings():  # RewindStream makes a mid-epoch restore exact
+        warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
+        trainer.fit(LMTask(model, cfg.lr), train, dev,
+                    ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
+    select_best(model, dev, best)
+    return LMRun(model, trainer.global_step, coverage, stamp is not None, run_id)
+
+
+def select_best(model: LanguageModel, dev: SegmentLoader, best: ModelCheckpoint) -> None:
+    """Keep the final weights or load the best checkpoint's, whichever has lower dev perplexity."""
+    if not best.best_model_path or best.best_model_score is None:
+        return
+    if perplexity(model, dev) > float(best.best_model_score):
+        state = torch.load(best.best_model_path, map_location="cpu", weights_only=False)
+        model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
+
+
+def lm_metrics(cfg: PretrainLMConfig, run: LMRun, data: LMData) -> dict[str, Any]:
+    """Dev and test perplexity of the model, and of an add-one unigram model of the same tokens."""
+    metrics: dict[str, Any] = {"steps": run.global_step}
+    for split in ("dev", "test"):
+        loader = SegmentLoader(batchify(getattr(data, split), cfg.eval_batch_size), cfg.bptt)
+        metrics[f"{split}_ppl"] = perplexity(run.model, loader)
+        metrics[f"unigram_{split}_ppl"] = unigram_perplexity(data.train, loader.targets(),
+                                                             len(data.vocab))
+    if run.embedding_coverage is not None:
+        metrics["embedding_init_coverage"] = run.embedding_coverage
+    return metrics
+
+
+def log_results(run_id: str, metrics: dict[str, Any], curves: dict[str, list[float]],
+                figure: Any) -> None:
+    """Add the final metrics and the gradient-flow curves (``grad_flow/<cell>``, step = k) and
+    figure to the training run ``run_id``."""
+    import mlflow
+
+    tracking.configure()
+    with mlflow.start_run(run_id=run_id):
+        tracking.log_numeric_metrics(metrics)
+        for k in range(len(next(iter(curves.values())))):
+            mlflow.log_metrics({f"grad_flow/{cell}": norms[k] for cell, norms in curves.items()},
+                               step=k)
+        mlflow.log_figure(figure, "lm/gradient_flow.png")

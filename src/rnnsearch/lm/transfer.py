@@ -1,0 +1,95 @@
+"""The LM -> decoder contract (``docs/contracts.md``, "LM to decoder").
+
+``decoder_init.pt`` holds ``{"meta": {cell, vocab_size, embedding_size, hidden_size,
+num_layers}, "state_dict": {embedding.*, rnn.*, output.*}}``, the language model's own state
+dict. A decoder with submodules ``embedding`` (``nn.Embedding``), ``rnn`` (batch-first
+``nn.LSTM``/``nn.GRU``/``nn.RNN``) and ``output`` (``nn.Linear``) takes:
+
+* ``embedding.weight`` and every ``rnn`` weight and bias, which must fit exactly, except
+* ``rnn.weight_ih_l0``: only its first E columns (the previous word); the columns that read
+  the attention context, if any, keep their own init;
+* ``output.*`` only when the shapes fit (a deep-output decoder's layer may differ);
+* layers beyond the LM's depth keep their own init.
+
+Cell type, vocabulary size, E and H must agree; otherwise loading fails naming both shapes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from rnnsearch.lm.model import LanguageModel
+from rnnsearch.models.rnn import RNN_CLASSES
+
+
+def save_decoder_init(model: LanguageModel, path: str | Path) -> None:
+    """Write ``{"meta", "state_dict"}`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save({"meta": model.meta(), "state_dict": state}, tmp)
+    os.replace(tmp, path)
+
+
+def check_shapes(name: str, lm_shape: tuple[int, ...], decoder_shape: tuple[int, ...],
+                 hint: str = "") -> None:
+    """Raise ``ValueError`` naming both shapes unless they are equal."""
+    if tuple(lm_shape) != tuple(decoder_shape):
+        raise ValueError(f"{name}: the language model has shape {tuple(lm_shape)} but the decoder "
+                         f"has {tuple(decoder_shape)}{' (' + hint + ')' if hint else ''}")
+
+
+def cell_name(rnn: nn.Module) -> str:
+    """``lstm``/``gru``/``rnn`` for an ``nn.LSTM``/``nn.GRU``/``nn.RNN``."""
+    for name, cls in RNN_CLASSES.items():
+        if type(rnn) is cls:
+            return name
+    raise ValueError(f"the decoder's rnn is a {type(rnn).__name__}, not one of nn.LSTM/GRU/RNN")
+
+
+def check_compatible(meta: dict, state: dict[str, torch.Tensor], decoder: nn.Module) -> None:
+    """Cell type, vocabulary size, E and H of the LM must be the decoder's (errors name shapes)."""
+    hh = "rnn.weight_hh_l0"
+    ours = cell_name(decoder.rnn)
+    if meta["cell"] != ours:
+        raise ValueError(f"cell type: the language model is an {meta['cell'].upper()} "
+                         f"({hh} shape {tuple(state[hh].shape)}) but the decoder is a "
+                         f"{ours.upper()} ({hh} shape {tuple(decoder.rnn.weight_hh_l0.shape)})")
+    check_shapes("embedding.weight", state["embedding.weight"].shape,
+                 decoder.embedding.weight.shape, "vocabulary size x embedding size")
+    check_shapes(hh, state[hh].shape, decoder.rnn.weight_hh_l0.shape,
+                 "gates*hidden size x hidden size")
+
+
+def _copy_one(name: str, source: torch.Tensor, target: torch.Tensor) -> int:
+    """Copy ``source`` into ``target`` per the contract; return the number of elements copied."""
+    if name == "rnn.weight_ih_l0":  # G*H x (E [+ context]): the first E columns read the word
+        check_shapes(name + " (previous-word columns)", source.shape,
+                     (target.shape[0], min(source.shape[1], target.shape[1])))
+        target[:, : source.shape[1]] = source
+        return source.numel()
+    if name.startswith("output.") and source.shape != target.shape:
+        return 0
+    check_shapes(name, source.shape, target.shape)
+    target.copy_(source)
+    return source.numel()
+
+
+def load_lm_into_decoder(decoder: nn.Module, path: str | Path) -> float:
+    """Initialise ``decoder`` from ``decoder_init.pt``; return the fraction of its parameters
+    (elements) that came from the LM. Raises ``ValueError`` naming both shapes on a mismatch."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    meta, state = saved["meta"], saved["state_dict"]
+    check_compatible(meta, state, decoder)
+    params = dict(decoder.named_parameters())
+    copied = 0
+    with torch.no_grad():
+        for name, source in state.items():
+            if name in params:
+                copied += _copy_one(name, source, params[name])
+    total = sum(p.numel() for p in params.values())
+    return copied / total if total else 0.0

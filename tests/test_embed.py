@@ -1,0 +1,110 @@
+"""The embed stage: word2vec options reach gensim, vocabulary alignment, evaluation, the script."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors, Word2Vec
+
+from rnnsearch.config.embed import EmbedConfig, ProbeWords
+from rnnsearch.data.vocab import SPECIALS, Vocabulary
+from rnnsearch.embeddings.evaluation import nearest_neighbours, pca_2d, word_similarity
+from rnnsearch.embeddings.stage import embed_corpus
+from rnnsearch.embeddings.word2vec import vocab_arrays
+
+REPO = Path(__file__).resolve().parents[1]
+EN = "the a man dog cat sees runs red big water street tiger love sex book paper".split()
+FR = "le un homme chien chat voit court rouge grand eau rue tigre amour livre papier".split()
+
+
+@pytest.fixture
+def tokenized(tmp_path: Path) -> Path:
+    """train.{src,tgt} of random sentences; vocabularies that include a word never seen."""
+    rng = random.Random(0)
+    for side, words in (("src", EN), ("tgt", FR)):
+        lines = [" ".join(rng.choices(words, k=rng.randint(4, 10))) for _ in range(300)]
+        (tmp_path / f"train.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        counts = Counter(" ".join(lines).split()) + Counter({"unseen": 1})
+        Vocabulary.build(counts, 100).save(tmp_path / f"vocab.{side}.txt")
+    return tmp_path
+
+
+def embed_main(*args: str) -> int:
+    """Run ``pipeline/embed.py`` in this process (a subprocess would import the stack again)."""
+    spec = importlib.util.spec_from_file_location("embed_stage", REPO / "pipeline" / "embed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main(list(args))
+
+
+def small_config(**overrides) -> EmbedConfig:
+    settings = dict(vector_size=8, epochs=2, min_count=1, plot_words=10, neighbours=3,
+                    probes=ProbeWords(en=("man", "nonword"), fr=("homme",)))
+    return EmbedConfig(**{**settings, **overrides})
+
+
+@pytest.mark.parametrize("sg, flag", [("skipgram", 1), ("cbow", 0)])
+def test_architecture_and_negative_sampling_reach_gensim(tokenized, tmp_path, sg, flag):
+    out = tmp_path / "out"
+    out.mkdir()
+    cfg = small_config(sg=sg, negative=3, ns_exponent=0.5, window=2)
+    embed_corpus(cfg, tokenized, out, {"src": "en", "tgt": "fr"})
+    for side in ("src", "tgt"):
+        model = Word2Vec.load(str(out / f"{side}.w2v.model"))
+        assert (model.sg, model.negative, model.hs) == (flag, 3, 0)
+        assert (model.ns_exponent, model.window, model.vector_size) == (0.5, 2, 8)
+        assert KeyedVectors.load(str(out / f"{side}.kv")).vector_size == 8
+
+
+def test_vocab_arrays_follow_vocabulary_order(tokenized):
+    vocab = Vocabulary.load(tokenized / "vocab.src.txt")
+    kv = KeyedVectors(vector_size=3)
+    kv.add_vectors(["dog", "man", "zebra"], np.arange(9, dtype=np.float32).reshape(3, 3))
+    vectors, mask = vocab_arrays(kv, vocab)
+    assert vectors.shape == (len(vocab), 3) and vectors.dtype == np.float32
+    assert mask.tolist() == [w in ("dog", "man") for w in vocab.words]
+    assert vectors[vocab.ids["man"]].tolist() == [3.0, 4.0, 5.0]
+    assert not vectors[~mask].any()
+
+
+def test_evaluation_helpers():
+    kv = KeyedVectors(vector_size=2)
+    kv.add_vectors(["tiger", "cat", "love", "sex"],
+                   np.array([[1, 0], [0.9, 0.1], [0, 1], [0.2, 1]], dtype=np.float32))
+    scores = word_similarity(kv)
+    assert set(scores) == {"wordsim353", "simlex999"}
+    assert 0.95 < scores["wordsim353"]["oov_ratio"] < 1.0 and scores["wordsim353"]["pairs"] >= 2
+    rows = nearest_neighbours(kv, ["tiger", "absent"], 2)
+    assert [r["neighbour"] for r in rows] == ["cat", "sex"] and rows[0]["probe"] == "tiger"
+    points = pca_2d(np.array([[0, 0, 0], [2, 0, 0], [4, 0, 1]], dtype=np.float64))
+    assert points.shape == (3, 2) and abs(points[:, 0]).max() == pytest.approx(2.0, abs=0.3)
+
+
+def test_embed_script_writes_outputs_and_metrics(tokenized, tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("embed:\n  vector_size: 8\n  epochs: 1\n  min_count: 1\n  plot_words: 10\n")
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"src_lang": "en", "tgt_lang": "fr"}))
+    out, metrics = tmp_path / "embed", tmp_path / "metrics" / "embed.json"
+    assert embed_main("--params", str(params), "--data", str(tokenized), "--meta", str(meta),
+                      "--out", str(out), "--metrics", str(metrics)) == 0
+    scores = json.loads(metrics.read_text())
+    words = len(Vocabulary.load(tokenized / "vocab.src.txt")) - len(SPECIALS)
+    assert scores["src"]["coverage"] == pytest.approx((words - 1) / words)  # all but "unseen"
+    assert "wordsim353" in scores["src"] and "wordsim353" not in scores["tgt"]
+    assert (out / "neighbours.tsv").read_text().startswith("side\tlang\tprobe")
+    assert np.load(out / "tgt.mask.npy").dtype == np.bool_
+
+
+def test_embed_script_fails_cleanly_on_a_bad_param(tokenized, tmp_path, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_text("embed:\n  sg: glove\n")
+    assert embed_main("--params", str(params), "--data", str(tokenized), "--meta",
+                      str(tmp_path / "meta.json"), "--out", str(tmp_path / "e")) == 2
+    assert "embed.sg" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

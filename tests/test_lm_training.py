@@ -1,0 +1,118 @@
+"""LM data streams, truncated BPTT with a carried state, and resuming a killed run exactly."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.data.vocab import EOS_ID, UNK_ID, Vocabulary
+from rnnsearch.lm.data import SegmentLoader, batchify, encode_stream, unigram_perplexity
+from rnnsearch.lm.model import LanguageModel
+from rnnsearch.lm.training import load_lm_data, train_lm
+
+WORDS = "le la un une chat chien mange dort voit petit grand rouge sur dans jardin".split()
+
+
+@pytest.fixture
+def lm_data_dir(tmp_path: Path) -> Path:
+    """A tiny tokenised target side: train/dev/test.tgt and vocab.tgt.txt."""
+    rng = random.Random(0)
+    for split, n in (("train", 200), ("dev", 20), ("test", 20)):
+        lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 9))) for _ in range(n)]
+        (tmp_path / f"{split}.tgt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = Counter((tmp_path / "train.tgt").read_text(encoding="utf-8").split())
+    Vocabulary.build(counts, 14).save(tmp_path / "vocab.tgt.txt")
+    return tmp_path
+
+
+def tiny_config(**overrides) -> PretrainLMConfig:
+    settings = dict(embedding_size=8, hidden_size=8, dropout=0.3, init_embeddings=False, bptt=5,
+                    batch_size=4, eval_batch_size=2, max_steps=12, max_minutes=None,
+                    val_every=4, checkpoint_every=2, threads=0)
+    return PretrainLMConfig(**{**settings, **overrides})
+
+
+def test_stream_joins_sentences_with_eos_and_maps_unknowns():
+    vocab = Vocabulary.build(Counter("a b a".split()), 10)
+    stream = encode_stream(["a b", "c a"], vocab)
+    a, b = vocab.ids["a"], vocab.ids["b"]
+    assert stream.tolist() == [a, b, EOS_ID, UNK_ID, a, EOS_ID]
+
+
+def test_segments_read_each_stream_left_to_right():
+    streams = batchify(torch.arange(23), 2)  # 2 x 11 (the last token is dropped)
+    loader = SegmentLoader(streams, bptt=4)
+    segments = list(loader)
+    assert len(segments) == len(loader) == 3  # 10 targets per stream: 4 + 4 + 2
+    x, y = segments[0]
+    assert x.tolist() == [[0, 1, 2, 3], [11, 12, 13, 14]]
+    assert y.tolist() == [[1, 2, 3, 4], [12, 13, 14, 15]]
+    assert segments[2][1].tolist() == [[9, 10], [20, 21]]
+    assert torch.equal(torch.cat([s[1] for s in segments], 1).reshape(-1), loader.targets())
+
+
+def test_unigram_perplexity_add_one():
+    train = torch.tensor([0, 1, 1, 1])  # counts + 1 over V = 2: [2, 4] / 6
+    assert unigram_perplexity(train, torch.tensor([1, 1]), 2) == pytest.approx(1.5)
+    assert unigram_perplexity(train, torch.tensor([0]), 2) == pytest.approx(3.0)
+
+
+class _SpyLM(LanguageModel):
+    """Records the state each forward call starts from and ends with."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple] = []
+
+    def forward(self, x, state=None):
+        logits, new_state = super().forward(x, state)
+        if self.training:
+            self.calls.append((state, new_state))
+        return logits, new_state
+
+
+def test_truncated_bptt_carries_the_detached_state(lm_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("rnnsearch.lm.training.LanguageModel", _SpyLM)
+    run = train_lm(tiny_config(max_steps=2), load_lm_data(lm_data_dir), tmp_path / "ckpt",
+                   use_mlflow=False)
+    (first_in, first_out), (second_in, _) = run.model.calls[:2]
+    assert first_in is None
+    for carried, final in zip(second_in, first_out):  # (h, c)
+        assert torch.equal(carried, final)
+        assert final.requires_grad and not carried.requires_grad
+
+
+class _Kill(pl.Callback):
+    """Stops the process's training abruptly at a given step, as a kill would."""
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        if trainer.global_step == 7:
+            raise KeyboardInterrupt
+
+
+def test_killed_run_resumes_to_the_same_end(lm_data_dir, tmp_path):
+    data = load_lm_data(lm_data_dir)
+    unbroken = train_lm(tiny_config(), data, tmp_path / "a", use_mlflow=False)
+    with pytest.raises((KeyboardInterrupt, SystemExit)):
+        train_lm(tiny_config(), data, tmp_path / "b", use_mlflow=False, callbacks=[_Kill()])
+    stamp = torch.load(tmp_path / "b" / "last.ckpt", weights_only=False)
+    assert stamp["global_step"] == 6  # the last checkpoint before the kill
+    resumed = train_lm(tiny_config(), data, tmp_path / "b", use_mlflow=False)
+    assert resumed.resumed and not unbroken.resumed
+    assert resumed.global_step == unbroken.global_step == 12
+    for name, value in unbroken.model.state_dict().items():  # same segments, state and dropout
+        assert torch.allclose(value, resumed.model.state_dict()[name], atol=1e-6), name
+
+
+def test_changed_configuration_starts_afresh(lm_data_dir, tmp_path):
+    data = load_lm_data(lm_data_dir)
+    train_lm(tiny_config(max_steps=4), data, tmp_path / "c", use_mlflow=False)
+    longer = train_lm(tiny_config(max_steps=6), data, tmp_path / "c", use_mlflow=False)
+    assert longer.resumed and longer.global_step == 6  # a bigger budget continues
+    other = train_lm(tiny_config(max_steps=6, lr=0.01), data, tmp_path / "c", use_mlflow=False)
+    assert not other.resumed and other.global_step == 6
