@@ -21,6 +21,18 @@ TINY = {
                 "sizes": {"train": 800, "dev": 60, "test": 60}, "test_buckets": [],
                 "test_per_bucket": 0},
     "tokenize": {"vocab_size_src": 400, "vocab_size_tgt": 400},
+    "embed": {"vector_size": 24, "epochs": 2, "plot_words": 40},
+    "pretrain_lm": {"embedding_size": 24, "hidden_size": 24, "batch_size": 8, "max_steps": 20,
+                    "max_minutes": 2.0, "val_every": 10, "checkpoint_every": 10,
+                    "gradient_flow": {"max_k": 8, "samples": 2}},
+    "train": {"grid": {"models": ["encdec", "search"], "max_lens": [20]},
+              "base_model": {"embedding_size": 24, "hidden_size": 24, "attention_size": 24,
+                             "output_size": 24},
+              "data": {"batch_size": 16, "dev_bleu_sentences": 20},
+              "budget": {"max_steps": 24, "max_minutes": 3.0, "val_every_steps": 12},
+              "init": {"embeddings": True}},
+    "translate": {"search": {"beam_size": 3, "nbest": 2}, "speed_sentences": 4},
+    "evaluate": {"bootstrap_samples": 50},
 }
 
 
@@ -66,14 +78,21 @@ def project(tmp_path_factory, ) -> Path:
     return root
 
 
-def test_repro_then_up_to_date(project):
-    _run(["dvc", "repro", "tokenize"], project)
+def test_repro_whole_pipeline_then_up_to_date(project):
+    _run(["dvc", "repro"], project)
     metrics = json.loads((project / "metrics/tokenize.json").read_text())
     assert metrics["pairs"]["train"] == 800
-    again = _run(["dvc", "repro", "tokenize"], project)
+    for cell in ("encdec-20", "search-20"):
+        assert (project / f"data/models/{cell}/model.pt").is_file()
+        assert json.loads((project / f"metrics/eval/{cell}.json").read_text())
+    assert (project / "reports/README.md").is_file()
+    again = _run(["dvc", "repro"], project)
     assert "up to date" in again.stdout
-    shown = _run(["dvc", "metrics", "show", "--json"], project)
-    assert "vocab_size" in shown.stdout and "oov_rate" in shown.stdout
+    shown = _run(["dvc", "metrics", "show", "--json"], project).stdout
+    for name in ("vocab_size", "oov_rate", "wordsim353", "dev_ppl", "bleu"):
+        assert name in shown, name
+    plots = _run(["dvc", "plots", "show", "--json"], project).stdout
+    assert "bleu_by_length" in plots
 
 
 @pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
