@@ -144,13 +144,13 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
     if stamp is None:  # a stale best.ckpt must not compete with this run's
         for name in ("last.ckpt", "best.ckpt"):
             (ckpt_dir / name).unlink(missing_ok=True)
+    model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
+    train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
+    dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
     logger: Logger | bool = mlflow_logger(stamp and stamp.get("run_id")) if use_mlflow else False
     run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
     if isinstance(logger, MLFlowLogger) and stamp is None:
         logger.log_hyperparams(tracking.flatten_params(cfg))
-    model, coverage = build_model(cfg, len(data.vocab), embed_dir)
-    train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
-    dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
     info = RunInfo({"fingerprint": fp, "run_id": run_id})
     trainer, best = build_trainer(cfg, ckpt_dir, logger, [info, RewindStream(train), *callbacks])
     with warnings.catch_warnings():  # RewindStream makes a mid-epoch restore exact
@@ -171,13 +171,14 @@ def select_best(model: LanguageModel, dev: SegmentLoader, best: ModelCheckpoint)
 
 
 def lm_metrics(cfg: PretrainLMConfig, run: LMRun, data: LMData) -> dict[str, Any]:
-    """Dev and test perplexity of the model, and of an add-one unigram model of the same tokens."""
+    """``{split: {"perplexity", "unigram_perplexity"}}`` for dev and test (the unigram model is
+    add-one smoothed on the training tokens and scored on exactly the tokens the LM predicts)."""
     metrics: dict[str, Any] = {"steps": run.global_step}
     for split in ("dev", "test"):
         loader = SegmentLoader(batchify(getattr(data, split), cfg.eval_batch_size), cfg.bptt)
-        metrics[f"{split}_ppl"] = perplexity(run.model, loader)
-        metrics[f"unigram_{split}_ppl"] = unigram_perplexity(data.train, loader.targets(),
-                                                             len(data.vocab))
+        metrics[split] = {"perplexity": perplexity(run.model, loader),
+                          "unigram_perplexity": unigram_perplexity(data.train, loader.targets(),
+                                                                   len(data.vocab))}
     if run.embedding_coverage is not None:
         metrics["embedding_init_coverage"] = run.embedding_coverage
     return metrics
