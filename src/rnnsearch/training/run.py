@@ -17,13 +17,14 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, Timer
+from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, Timer, TQDMProgressBar
 from pytorch_lightning.loggers import MLFlowLogger
 
 from rnnsearch import tracking
@@ -90,12 +91,29 @@ def prepare_resume(out_dir: Path, print_: Any, fp: str) -> dict[str, Any]:
     """The previous run's info when it can be resumed; otherwise clear its files and return {}."""
     info = _read_run(out_dir)
     if info.get("fingerprint") == fp and not info.get("finished") and (out_dir / LAST).is_file():
-        print_(f"resuming from {out_dir / LAST} (step {info.get('step', '?')})")
+        print_(f"resuming from {out_dir / LAST}")
         return info
     if _is_main_process():
         for name in (LAST, MODEL, RUN_FILE):
             (out_dir / name).unlink(missing_ok=True)
     return {}
+
+
+def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, Timer, list]:
+    """Best-dev ``model.pt``, the time budget, ``last.ckpt``, early stopping, a progress bar."""
+    b = config.budget
+    monitor, mode = ("val/bleu", "max") if b.monitor == "bleu" else ("val/loss", "min")
+    saver = BestModelSaver(out_dir / MODEL, monitor, mode)
+    timer = Timer(duration=timedelta(minutes=b.max_minutes) if b.max_minutes > 0 else None,
+                  interval="step", verbose=False)
+    callbacks = [saver, timer, ModelCheckpoint(dirpath=out_dir, save_last=True, save_top_k=0,
+                                               every_n_train_steps=b.val_every_steps)]
+    if b.early_stopping_patience:
+        callbacks.append(EarlyStopping(monitor, patience=b.early_stopping_patience, mode=mode,
+                                       check_on_train_epoch_end=False))
+    if not sys.stderr.isatty():  # a log file (dvc repro): plain lines, not a live display
+        callbacks.append(TQDMProgressBar(refresh_rate=max(config.trainer.log_every_steps, 50)))
+    return saver, timer, callbacks
 
 
 def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
@@ -110,12 +128,10 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         enable_progress_bar=True, enable_model_summary=_is_main_process())
 
 
-def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str | Path,
-               out_dir: str | Path, embed_dir: str | Path | None = None,
-               lm_path: str | Path | None = None) -> dict[str, Any]:
-    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics."""
-    data_dir, out_dir = Path(data_dir), Path(out_dir)
-    cell = cell_name(model_name, max_len)
+def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
+          embed_dir: str | Path | None, lm_path: str | Path | None
+          ) -> tuple[TranslationDataModule, Seq2Seq, dict[str, float]]:
+    """Data and model (with its optional init): every input check happens here, before training."""
     model_config = config.model_config(model_name)            # fails naming the key
     pl.seed_everything(config.seed, workers=True, verbose=False)
     if config.trainer.threads:
@@ -124,49 +140,60 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                                  config.data.dev_max_len, config.seed)
     data.setup("fit")
     model = build_model(model_config, len(data.src_vocab), len(data.tgt_vocab))
-    init_report = initialise(model, config.init, embed_dir, lm_path)
+    return data, model, initialise(model, config.init, embed_dir, lm_path)
+
+
+def hyperparameters(config: TrainConfig, model: Seq2Seq, cell: str, model_name: str,
+                    max_len: int, init_report: dict[str, float]) -> dict[str, Any]:
+    """What MLflow records as the run's params (flat)."""
+    shared = {k: v for k, v in dataclasses.asdict(config).items()
+              if k not in ("models", "grid", "base_model")}
+    return {"cell": cell, "model_name": model_name, "max_len": max_len,
+            "parameters": count_parameters(model), **tracking.flatten_params(shared),
+            **tracking.flatten_params({"model": model.config.to_dict()}), **init_report}
+
+
+def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
+    """Lightning's MLflow logger on the project's store; ``run_id`` continues a resumed run."""
+    return MLFlowLogger(experiment_name=tracking.experiment_name(),
+                        tracking_uri=tracking.tracking_uri(), run_name=cell,
+                        tags=tracking.run_tags("train", {"cell": cell}), run_id=run_id)
+
+
+def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str | Path,
+               out_dir: str | Path, embed_dir: str | Path | None = None,
+               lm_path: str | Path | None = None) -> dict[str, Any]:
+    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    cell = cell_name(model_name, max_len)
+    data, model, init_report = build(config, model_name, max_len, data_dir, embed_dir, lm_path)
+    dev_bleu = make_dev_bleu(data.dev_pairs, data.dev_references, data.tgt_vocab,
+                             config.data.dev_bleu_sentences)
+    require(dev_bleu is not None or config.budget.monitor != "bleu", "train.budget.monitor",
+            "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
     out_dir.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(config, model_name, max_len, data_dir)
     previous = prepare_resume(out_dir, print if _is_main_process() else (lambda *_: None), fp)
-    hparams = {"cell": cell, "model_name": model_name, "max_len": max_len,
-               "parameters": count_parameters(model), **tracking.flatten_params(
-                   {k: v for k, v in dataclasses.asdict(config).items() if k not in ("models", "grid", "base_model")}),
-               **tracking.flatten_params({"model": model_config.to_dict()}), **init_report}
-    monitor, mode = ("val/bleu", "max") if config.budget.monitor == "bleu" else ("val/loss", "min")
-    dev_bleu = make_dev_bleu(data.dev_pairs, data.dev_references, data.tgt_vocab,
-                             config.data.dev_bleu_sentences)
-    require(dev_bleu is not None or monitor != "val/bleu", "train.budget.monitor",
-            "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
-    task = TranslationTask(model, config.optim, hparams, dev_bleu, config.trainer.log_every_steps)
-    saver = BestModelSaver(out_dir / MODEL, monitor, mode)
-    timer = Timer(duration=timedelta(minutes=config.budget.max_minutes)
-                  if config.budget.max_minutes > 0 else None, interval="step", verbose=False)
-    callbacks = [saver, timer, ModelCheckpoint(dirpath=out_dir, save_last=True, save_top_k=0,
-                                               every_n_train_steps=config.budget.val_every_steps)]
-    if config.budget.early_stopping_patience:
-        callbacks.append(EarlyStopping(monitor, patience=config.budget.early_stopping_patience,
-                                       mode=mode, check_on_train_epoch_end=False))
-    logger = MLFlowLogger(experiment_name=tracking.experiment_name(),
-                          tracking_uri=tracking.tracking_uri(), run_name=cell,
-                          tags=tracking.run_tags("train", {"cell": cell}),
-                          run_id=previous.get("mlflow_run_id"))
+    task = TranslationTask(model, config.optim, hyperparameters(
+        config, model, cell, model_name, max_len, init_report), dev_bleu,
+        config.trainer.log_every_steps)
+    saver, timer, callbacks = make_callbacks(config, out_dir)
+    logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
     run_id = logger.run_id if _is_main_process() else None
     _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
     trainer.fit(task, datamodule=data, ckpt_path=str(out_dir / LAST) if previous else None)
-    tokens_per_s = task.tokens_per_second
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
     metrics = {"cell": cell, "model": model_name, "max_len": max_len, **best,
                "best_step": saver.best_step, "steps": trainer.global_step,
                "epochs": trainer.current_epoch, "train_minutes": timer.time_elapsed("train") / 60,
-               "tokens_per_s": tokens_per_s, "parameters": count_parameters(model),
+               "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(model),
                "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
     if trainer.is_global_zero:
-        logger.log_metrics({f"best/{k.split('/')[-1]}": v for k, v in saver.best_metrics.items()},
+        logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
+                           {"train/tokens_per_s_mean": task.tokens_per_second},
                            step=trainer.global_step)
-        logger.log_metrics({"train/tokens_per_s_mean": tokens_per_s}, step=trainer.global_step)
-    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell,
-               step=trainer.global_step)
+    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
     return metrics
