@@ -30,7 +30,7 @@ def embed_side(cfg: EmbedConfig, data_dir: Path, out_dir: Path, side: str, lang:
                result: EmbedResult) -> None:
     """Train, save and evaluate the vectors of one side (``src``/``tgt``) into ``result``."""
     vocab = Vocabulary.load(data_dir / f"vocab.{side}.txt")
-    model = train_word2vec(read_sentences(data_dir / f"train.{side}"), cfg)
+    model = train_word2vec(read_sentences(data_dir / f"train.{side}"), cfg, f"word2vec {lang}")
     mask = save_side(model, vocab, out_dir, side)
     metrics: dict[str, Any] = {"coverage": coverage(mask), "vocab_size": len(vocab),
                                "word2vec_words": len(model.wv)}

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 from gensim.models import KeyedVectors, Word2Vec
+from gensim.models.callbacks import CallbackAny2Vec
+from tqdm import tqdm
 
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.data.textio import read_lines
@@ -23,11 +25,27 @@ def read_sentences(path: str | Path) -> list[list[str]]:
     return [line.split() for line in read_lines(path)]
 
 
-def train_word2vec(sentences: list[list[str]], cfg: EmbedConfig) -> Word2Vec:
+class EpochProgress(CallbackAny2Vec):
+    """A progress bar over word2vec's epochs."""
+
+    def __init__(self, epochs: int, desc: str) -> None:
+        self.bar = tqdm(total=epochs, desc=desc, unit="epoch")
+
+    def on_epoch_end(self, model: Word2Vec) -> None:
+        self.bar.update()
+
+    def on_train_end(self, model: Word2Vec) -> None:
+        self.bar.close()
+
+
+def train_word2vec(sentences: list[list[str]], cfg: EmbedConfig, desc: str = "word2vec") -> Word2Vec:
     """A word2vec model trained on ``sentences`` with the hyperparameters of ``cfg``."""
-    return Word2Vec(sentences=sentences, sg=cfg.sg_flag, vector_size=cfg.vector_size,
-                    window=cfg.window, negative=cfg.negative, hs=0, ns_exponent=cfg.ns_exponent,
-                    min_count=cfg.min_count, epochs=cfg.epochs, workers=cfg.workers, seed=cfg.seed)
+    model = Word2Vec(sentences=sentences, sg=cfg.sg_flag, vector_size=cfg.vector_size,
+                     window=cfg.window, negative=cfg.negative, hs=0, ns_exponent=cfg.ns_exponent,
+                     min_count=cfg.min_count, epochs=cfg.epochs, workers=cfg.workers,
+                     seed=cfg.seed, callbacks=[EpochProgress(cfg.epochs, desc)])
+    model.callbacks = ()  # the progress bar is not part of the saved model
+    return model
 
 
 def vocab_arrays(kv: KeyedVectors, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,7 @@ class LMData:
     train: torch.Tensor
     dev: torch.Tensor
     test: torch.Tensor
-    files: tuple[Path, ...] = ()
+    files: tuple[Path, ...] = ()  # what training reads (the resume fingerprint covers them)
 
 
 def load_lm_data(data_dir: Path, side: str = "tgt") -> LMData:
@@ -50,7 +50,7 @@ def load_lm_data(data_dir: Path, side: str = "tgt") -> LMData:
     vocab = Vocabulary.load(vocab_path)
     paths = {split: data_dir / f"{split}.{side}" for split in ("train", "dev", "test")}
     streams = {split: read_stream(path, vocab) for split, path in paths.items()}
-    return LMData(vocab, **streams, files=(vocab_path, *paths.values()))
+    return LMData(vocab, **streams, files=(vocab_path, paths["train"], paths["dev"]))
 
 
 @dataclass
@@ -65,7 +65,7 @@ class LMRun:
 
 
 def fingerprint(cfg: PretrainLMConfig, files: Sequence[Path]) -> str:
-    """sha256 of the configuration (budget and threads excluded) and the contents of the input ``files``."""
+    """sha256 of the configuration (budget and threads excluded) and of the ``files`` read."""
     digest = hashlib.sha256()
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_KEYS}
     digest.update(json.dumps(settings, sort_keys=True).encode())
@@ -97,7 +97,8 @@ def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
     return None
 
 
-def build_model(cfg: PretrainLMConfig, vocab_size: int, embed_dir: Path | None) -> tuple[LanguageModel, float | None]:
+def build_model(cfg: PretrainLMConfig, vocab_size: int,
+                embed_dir: Path | None) -> tuple[LanguageModel, float | None]:
     """A seeded model; with ``embed_dir``, its embedding rows start from the word vectors."""
     pl.seed_everything(cfg.seed, verbose=False)
     model = LanguageModel(cfg.cell, vocab_size, cfg.embedding_size, cfg.hidden_size,
@@ -157,6 +158,8 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         trainer.fit(LMTask(model, cfg.lr), train, dev,
                     ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
+    if not trainer.interrupted:  # a rerun or a bigger budget continues from the true end
+        trainer.save_checkpoint(ckpt_dir / "last.ckpt")
     select_best(model, dev, best)
     return LMRun(model, trainer.global_step, coverage, stamp is not None, run_id)
 
