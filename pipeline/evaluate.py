@@ -8,8 +8,6 @@ translations too.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from pathlib import Path
@@ -19,7 +17,7 @@ from rnnsearch import tracking
 from rnnsearch.config import ConfigError, from_dict, load_section, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.train import GridConfig
-from rnnsearch.data.textio import DataError, atomic_write_text, write_json
+from rnnsearch.data.textio import DataError, write_csv, write_json
 from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
 from rnnsearch.reporting.figures import bleu_by_length_figure
 
@@ -30,13 +28,6 @@ def grid_cells(params_path: str) -> list[str]:
                      "train.grid")
     return [f"{model}-{max_len}" for model in grid.models for max_len in grid.max_lens]
 
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path) -> None:
@@ -92,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     for cell, metrics in results.items():
         path = args.metrics / f"{cell}.json"
         write_json(path, metrics)
-        atomic_write_text(args.plots / f"{cell}.csv", _csv(length_rows(metrics)))
+        write_csv(args.plots / f"{cell}.csv", length_rows(metrics))
         for name, system in metrics["systems"].items():
             p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
             print(f"evaluate {cell} {name}: BLEU {system['all']['bleu']} (no UNK "

@@ -5,8 +5,6 @@ Named tokenize_text.py so that it does not shadow Python's own `tokenize` module
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 import time
 from pathlib import Path
@@ -14,17 +12,10 @@ from pathlib import Path
 from rnnsearch import tracking
 from rnnsearch.config import ConfigError, load_section
 from rnnsearch.config.tokenize import TokenizeConfig
-from rnnsearch.data.textio import DataError, atomic_dir, atomic_write_text, write_json
+from rnnsearch.data.textio import DataError, atomic_dir, write_csv, write_json
 from rnnsearch.data.tokenize_corpus import (build_vocabularies, corpus_metrics, length_figure,
                                             length_rows, tokenize_splits)
 
-
-def _csv_text(rows: list[dict[str, int]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics["seconds"] = round(time.perf_counter() - start, 1)
     rows = length_rows(tokens["train"])
     write_json(args.metrics, metrics)
-    atomic_write_text(args.plot, _csv_text(rows))
+    write_csv(args.plot, rows)
     print(f"tokenize: {metrics['pairs']} pairs, vocab {metrics['vocab_size']}, "
           f"OOV {metrics['oov_rate']}, {metrics['seconds']} s")
     with tracking.start_run("tokenize", cfg):

@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import gzip
+import io
 import json
 import os
 import shutil
@@ -110,3 +112,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON, atomically."""
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` (dicts with the same keys) as a CSV file with a header, atomically."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
