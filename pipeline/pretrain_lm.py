@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 
 from rnnsearch.config import ConfigError, load_section
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
-from rnnsearch.data.textio import DataError, atomic_write_text, write_json
-from rnnsearch.lm.gradient_flow import curves_csv, gradient_flow, gradient_flow_figure
+from rnnsearch.data.textio import DataError, write_csv, write_json
+from rnnsearch.lm.gradient_flow import curve_rows, gradient_flow, gradient_flow_figure
 from rnnsearch.lm.training import load_lm_data, lm_metrics, log_results, train_lm
 from rnnsearch.lm.transfer import save_decoder_init
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                            flow.max_k, flow.samples, cfg.seed)
     save_decoder_init(run.model, args.out / "decoder_init.pt")
     write_json(args.metrics, metrics)
-    atomic_write_text(args.plot, curves_csv(curves))
+    write_csv(args.plot, curve_rows(curves))
     print(json.dumps(metrics, indent=2))
     if run.run_id:
         figure = gradient_flow_figure(curves)

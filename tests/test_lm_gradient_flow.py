@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from rnnsearch.lm.gradient_flow import curves_csv, gradient_flow, gradient_norms
+from rnnsearch.lm.gradient_flow import curve_rows, gradient_flow, gradient_norms
 from rnnsearch.lm.model import LanguageModel
 
 
@@ -27,5 +27,6 @@ def test_vanilla_rnn_vanishes_fastest():
     assert all(len(c) == 26 for c in curves.values())
     decay = {cell: c[25] / c[0] for cell, c in curves.items()}
     assert decay["rnn"] < decay["gru"] and decay["rnn"] < decay["lstm"]
-    csv = curves_csv(curves).splitlines()
-    assert csv[0] == "k,rnn,gru,lstm" and len(csv) == 27 and csv[1].startswith("0,")
+    rows = curve_rows(curves)
+    assert len(rows) == 26 and list(rows[3]) == ["k", "rnn", "gru", "lstm"]
+    assert rows[3]["k"] == 3 and rows[3]["gru"] == curves["gru"][3]

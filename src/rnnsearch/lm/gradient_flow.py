@@ -77,10 +77,7 @@ def gradient_flow_figure(curves: dict[str, list[float]]) -> plt.Figure:
     return fig
 
 
-def curves_csv(curves: dict[str, list[float]]) -> str:
-    """CSV text with a ``k`` column and one column per cell (a DVC plot)."""
-    cells = list(curves)
-    lines = [",".join(["k", *cells])]
-    for k in range(len(next(iter(curves.values())))):
-        lines.append(",".join([str(k), *(f"{curves[c][k]:.6g}" for c in cells)]))
-    return "\n".join(lines) + "\n"
+def curve_rows(curves: dict[str, list[float]]) -> list[dict[str, float]]:
+    """One row per distance: ``{"k": k, "<cell>": norm, ...}`` (the DVC plot's CSV rows)."""
+    return [{"k": k, **{cell: norms[k] for cell, norms in curves.items()}}
+            for k in range(len(next(iter(curves.values()))))]
