@@ -1,0 +1,94 @@
+"""``python -m rnnsearch.bench`` (``make bench``): speed and memory of training and decoding.
+
+Writes ``reports/bench.json`` and ``reports/bench.md`` and prints the table. Each measurement
+runs in a fresh process so that its peak memory is its own. ``--tiny`` runs a seconds-long
+version (few steps, small sets) used by the tests; its numbers mean nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import multiprocessing as mp
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from rnnsearch.bench import parts
+from rnnsearch.bench.table import markdown_report
+from rnnsearch.bench.workload import tokenized_multi30k
+from rnnsearch.data.textio import atomic_write_text, write_json
+from rnnsearch.tracking import repo_root
+
+MODELS = ("search", "encdec", "luong")
+
+
+def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    context = mp.get_context("spawn")
+    with futures.ProcessPoolExecutor(max_workers=1, mp_context=context,
+                                     initializer=torch.set_num_threads,
+                                     initargs=(torch.get_num_threads(),)) as pool:
+        return pool.submit(function, *args).result()
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
+                  if line.startswith("model name")), platform.processor()) \
+        if os.path.exists("/proc/cpuinfo") else platform.processor()
+    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "python": platform.python_version(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "command": " ".join(["python -m rnnsearch.bench", *sys.argv[1:]]),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every measurement; the reference (search) model also decodes."""
+    tiny = args.tiny
+    data = str(tokenized_multi30k(Path(args.cache), args.mirror))
+    windows, steps = (2, 2) if tiny else (5, 30)
+    results: dict[str, Any] = {"machine": machine(), "models": {}}
+    for model in MODELS:
+        print(f"bench: training {model} ...", flush=True)
+        single = (5 if tiny else 100) if model == "search" else 0
+        window_steps = steps if model == "search" else max(2, steps // 2)
+        results["models"][model] = _in_fresh_process(
+            parts.training_part, data, model, windows, window_steps, single, tiny)
+    print("bench: epoch scaling, attention scaling ...", flush=True)
+    results["scaling"] = _in_fresh_process(parts.epoch_scaling, data,
+                                           [64, 128] if tiny else [2500, 5000, 10000])
+    results["scaling"].update(parts.attention_scaling([5, 10] if tiny else [10, 20, 40, 80]))
+    if not args.skip_hansard:
+        print("bench: tokenising the Hansard train split ...", flush=True)
+        results["tokenize"] = parts.hansard_tokenization(args.mirror)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench", description=__doc__)
+    parser.add_argument("--out", type=Path, default=None, help="default: <repo>/reports")
+    parser.add_argument("--cache", default=".cache/bench")
+    parser.add_argument("--mirror", default=os.environ.get("RNNSEARCH_CORPORA", "../shared/corpora"))
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--skip-hansard", action="store_true", help="skip the 1M-pair tokenisation")
+    parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    results = run(args)
+    results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)
+    out = args.out or repo_root() / "reports"
+    report = markdown_report(results)
+    write_json(out / "bench.json", results)
+    atomic_write_text(out / "bench.md", report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

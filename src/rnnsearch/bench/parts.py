@@ -1,0 +1,163 @@
+"""The benchmark's measurements, each a function returning a JSON-ready dict.
+
+Every part runs in a fresh process (see :mod:`rnnsearch.bench.run`) so that its peak resident
+memory (``ru_maxrss``) is its own.
+"""
+from __future__ import annotations
+
+import gzip
+import random
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
+from rnnsearch.bench.gemm import (bf16_supported, effective_gflops, measure_model_gemms,
+                                  roofline_tokens_per_second)
+from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_training,
+                                      reference_config, train_step)
+from rnnsearch.data.corpora import HANSARD36, locate
+from rnnsearch.data.tokenize import tokenize_lines
+from rnnsearch.decoding.corpus import translate_corpus
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.models import build_model
+from rnnsearch.models.attention import Attention
+from rnnsearch.training.data import bucket_batches
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def workload_shape(work: Workload, batches: int = 200) -> Shape:
+    """Mean source/target lengths of the real batches the model trains on."""
+    src = tgt = 0
+    for index in range(batches):
+        batch = work.batch(index)
+        src += int(batch.src_len.sum())
+        tgt += batch.target_tokens
+    sentences = sum(len(work.batches[i % len(work.batches)]) for i in range(batches))
+    return Shape(batch=64, src_len=src / sentences, tgt_len=tgt / sentences, tgt_vocab=VOCAB)
+
+
+def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, Any]:
+    """FLOPs per target token and the GEMM roofline, fp32 and bf16 (``bf16_native`` says
+    whether the CPU has bf16 instructions; without them bf16 products are emulated)."""
+    config = reference_config(model)
+    gemms = model_gemms(config, shape)
+    fp32 = measure_model_gemms(gemms, torch.float32, window_s)
+    result = {"mflop_per_token": training_flops_per_token(config, shape) / 1e6,
+              "gemm_gflops_fp32": effective_gflops(fp32),
+              "roofline_tokens_per_s_fp32": roofline_tokens_per_second(fp32),
+              "gemms": [{"name": r.gemm.name, "m": r.gemm.m, "k": r.gemm.k, "n": r.gemm.n,
+                         "mflop_per_token": r.gemm.flops_per_token / 1e6, "gflops_fp32": r.gflops}
+                        for r in fp32],
+              "bf16_native": bf16_supported()}
+    bf16 = measure_model_gemms(gemms, torch.bfloat16, window_s)
+    result.update(gemm_gflops_bf16=effective_gflops(bf16),
+                  roofline_tokens_per_s_bf16=roofline_tokens_per_second(bf16))
+    return result
+
+
+def decoding(model: torch.nn.Module, work: Workload, single: int) -> dict[str, Any]:
+    """Sentences/s for greedy and beam 5, batched (all test sentences) and one at a time."""
+    sources = [s for s, _ in work.test]
+    out: dict[str, Any] = {"test_sentences": len(sources), "single_sentences": single}
+    for method, beam in (("greedy", 1), ("beam5", 5)):
+        options = SearchOptions(beam_size=beam)
+        name = "greedy" if beam == 1 else "beam"
+        with torch.inference_mode():
+            batched = translate_corpus(model, sources, name, options, 64, progress=False)
+            alone = translate_corpus(model, sources[:single], name, options, 1, progress=False)
+        out[method] = {"batched_sent_per_s": batched.sentences_per_second,
+                       "single_sent_per_s": alone.sentences_per_second,
+                       "batching_speedup": batched.sentences_per_second / alone.sentences_per_second,
+                       "mean_output_tokens": statistics.mean(
+                           len(t.best.tokens) for t in batched.translations)}
+    return out
+
+
+def training_part(data: str, model: str, windows: int, window_steps: int,
+                  decode_single: int, tiny: bool = False) -> dict[str, Any]:
+    """Throughput, padding, arithmetic (and for the reference model, decoding) of one model."""
+    work = load_workload(Path(data), limit=500 if tiny else 0)
+    shape = workload_shape(work)
+    speed = measure_training(reference_config(model), work, windows, window_steps)
+    result = {"model": model, "tokens_per_s": speed.tokens_per_second, "windows": speed.windows,
+              "steps": speed.steps, "padding_fraction": work.padding_fraction(200),
+              "mean_src_len": shape.src_len, "mean_tgt_len": shape.tgt_len,
+              **arithmetic(model, shape, 0.002 if tiny else 0.05)}
+    result["roofline_fraction_fp32"] = result["tokens_per_s"] / result["roofline_tokens_per_s_fp32"]
+    result["peak_rss_mb_training"] = peak_rss_mb()
+    if decode_single:
+        result["decoding"] = decoding(speed.model, work, decode_single)
+        result["peak_rss_mb_decoding"] = peak_rss_mb()
+    return result
+
+
+def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
+    """Seconds for one epoch of the reference model as the training set grows."""
+    work = load_workload(Path(data), limit=max(sizes))
+    rows = []
+    for size in sizes:
+        subset = load_subset(work, size)
+        torch.manual_seed(0)
+        model = build_model(reference_config("search"), len(work.src_vocab),
+                            len(work.tgt_vocab)).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        start = time.perf_counter()
+        for index in range(len(subset.batches)):
+            train_step(model, optimizer, subset.batch(index))
+        rows.append({"pairs": size, "batches": len(subset.batches),
+                     "seconds": time.perf_counter() - start})
+    return {"epochs": rows}
+
+
+def load_subset(work: Workload, size: int) -> Workload:
+    """The first ``size`` training pairs of ``work``, re-bucketed."""
+    train = work.train[:size]
+    batches = bucket_batches([(len(s), len(t)) for s, t in train], 64, 0.1, random.Random(0))
+    return Workload(train, work.test, batches, work.src_vocab, work.tgt_vocab)
+
+
+def attention_scaling(lengths: list[int], batch: int = 64, repeats: int = 5) -> dict[str, Any]:
+    """Forward + backward time of additive attention over S = T = L, per (S x T) cell."""
+    attention = Attention("additive", 256, 512, 256)
+    rows = []
+    for length in lengths:
+        query = torch.randn(batch, length, 256, requires_grad=True)
+        values = torch.randn(batch, length, 512, requires_grad=True)
+        mask = torch.ones(batch, length, dtype=torch.bool)
+        lens = torch.full((batch,), length)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            context, _ = attention(query, attention.project_keys(values), values, mask, lens)
+            context.sum().backward()
+            times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        rows.append({"length": length, "seconds": seconds,
+                     "us_per_cell": seconds / (length * length) * 1e6})
+    return {"attention": rows}
+
+
+def hansard_tokenization(mirror: str, workers: int = 2) -> dict[str, Any]:
+    """Seconds to Moses-tokenise both sides of the million-pair Hansard train split."""
+    out: dict[str, Any] = {"workers": workers}
+    total = 0.0
+    for lang in ("en", "fr"):
+        path = locate(HANSARD36, "train", lang, mirror, ".cache/corpora", allow_download=False)
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            lines = [line.rstrip("\n") for line in handle]
+        start = time.perf_counter()
+        tokenize_lines(lines, lang, workers=workers, desc=f"tokenize hansard train.{lang}")
+        out[f"seconds_{lang}"] = time.perf_counter() - start
+        total += out[f"seconds_{lang}"]
+        out["pairs"] = len(lines)
+    out["seconds"] = total
+    return out

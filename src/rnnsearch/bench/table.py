@@ -1,0 +1,90 @@
+"""The benchmark's results as a Markdown report (also printed to the terminal)."""
+from __future__ import annotations
+
+from typing import Any
+
+JOEY = {"train": 1670, "greedy": 244, "beam": 77}  # Joey NMT 2.3.0 on these machines (design.md)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _training_rows(models: dict[str, Any]) -> list[list[Any]]:
+    return [[name, f"{m['tokens_per_s']:,.0f}", f"{m['mflop_per_token']:.1f}",
+             f"{m['gemm_gflops_fp32']:.0f}", f"{m['roofline_tokens_per_s_fp32']:,.0f}",
+             f"{m['roofline_fraction_fp32']:.0%}", f"{m['roofline_tokens_per_s_bf16']:,.0f}",
+             f"{m['padding_fraction']:.1%}", f"{m['peak_rss_mb_training']:,.0f}"]
+            for name, m in models.items()]
+
+
+def _decoding_rows(decoding: dict[str, Any]) -> list[list[Any]]:
+    return [[method, f"{d['batched_sent_per_s']:,.1f}", f"{d['single_sent_per_s']:,.1f}",
+             f"{d['batching_speedup']:.1f}x", f"{d['mean_output_tokens']:.1f}"]
+            for method, d in ((m, decoding[m]) for m in ("greedy", "beam5"))]
+
+
+def _check(measured: float, required: float, higher_is_better: bool = True) -> str:
+    ok = measured >= required if higher_is_better else measured <= required
+    return "yes" if ok else "**no**"
+
+
+def target_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """Each target of the speed issue: required, measured, met."""
+    ref = results["models"]["search"]
+    dec = ref["decoding"]
+    rows = [
+        ["training vs fp32 GEMM roofline", ">= 80%", f"{ref['roofline_fraction_fp32']:.0%}",
+         _check(ref["roofline_fraction_fp32"], 0.8)],
+        ["training tokens/s (1.5x Joey NMT)", f">= {1.5 * JOEY['train']:,.0f}",
+         f"{ref['tokens_per_s']:,.0f}", _check(ref["tokens_per_s"], 1.5 * JOEY["train"])],
+        ["greedy sentences/s (1.5x Joey NMT)", f">= {1.5 * JOEY['greedy']:.0f}",
+         f"{dec['greedy']['batched_sent_per_s']:.0f}",
+         _check(dec["greedy"]["batched_sent_per_s"], 1.5 * JOEY["greedy"])],
+        ["beam 5 sentences/s (1.5x Joey NMT)", f">= {1.5 * JOEY['beam']:.0f}",
+         f"{dec['beam5']['batched_sent_per_s']:.0f}",
+         _check(dec["beam5"]["batched_sent_per_s"], 1.5 * JOEY["beam"])],
+        ["bucketed batch padding", "<= 10%", f"{ref['padding_fraction']:.1%}",
+         _check(ref["padding_fraction"], 0.10, higher_is_better=False)],
+        ["batched vs one-at-a-time beam 5", ">= 10x", f"{dec['beam5']['batching_speedup']:.1f}x",
+         _check(dec["beam5"]["batching_speedup"], 10)],
+    ]
+    if "tokenize" in results:
+        seconds = results["tokenize"]["seconds"]
+        rows.append(["tokenising the 1M-pair Hansard train split", "< 180 s", f"{seconds:.0f} s",
+                     _check(seconds, 180, higher_is_better=False)])
+    return rows
+
+
+def markdown_report(results: dict[str, Any]) -> str:
+    """The whole report: machine, targets, training, decoding, scaling."""
+    m = results["machine"]
+    lines = ["# Benchmark", "",
+             f"Machine: {m['cpu']}, {m['cores']} cores ({m['cpu_capability']}), torch {m['torch']}, "
+             f"{m['threads']} threads, Python {m['python']}. Command: `{m['command']}` "
+             f"({m['date']}, {m.get('bench_seconds', '?')} s).", "",
+             "Reference configuration: GRU, vocabulary 8,000 per side, embedding = hidden = "
+             "attention = output width 256, batch 64 sentences, fp32, real Multi30k de->en batches "
+             "(bucketed, max length 50); throughput is the median of timed windows after warm-up.",
+             "", "## Targets", ""]
+    lines += _table(["target", "required", "measured", "met"], target_rows(results))
+    lines += ["", "## Training", ""]
+    lines += _table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)", "GEMM GFLOP/s fp32",
+                     "fp32 roofline tokens/s", "achieved/roofline", "bf16 roofline tokens/s",
+                     "padding", "peak RSS MiB"], _training_rows(results["models"]))
+    ref = results["models"]["search"]
+    lines += ["", f"## Decoding (search model, {ref['decoding']['test_sentences']} test sentences "
+                  f"batched by 64; {ref['decoding']['single_sentences']} one at a time; peak RSS "
+                  f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]
+    lines += _table(["method", "batched sentences/s", "one at a time", "speedup", "mean output tokens"],
+                    _decoding_rows(ref["decoding"]))
+    lines += ["", "## Scaling", ""]
+    lines += _table(["training pairs", "batches", "seconds per epoch"],
+                    [[r["pairs"], r["batches"], f"{r['seconds']:.1f}"] for r in results["scaling"]["epochs"]])
+    lines += [""]
+    lines += _table(["source = target length", "attention fwd+bwd ms (batch 64)", "us per (S x T) cell"],
+                    [[r["length"], f"{r['seconds'] * 1e3:.1f}", f"{r['us_per_cell']:.2f}"]
+                     for r in results["scaling"]["attention"]])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,26 @@
+"""The benchmark command runs end to end on a tiny configuration and writes its report."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
+    result = subprocess.run(
+        [sys.executable, "-m", "rnnsearch.bench", "--tiny", "--skip-hansard", "--threads", "1",
+         "--out", str(tmp_path / "reports"), "--cache", str(tmp_path / "cache"), "--mirror", str(mirror)],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads((tmp_path / "reports" / "bench.json").read_text())
+    assert set(data["models"]) == {"search", "encdec", "luong"}
+    search = data["models"]["search"]
+    assert search["tokens_per_s"] > 0 and 20 < search["mflop_per_token"] < 30
+    assert 0 <= search["padding_fraction"] <= 1
+    assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
+    assert search["peak_rss_mb_training"] > 50
+    assert [row["pairs"] for row in data["scaling"]["epochs"]] == [64, 128]
+    report = (tmp_path / "reports" / "bench.md").read_text()
+    assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report
