@@ -248,3 +248,13 @@ def test_ddp_two_cpu_processes(corpus, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["steps"] == 4 and (tmp_path / "out" / "model.pt").is_file()
+
+
+def test_optimizer_choice_follows_params():
+    net = build_model(ModelConfig(**TINY_MODEL), 20, 20)
+    adam = TranslationTask(net, config().optim).configure_optimizers()
+    adadelta = TranslationTask(net, config(optim={"optimizer": "adadelta", "lr": 1.0}).optim
+                               ).configure_optimizers()
+    assert isinstance(adam, torch.optim.Adam)
+    assert isinstance(adadelta, torch.optim.Adadelta)
+    assert adadelta.defaults["rho"] == 0.95 and adadelta.defaults["eps"] == 1e-6

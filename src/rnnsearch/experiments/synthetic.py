@@ -1,6 +1,6 @@
 """Synthetic check of the bottleneck, no corpus needed: reverse (or copy) 20-40 random symbols.
 
-    python -m rnnsearch.experiments.synthetic                 # about 5-10 minutes on 2 CPU cores
+    python -m rnnsearch.experiments.synthetic                 # about 5 minutes on 2 idle CPU cores
     python -m rnnsearch.experiments.synthetic --task copy --steps 800 --out synthetic.json
 
 Trains RNNencdec (no attention) and RNNsearch of the same sizes on freshly sampled batches, then
@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--max-minutes", type=float, default=4.0, help="per model")
+    parser.add_argument("--max-minutes", type=float, default=8.0,
+                        help="per model, a safety cap: both models should get the same --steps")
     parser.add_argument("--test-size", type=int, default=200, help="sequences per length bucket")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1234)

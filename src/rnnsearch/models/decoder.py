@@ -59,7 +59,12 @@ class RecurrentDecoder(nn.Module):
         self.output = nn.Linear(output_in, vocab_size)
 
     def init_state(self, memory: Memory) -> DecoderState:
-        """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero."""
+        """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero.
+
+        The summary is the encoder's last-layer final state, ``[h_fwd_N; h_bwd_1]`` when
+        bidirectional (Bahdanau et al. use ``h_bwd_1`` alone; one rule for every model is simpler
+        and the extra half costs one small matrix), or ``c`` itself for RNNencdec (Cho et al.).
+        """
         batch = memory.summary.size(0)
         hidden = torch.tanh(self.bridge(memory.summary))
         hidden = hidden.view(batch, self.config.decoder_layers, self.config.hidden_size)

@@ -188,7 +188,8 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
     metrics = {"cell": cell, "model": model_name, "max_len": max_len, **best,
                "best_step": saver.best_step, "steps": trainer.global_step,
-               "epochs": trainer.current_epoch, "train_minutes": timer.time_elapsed("train") / 60,
+               "epochs": trainer.global_step / max(trainer.num_training_batches, 1),
+               "train_minutes": timer.time_elapsed("train") / 60,
                "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(model),
                "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
     if trainer.is_global_zero:
