@@ -13,6 +13,8 @@ import yaml
 
 from conftest import REPO
 
+from rnnsearch.presets import merge
+
 pytestmark = pytest.mark.slow
 
 # Tiny values for every stage, merged over the repository's params.yaml.
@@ -34,17 +36,6 @@ TINY = {
     "translate": {"search": {"beam_size": 3, "nbest": 2}, "speed_sentences": 4},
     "evaluate": {"bootstrap_samples": 50},
 }
-
-
-def deep_merge(base: dict, override: dict) -> dict:
-    """``base`` with ``override`` merged in, recursively for nested mappings."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -69,7 +60,7 @@ def project(tmp_path_factory, ) -> Path:
         if (REPO / name).is_file() and not name.startswith(("metrics/", "plots/", "reports/")):
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, root / name)
-    params = deep_merge(yaml.safe_load((REPO / "params.yaml").read_text()), TINY)
+    params = merge(yaml.safe_load((REPO / "params.yaml").read_text()), TINY)
     params["prepare"]["mirror"] = str(mirror.resolve())
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],

@@ -1,1 +1,4 @@
-"""Standalone experiments: synthetic attention check, training-speed measurement."""
+"""Standalone experiments: the synthetic attention check (``python -m rnnsearch.experiments.synthetic``).
+
+Training and decoding speed are measured by ``python -m rnnsearch.bench`` (``make bench``).
+"""
