@@ -13,7 +13,7 @@ from rnnsearch.reporting.build import table1, variants_table
 LABELS = [("0-10", 10), ("10-20", 20), ("20-30", 30), ("30+", 40)]
 
 
-def _system(bleu: float, p: float | None = None) -> dict:
+def _system(bleu: float, p: float | None = None, baseline: str = "encdec-50") -> dict:
     scores = {"n": 100, "bleu": bleu, "chrf": bleu + 20, "len_ratio": 0.95,
               "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"}
     system = {"all": scores, "no_unk": {**scores, "n": 40, "bleu": bleu + 5},
@@ -21,17 +21,18 @@ def _system(bleu: float, p: float | None = None) -> dict:
                                     "step": step} for i, (label, step) in enumerate(LABELS)}}
     system["by_length"]["signature"] = scores["bleu_signature"]
     if p is not None:
-        system["vs_baseline"] = {"baseline": "encdec", "all": {"p_value": p, "n": 100},
+        system["vs_baseline"] = {"baseline": baseline, "all": {"p_value": p, "n": 100},
                                  "by_length": {label: p for label, _ in LABELS}}
     return system
 
 
 def _eval(name: str, max_len: int, bleu: float, kind: str | None = None, **model) -> dict:
     attention = name != "encdec"
-    systems = {"greedy": _system(bleu - 1, 0.01 if attention else None),
-               "beam": _system(bleu, 0.001 if attention else None)}
+    base = f"encdec-{max_len}"
+    systems = {"greedy": _system(bleu - 1, 0.01 if attention else None, base),
+               "beam": _system(bleu, 0.001 if attention else None, base)}
     if attention:
-        systems["beam_unk"] = _system(bleu + 0.5, 0.001)
+        systems["beam_unk"] = _system(bleu + 0.5, 0.001, base)
     return {"cell": f"{name}-{max_len}",
             "model": {"name": name, "kind": kind or name, "max_len": max_len, **model},
             "has_attention": attention, "sentences": 100, "no_unk_sentences": 40,
@@ -103,3 +104,16 @@ def test_report_stage_minimal_metrics(tmp_path):
     files = {p.name for p in (tmp_path / "reports/results").iterdir()}
     assert "variants.md" not in files and "figure2_bleu_by_length.png" in files
     assert (tmp_path / "reports/README.md").is_file()
+
+
+def test_gain_table_relative_to_the_shortest_bucket(tmp_path):
+    from rnnsearch.reporting.build import gain_tables
+
+    inputs = ReportInputs.load(make_metrics(tmp_path, extras=False))
+    tables = gain_tables(inputs, "beam")
+    assert set(tables) == {"gain_search-30", "gain_search-50"}
+    rows = tables["gain_search-50"].rows
+    # search-50 beam BLEU by bucket 8.5, 7.5, 6.5, 5.5 against encdec-50's 6, 5, 4, 3
+    assert [row[4] for row in rows] == ["1.42", "1.50", "1.62", "1.83"]
+    assert rows[-1][5] == "1.29"  # (5.5 / 3) / (8.5 / 6)
+    assert rows[0][1] == "25" and rows[0][6] == "0.001"

@@ -109,6 +109,40 @@ def length_table(inputs: ReportInputs, method: str = "beam") -> Table:
                  ("Length", *(_name(inputs.evals[c]) for c in cells)), tuple(rows))
 
 
+def gain_table(inputs: ReportInputs, cell: str, method: str = "beam") -> Table | None:
+    """Figure 2's relative claim for one attention cell: per length bucket, its BLEU over its
+    baseline's, that ratio relative to the first (shortest) bucket, the bootstrap p-value, and
+    both models' hypothesis/reference length ratios (None: the cell has no baseline)."""
+    system = inputs.evals[cell]["systems"].get(method, {})
+    vs = system.get("vs_baseline")
+    if not vs or vs["baseline"] not in inputs.evals:
+        return None
+    base = inputs.evals[vs["baseline"]]["systems"][method]["by_length"]
+    ours = system["by_length"]
+    labels = [label for label in ours if label != "signature"]
+    ratios = {label: ours[label]["bleu"] / base[label]["bleu"] if base[label]["bleu"] else None
+              for label in labels}
+    first = ratios[labels[0]]
+    rows = tuple((label, fmt(ours[label]["n"]), fmt(ours[label]["bleu"]), fmt(base[label]["bleu"]),
+                  fmt(ratios[label]), fmt(ratios[label] / first if ratios[label] and first else None),
+                  fmt(vs["by_length"].get(label), 3), fmt(ours[label].get("len_ratio")),
+                  fmt(base[label].get("len_ratio")))
+                 for label in labels)
+    ours_name, base_name = _name(inputs.evals[cell]), _name(inputs.evals[vs["baseline"]])
+    return Table(f"Attention's gain by source length: {ours_name} vs {base_name} ({method})",
+                 ("Length", "Sentences", f"{ours_name} BLEU", f"{base_name} BLEU", "BLEU ratio",
+                  f"Ratio / ratio at {labels[0]}", "p (bootstrap)", f"{ours_name} hyp/ref length",
+                  f"{base_name} hyp/ref length"), rows,
+                 ("Bahdanau et al.'s Figure 2 claim, relative form: the ratio grows with length. "
+                  "A hyp/ref length ratio far above 1 means over-long (looping) output.",))
+
+
+def gain_tables(inputs: ReportInputs, method: str = "beam") -> dict[str, Table]:
+    """:func:`gain_table` for every attention cell that has a baseline."""
+    tables = {f"gain_{cell}": gain_table(inputs, cell, method) for cell in inputs.ordered_cells()}
+    return {name: table for name, table in tables.items() if table is not None}
+
+
 def other_tables(inputs: ReportInputs) -> dict[str, Table]:
     """The word-vector and language-model stages' metrics, when those files exist."""
     tables = {}

@@ -36,6 +36,7 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
     if inputs.evals:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method)
         tables["speed"] = build.speed_table(inputs)
+        tables.update(build.gain_tables(inputs, cfg.method))
     variants = build.variants_table(inputs, cfg.method)
     if variants is not None:
         tables["variants"] = variants
