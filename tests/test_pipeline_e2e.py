@@ -80,7 +80,7 @@ def test_repro_whole_pipeline_then_up_to_date(project):
     again = _run(["dvc", "repro"], project)
     assert "up to date" in again.stdout
     shown = _run(["dvc", "metrics", "show", "--json"], project).stdout
-    for name in ("vocab_size", "oov_rate", "wordsim353", "dev_ppl", "bleu"):
+    for name in ("vocab_size", "oov_rate", "wordsim353", "unigram_perplexity", "bleu"):
         assert name in shown, name
     plots = _run(["dvc", "plots", "show", "--json"], project).stdout
     assert "bleu_by_length" in plots
