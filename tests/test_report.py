@@ -60,7 +60,7 @@ def make_metrics(root: Path, extras: bool = True) -> Path:
              "target": ["le", "chat", "assis", ".", "</s>"],
              "attention": [[0.9, 0.1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0.25] * 4]}]}))
         (metrics / "train").mkdir()
-        (metrics / "train" / "luong_dot-50.json").write_text(json.dumps({"val/ppl": 12.345}))
+        (metrics / "train" / "luong_dot-50.json").write_text(json.dumps({"val_ppl": 12.345}))
         (metrics / "embed.json").write_text(json.dumps({"en": {"coverage": 0.91, "wordsim353": 0.5}}))
     return metrics
 

@@ -65,7 +65,7 @@ def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
         if model.get("kind") != "luong":
             continue
         train = inputs.train.get(cell, {})
-        ppl = train.get("val/ppl", train.get("dev_ppl"))
+        ppl = train.get("val_ppl")
         paper = LUONG_VARIANTS.get((model.get("attention"), model.get("score")))
         rows.append((cell, fmt(model.get("attention")), fmt(model.get("score")),
                      fmt(model.get("input_feeding")), fmt(ppl), fmt(_score(m, method, "all")),
