@@ -92,12 +92,17 @@ def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
 
     ``scores``: n x k, ``log_probs``: n*k x V. Returns their cumulative scores (n x 2k), the
     parent's slot in the beam (n x 2k, 0..k-1) and the word (n x 2k).
+
+    The sentence's ``2k`` best pairs are among each parent's ``2k`` best words (a parent adds
+    the same score to all its words), so the search ranks ``k x 2k`` candidates in float64
+    instead of converting and ranking all ``k x V``.
     """
     n, k = scores.shape
-    vocab = log_probs.size(1)
-    total = scores.unsqueeze(-1) + log_probs.view(n, k, vocab).double()      # n x k x V
-    top, flat = total.view(n, k * vocab).topk(min(2 * k, k * vocab), dim=1)  # n x 2k
-    return top, flat // vocab, flat % vocab
+    width = min(2 * k, log_probs.size(1))
+    best, words = log_probs.topk(width, dim=1)                                # n*k x 2k
+    total = scores.unsqueeze(-1) + best.view(n, k, width).double()           # n x k x 2k
+    top, flat = total.view(n, k * width).topk(min(2 * k, k * width), dim=1)  # n x 2k
+    return top, flat // width, words.view(n, k * width).gather(1, flat)
 
 
 def _finish(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,

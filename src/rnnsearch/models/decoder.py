@@ -19,7 +19,9 @@ The submodules ``embedding``, ``rnn`` (an ``nn.GRU``/``nn.LSTM``/``nn.RNN``, bat
 Teacher forcing runs the whole sequence through the fused ``nn.GRU`` when no input depends on the
 previous step (``encdec``; ``luong`` without input feeding); otherwise a lean loop over
 :func:`cell_step` where the word part of the input projection and the output layer are batched
-over all steps outside the loop. ``step`` runs the same code for one step, so a step-by-step
+over all steps outside the loop; the loop reads that projection through ``unbind`` (whose backward
+stacks the steps' gradients once) rather than ``[:, t]`` (whose backward writes a zero-filled
+batch x T x G*H gradient per step). ``step`` runs the same code for one step, so a step-by-step
 decode reproduces the teacher-forced logits.
 """
 from __future__ import annotations
@@ -175,9 +177,9 @@ class BahdanauDecoder(RecurrentDecoder):
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
         tops, contexts, alignments = [], [], []
-        for t in range(tgt_in.size(1)):
+        for gates_t in word_gates.unbind(1):  # one step's batch x G*H
             context, weights = self._context(hidden[-1], memory)
-            hidden, cells = self._advance(recurrent, word_gates[:, t], context, hidden, cells)
+            hidden, cells = self._advance(recurrent, gates_t, context, hidden, cells)
             tops.append(hidden[-1])
             contexts.append(context)
             alignments.append(weights)
@@ -244,9 +246,9 @@ class LuongDecoder(RecurrentDecoder):
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
         feed, outputs, alignments = state.feed, [], []
-        for t in range(tgt_in.size(1)):
-            hidden, cells = self._advance(recurrent, word_gates[:, t], feed, hidden, cells)
-            attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, steps[:, t: t + 1])
+        for gates_t, steps_t in zip(word_gates.unbind(1), steps.unbind(1)):
+            hidden, cells = self._advance(recurrent, gates_t, feed, hidden, cells)
+            attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, steps_t.unsqueeze(1))
             feed = attentional.squeeze(1)
             outputs.append(feed)
             alignments.append(weights.squeeze(1))
