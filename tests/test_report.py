@@ -117,3 +117,24 @@ def test_gain_table_relative_to_the_shortest_bucket(tmp_path):
     assert [row[4] for row in rows] == ["1.42", "1.50", "1.62", "1.83"]
     assert rows[-1][5] == "1.29"  # (5.5 / 3) / (8.5 / 6)
     assert rows[0][1] == "25" and rows[0][6] == "0.001"
+
+
+def test_single_cell_grid_ignores_files_an_earlier_grid_left(tmp_path):
+    """The quick preset's grid (search-50 only, no baseline) in a workspace where the default
+    grid's per-cell files are still lying around: only the evaluated cell is reported."""
+    metrics = make_metrics(tmp_path)
+    for stale in ("encdec-30", "search-30", "encdec-50", "luong_dot-50"):
+        (metrics / "eval" / f"{stale}.json").unlink()
+    search = json.loads((metrics / "eval" / "search-50.json").read_text())
+    for system in search["systems"].values():       # evaluate writes no comparison without one
+        system.pop("vs_baseline")
+    (metrics / "eval" / "search-50.json").write_text(json.dumps(search))
+    (metrics / "alignments" / "search-30.json").write_text(
+        (metrics / "alignments" / "search-50.json").read_text())
+    inputs = ReportInputs.load(metrics)
+    assert set(inputs.alignments) == {"search-50"} and inputs.train == {}
+    files = {p.name for p in write_report(inputs, ReportConfig(), tmp_path / "out")}
+    assert "figure3_search-50.png" in files and "figure3_search-30.png" not in files
+    assert not any(name.startswith("gain_") for name in files)       # no baseline to compare
+    rows = {row[0]: row for row in table1(inputs).rows}
+    assert rows["RNNsearch-50"][6] == "–"                              # no p without a baseline

@@ -14,6 +14,10 @@ def _read_folder(folder: Path) -> dict[str, dict[str, Any]]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
 
 
+def _only(files: dict[str, dict[str, Any]], cells: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {cell: data for cell, data in files.items() if cell in cells}
+
+
 def _read_file(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
@@ -30,9 +34,16 @@ class ReportInputs:
 
     @classmethod
     def load(cls, metrics: Path) -> "ReportInputs":
-        return cls(evals=_read_folder(metrics / "eval"),
-                   alignments=_read_folder(metrics / "alignments"),
-                   train=_read_folder(metrics / "train"),
+        """Read ``metrics/``; the cells are those evaluated (``metrics/eval``, the current grid).
+
+        Per-cell files of other cells (``metrics/alignments``, ``metrics/train``) are left out:
+        they are what an earlier grid's stages left behind, e.g. the default grid's files in an
+        experiment that trains only one cell.
+        """
+        evals = _read_folder(metrics / "eval")
+        return cls(evals=evals,
+                   alignments=_only(_read_folder(metrics / "alignments"), evals),
+                   train=_only(_read_folder(metrics / "train"), evals),
                    embed=_read_file(metrics / "embed.json"),
                    lm=_read_file(metrics / "lm.json"))
 
