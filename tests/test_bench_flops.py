@@ -1,4 +1,4 @@
-"""The FLOP counter against hand counts of two small models."""
+"""The FLOP counter against hand counts of two small models; the profiler's operator categories."""
 from __future__ import annotations
 
 import pytest
@@ -41,3 +41,13 @@ def test_roofline_is_flops_over_rate():
                       output_size=4)
     rates = [GemmRate(g, gflops=1.0) for g in model_gemms(cfg, SHAPE)]
     assert roofline_tokens_per_second(rates) == pytest.approx(1e9 / (3 * 293))
+
+
+def test_profile_categories_by_operator_name():
+    from rnnsearch.bench.profile import category
+
+    assert category("aten::addmm") == "GEMM (mm, addmm, bmm)"
+    assert category("aten::_log_softmax_backward_data") == "log-softmax + NLL (fwd, bwd)"
+    assert category("aten::topk") == "top-k"
+    assert category("aten::lerp_").startswith("other elementwise")
+    assert category("aten::as_strided") == "other"

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -22,5 +24,11 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
     assert search["peak_rss_mb_training"] > 50
     assert [row["pairs"] for row in data["scaling"]["epochs"]] == [64, 128]
+    profile = search["profile"]
+    assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
+    assert profile["categories"]["GEMM (mm, addmm, bmm)"]["ms"] > 0
+    assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
+    assert search["decoding"]["beam5"]["profile"]["categories"]["top-k"]["ms"] > 0
     report = (tmp_path / "reports" / "bench.md").read_text()
+    assert "## Where the time goes" in report
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

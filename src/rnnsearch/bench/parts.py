@@ -18,11 +18,13 @@ import torch
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (bf16_supported, effective_gflops, measure_model_gemms,
                                   roofline_tokens_per_second)
+from rnnsearch.bench.profile import profile_shares
 from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_training,
                                       reference_config, train_step)
+from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
 from rnnsearch.data.tokenize import tokenize_lines
-from rnnsearch.decoding.corpus import translate_corpus
+from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models import build_model
 from rnnsearch.models.attention import Attention
@@ -64,22 +66,49 @@ def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, An
     return result
 
 
-def decoding(model: torch.nn.Module, work: Workload, single: int) -> dict[str, Any]:
-    """Sentences/s for greedy and beam 5, batched (all test sentences) and one at a time."""
+def decoding(model: torch.nn.Module, work: Workload, single: int, repeats: int = 3
+             ) -> dict[str, Any]:
+    """Sentences/s for greedy and beam 5, batched (all test sentences) and one at a time.
+
+    Each speed is the median of ``repeats`` runs (one-sentence decoding in particular varies
+    from run to run on a shared machine).
+    """
     sources = [s for s, _ in work.test]
-    out: dict[str, Any] = {"test_sentences": len(sources), "single_sentences": single}
+    out: dict[str, Any] = {"test_sentences": len(sources), "single_sentences": single,
+                           "repeats": repeats}
     for method, beam in (("greedy", 1), ("beam5", 5)):
-        options = SearchOptions(beam_size=beam)
-        name = "greedy" if beam == 1 else "beam"
-        with torch.inference_mode():
-            batched = translate_corpus(model, sources, name, options, 64, progress=False)
-            alone = translate_corpus(model, sources[:single], name, options, 1, progress=False)
-        out[method] = {"batched_sent_per_s": batched.sentences_per_second,
-                       "single_sent_per_s": alone.sentences_per_second,
-                       "batching_speedup": batched.sentences_per_second / alone.sentences_per_second,
+        name, options = ("greedy" if beam == 1 else "beam"), SearchOptions(beam_size=beam)
+        batched = [_decode(model, sources, name, options, 64) for _ in range(repeats)]
+        alone = [_decode(model, sources[:single], name, options, 1) for _ in range(repeats)]
+        batched_speed = statistics.median(r.sentences_per_second for r in batched)
+        single_speed = statistics.median(r.sentences_per_second for r in alone)
+        out[method] = {"batched_sent_per_s": batched_speed, "single_sent_per_s": single_speed,
+                       "batching_speedup": batched_speed / single_speed,
                        "mean_output_tokens": statistics.mean(
-                           len(t.best.tokens) for t in batched.translations)}
+                           len(t.best.tokens) for t in batched[0].translations)}
     return out
+
+
+def decoding_profile(model: torch.nn.Module, work: Workload) -> dict[str, Any]:
+    """Profiler breakdown of batched beam 5 over the test set."""
+    sources = [s for s, _ in work.test]
+    return profile_shares(lambda: _decode(model, sources, "beam", SearchOptions(beam_size=5), 64), 1)
+
+
+def _decode(model: torch.nn.Module, sources: list, method: str, options: SearchOptions,
+            batch_size: int) -> CorpusResult:
+    with torch.inference_mode():
+        return translate_corpus(model, sources, method, options, batch_size, progress=False)
+
+
+def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[str, Any]:
+    """Profiler breakdown of ``steps`` training steps of ``config`` (after one warm-up step)."""
+    torch.manual_seed(0)
+    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    train_step(model, optimizer, work.batch(0))
+    batches = iter(range(1, steps + 1))
+    return profile_shares(lambda: train_step(model, optimizer, work.batch(next(batches))), steps)
 
 
 def training_part(data: str, model: str, windows: int, window_steps: int,
@@ -97,6 +126,10 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     if decode_single:
         result["decoding"] = decoding(speed.model, work, decode_single)
         result["peak_rss_mb_decoding"] = peak_rss_mb()
+    # profiled last: the profiler's own memory would count in the peaks above
+    result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
+    if decode_single:
+        result["decoding"]["beam5"]["profile"] = decoding_profile(speed.model, work)
     return result
 
 

@@ -58,6 +58,26 @@ def target_rows(results: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _profile_rows(profile: dict[str, Any]) -> list[list[Any]]:
+    return [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}"] for name, c in profile["categories"].items()]
+
+
+def _profile_section(ref: dict[str, Any]) -> list[str]:
+    """torch.profiler self time by operator category: a training step and batched beam search."""
+    training, beam = ref.get("profile"), ref["decoding"]["beam5"].get("profile")
+    if not training or not beam:
+        return []
+    phases = ", ".join(f"{name} {ms:.0f} ms" for name, ms in training["phases_ms"].items())
+    lines = ["", "## Where the time goes (torch.profiler, self time by operator category)", "",
+             f"Training step of the reference model (mean of {training['repeats']} steps, "
+             f"{training['ms_per_repeat']:.0f} ms per step; phases: {phases}):", ""]
+    lines += _table(["category", "ms per step", "share"], _profile_rows(training))
+    lines += ["", f"Batched beam 5 over the test set (batches of 64, "
+                  f"{beam['ms_per_repeat'] / 1e3:.1f} s):", ""]
+    lines += _table(["category", "ms", "share"], _profile_rows(beam))
+    return lines
+
+
 def markdown_report(results: dict[str, Any]) -> str:
     """The whole report: machine, targets, training, decoding, scaling."""
     m = results["machine"]
@@ -80,6 +100,7 @@ def markdown_report(results: dict[str, Any]) -> str:
                   f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]
     lines += _table(["method", "batched sentences/s", "one at a time", "speedup", "mean output tokens"],
                     _decoding_rows(ref["decoding"]))
+    lines += _profile_section(ref)
     lines += ["", "## Scaling", ""]
     lines += _table(["training pairs", "batches", "seconds per epoch"],
                     [[r["pairs"], r["batches"], f"{r['seconds']:.1f}"] for r in results["scaling"]["epochs"]])

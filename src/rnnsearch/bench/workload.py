@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.profiler import record_function
 
 from rnnsearch.config.base import from_dict
 from rnnsearch.config.model import ModelConfig
@@ -125,11 +126,18 @@ def measure_training(config: ModelConfig, work: Workload, windows: int = 5, wind
 
 
 def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
-    """One teacher-forced step (forward, backward, clipping, Adam); returns target tokens."""
-    logits, _ = model(batch.src, batch.src_len, batch.tgt_in)          # batch x T x V
-    loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
+    """One teacher-forced step (forward, backward, clipping, Adam); returns target tokens.
+
+    The phases are marked for the profiler (:mod:`rnnsearch.bench.profile`).
+    """
+    with record_function("forward"):
+        logits, _ = model(batch.src, batch.src_len, batch.tgt_in)      # batch x T x V
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
+    with record_function("backward"):
+        loss.backward()
+    with record_function("clip"):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    with record_function("optimizer"):
+        optimizer.step()
     return batch.target_tokens

@@ -1,9 +1,9 @@
 """Greedy decoding: take the most probable word at each step and feed it back.
 
 Fast (one decoder step per output word for the whole batch) but it cannot take back an early
-choice; beam search (:mod:`rnnsearch.decoding.beam`) can. Sentences that have emitted ``</s>``
-keep riding along in the batch (cheaper than reshuffling at these batch sizes); their rows are
-ignored.
+choice; beam search (:mod:`rnnsearch.decoding.beam`) can. Sentences leave the batch once they have
+emitted ``</s>``: the output layer (batch x H times H x V) is most of a step's cost, and a batch
+runs as long as its longest output, so finished rows riding along would waste about half of it.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.hypothesis import Hypothesis, Translation
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
 from rnnsearch.decoding.steps import next_log_probs
+from rnnsearch.models.state import reorder
 
 
 @torch.inference_mode()
@@ -28,24 +29,28 @@ def greedy(model: Any, src: torch.Tensor, src_len: torch.Tensor,
     memory = model.encode(src, src_len)
     state = model.init_state(memory)
     limits = max_output_lengths(src_len, options)                 # batch
-    prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
-    done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    tokens = torch.full((batch, int(limits.max())), EOS_ID, dtype=torch.long, device=src.device)
     scores = torch.zeros(batch, dtype=torch.float64, device=src.device)
-    words, attention = [], []                                     # per step: batch, batch x S
-    for step in range(int(limits.max())):
-        out = next_log_probs(model, prev, state, memory, at_limit=limits == step + 1)
-        best, prev = out.log_probs.max(dim=-1)                    # batch, batch
-        scores += torch.where(done, torch.zeros_like(best), best).double()
-        words.append(prev)
+    attention = None                                              # batch x steps x S
+    rows = torch.arange(batch, device=src.device)                 # active: rows of the batch
+    prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
+    for step in range(tokens.size(1)):
+        out = next_log_probs(model, prev, state, memory, at_limit=limits[rows] == step + 1)
+        best, prev = out.log_probs.max(dim=-1)                    # active, active
+        scores[rows] += best.double()
+        tokens[rows, step] = prev
         if out.attention is not None:
-            attention.append(out.attention)
-        state = out.state
-        done = done | (prev == EOS_ID)
-        if bool(done.all()):
+            if attention is None:
+                attention = out.attention.new_zeros(batch, tokens.size(1), src.size(1))
+            attention[rows, step] = out.attention
+        live = (prev != EOS_ID).nonzero().squeeze(1)              # active rows still going
+        if live.numel() == 0:
             break
-    tokens = torch.stack(words, dim=1)                            # batch x steps
-    attn = torch.stack(attention, dim=1) if attention else None   # batch x steps x S
-    return [_translation(tokens[i], float(scores[i]), attn, i, int(src_len[i]), options)
+        state = out.state
+        if live.numel() < rows.numel():
+            rows, prev = rows[live], prev[live]
+            state, memory = reorder(state, live), reorder(memory, live)
+    return [_translation(tokens[i], float(scores[i]), attention, i, int(src_len[i]), options)
             for i in range(batch)]
 
 
