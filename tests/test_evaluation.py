@@ -92,6 +92,7 @@ def test_evaluate_stage(tmp_path):
     assert set(search["systems"]) == {"greedy", "beam", "beam_unk"}
     assert search["no_unk_sentences"] == 4 and search["systems"]["beam"]["no_unk"]["n"] == 4
     assert search["systems"]["beam"]["all"]["bleu"] == corpus_scores(GOOD, REFS)["bleu"]
+    assert search["systems"]["beam"]["unk_removed"]["n"] == len(REFS)
     vs = search["systems"]["beam_unk"]["vs_baseline"]
     assert vs["baseline"] == "encdec-50" and vs["all"]["p_value"] < 0.05
     assert "vs_baseline" not in encdec["systems"]["beam"]
@@ -101,3 +102,10 @@ def test_evaluate_stage(tmp_path):
     assert sum(int(r["sentences"]) for r in rows) == len(REFS)
     assert float(rows[0]["beam"]) == corpus_scores(GOOD, REFS, [0, 1, 2, 4, 5, 6])["bleu"]
     assert rows[1]["sentences"] == "1"                # 14 words
+
+
+def test_remove_unk_deletes_the_unknown_token_and_keeps_punctuation():
+    from rnnsearch.evaluation.cell import remove_unk
+
+    assert remove_unk(["le <unk> chat", "<unk>", "il dit <unk>, puis <unk>.", ""]) == \
+        ["le chat", "", "il dit , puis .", ""]

@@ -6,7 +6,7 @@
      "has_attention",
      "sentences", "no_unk_sentences", "speed": {greedy: {sentences_per_s, ...}, ...},
      "systems": {<system>: {"all": {bleu, chrf, len_ratio, n, bleu_signature, chrf_signature},
-                            "no_unk": {...},
+                            "no_unk": {...}, "unk_removed": {...} (all, <unk> deleted),
                             "by_length": {"0-10": {bleu, chrf, len_ratio, n, step}, ...,
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.textio import read_lines
-from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.data.vocab import UNK, Vocabulary
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
 from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
 
@@ -65,7 +65,17 @@ def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dic
         by_length[bucket.label] = {**row, "step": bucket.step}
     by_length["signature"] = overall["bleu_signature"]
     return {"all": overall, "no_unk": corpus_scores(hyps, test.refs, test.no_unk, tok),
+            "unk_removed": corpus_scores(remove_unk(hyps), test.refs, tokenize=tok),
             "by_length": by_length}
+
+
+def remove_unk(hyps: Sequence[str]) -> list[str]:
+    """The hypotheses with every ``<unk>`` deleted (how e.g. Joey NMT scores its output).
+
+    The detokeniser may have glued punctuation to it (``<unk>,``), so the token is removed
+    wherever it occurs and the spaces are collapsed.
+    """
+    return [" ".join(hyp.replace(UNK, " ").split()) for hyp in hyps]
 
 
 def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name: str,
