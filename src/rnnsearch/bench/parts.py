@@ -111,6 +111,20 @@ def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[st
     return profile_shares(lambda: train_step(model, optimizer, work.batch(next(batches))), steps)
 
 
+def bf16_autocast_speed(config: ModelConfig, work: Workload, steps: int) -> float:
+    """Target tokens/s of ``steps`` training steps under ``torch.autocast("cpu", bfloat16)``
+    (after one warm-up step): the side-by-side number behind offering bf16 or not."""
+    torch.manual_seed(0)
+    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        train_step(model, optimizer, work.batch(0))
+        tokens, start = 0, time.perf_counter()
+        for index in range(1, steps + 1):
+            tokens += train_step(model, optimizer, work.batch(index))
+    return tokens / (time.perf_counter() - start)
+
+
 def training_part(data: str, model: str, windows: int, window_steps: int,
                   decode_single: int, tiny: bool = False) -> dict[str, Any]:
     """Throughput, padding, arithmetic (and for the reference model, decoding) of one model."""
@@ -126,6 +140,8 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     if decode_single:
         result["decoding"] = decoding(speed.model, work, decode_single)
         result["peak_rss_mb_decoding"] = peak_rss_mb()
+        result["bf16_autocast_tokens_per_s"] = bf16_autocast_speed(
+            reference_config(model), work, 1 if tiny else 3)
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
     if decode_single:
