@@ -25,6 +25,7 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert search["peak_rss_mb_training"] > 50
     assert search["bf16_autocast_tokens_per_s"] > 0
     assert [row["pairs"] for row in data["scaling"]["epochs"]] == [64, 128]
+    assert set(data["seconds"]) >= {"training search", "epoch scaling", "attention scaling"}
     profile = search["profile"]
     assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
     assert profile["categories"]["GEMM (mm, addmm, bmm)"]["ms"] > 0

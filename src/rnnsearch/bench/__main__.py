@@ -48,24 +48,31 @@ def machine() -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Every measurement; the reference (search) model also decodes."""
+    """Every measurement; the reference (search) model also decodes. ``seconds``: per part."""
     tiny = args.tiny
     data = str(tokenized_multi30k(Path(args.cache), args.mirror))
     windows, steps = (2, 2) if tiny else (5, 30)
-    results: dict[str, Any] = {"machine": machine(), "models": {}}
+    results: dict[str, Any] = {"machine": machine(), "models": {}, "seconds": {}}
+
+    def part(name: str, function: Callable[..., dict[str, Any]], *part_args: Any) -> dict[str, Any]:
+        print(f"bench: {name} ...", flush=True)
+        start = time.perf_counter()
+        result = function(*part_args)
+        results["seconds"][name] = round(time.perf_counter() - start, 1)
+        return result
+
     for model in MODELS:
-        print(f"bench: training {model} ...", flush=True)
         single = (5 if tiny else 100) if model == "search" else 0
         window_steps = steps if model == "search" else max(2, steps // 2)
-        results["models"][model] = _in_fresh_process(
-            parts.training_part, data, model, windows, window_steps, single, tiny)
-    print("bench: epoch scaling, attention scaling ...", flush=True)
-    results["scaling"] = _in_fresh_process(parts.epoch_scaling, data,
-                                           [64, 128] if tiny else [2500, 5000, 10000])
-    results["scaling"].update(parts.attention_scaling([5, 10] if tiny else [10, 20, 40, 80]))
+        results["models"][model] = part(f"training {model}", _in_fresh_process, parts.training_part,
+                                        data, model, windows, window_steps, single, tiny)
+    results["scaling"] = part("epoch scaling", _in_fresh_process, parts.epoch_scaling, data,
+                              [64, 128] if tiny else [1500, 3000, 6000])
+    results["scaling"].update(part("attention scaling", parts.attention_scaling,
+                                   [5, 10] if tiny else [10, 20, 40, 80]))
     if not args.skip_hansard:
-        print("bench: tokenising the Hansard train split ...", flush=True)
-        results["tokenize"] = parts.hansard_tokenization(args.mirror)
+        results["tokenize"] = part("tokenising the Hansard train split",
+                                   parts.hansard_tokenization, args.mirror)
     return results
 
 

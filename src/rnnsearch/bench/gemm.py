@@ -41,14 +41,14 @@ def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
 
 
 def measure_model_gemms(gemms: list[Gemm], dtype: torch.dtype = torch.float32,
-                        window_s: float = 0.05) -> list[GemmRate]:
+                        window_s: float = 0.05, windows: int = 5) -> list[GemmRate]:
     """The rate of each distinct GEMM shape of a model (shapes measured once)."""
     cache: dict[tuple[int, int, int], float] = {}
     rates = []
     for gemm in gemms:
         key = (gemm.m, gemm.k, gemm.n)
         if key not in cache:
-            cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s)
+            cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s, windows=windows)
         rates.append(GemmRate(gemm, cache[key]))
     return rates
 

@@ -60,7 +60,10 @@ def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, An
                          "mflop_per_token": r.gemm.flops_per_token / 1e6, "gflops_fp32": r.gflops}
                         for r in fp32],
               "bf16_native": bf16_supported()}
-    bf16 = measure_model_gemms(gemms, torch.bfloat16, window_s)
+    # emulated bf16 products are tens of times slower (a second per call for the output
+    # layer): one timed window is plenty to tell
+    bf16 = measure_model_gemms(gemms, torch.bfloat16, window_s,
+                               windows=5 if bf16_supported() else 1)
     result.update(gemm_gflops_bf16=effective_gflops(bf16),
                   roofline_tokens_per_s_bf16=roofline_tokens_per_second(bf16))
     return result
@@ -141,7 +144,7 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
         result["decoding"] = decoding(speed.model, work, decode_single)
         result["peak_rss_mb_decoding"] = peak_rss_mb()
         result["bf16_autocast_tokens_per_s"] = bf16_autocast_speed(
-            reference_config(model), work, 1 if tiny else 3)
+            reference_config(model), work, 1 if tiny else 2)
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
     if decode_single:

@@ -115,4 +115,7 @@ def markdown_report(results: dict[str, Any]) -> str:
     lines += _table(["source = target length", "attention fwd+bwd ms (batch 64)", "us per (S x T) cell"],
                     [[r["length"], f"{r['seconds'] * 1e3:.1f}", f"{r['us_per_cell']:.2f}"]
                      for r in results["scaling"]["attention"]])
+    if results.get("seconds"):
+        lines += ["", "Bench time by part: " + ", ".join(
+            f"{name} {seconds:.0f} s" for name, seconds in results["seconds"].items()) + "."]
     return "\n".join(lines) + "\n"
