@@ -20,13 +20,12 @@ from rnnsearch.bench.gemm import (bf16_supported, effective_gflops, measure_mode
                                   roofline_tokens_per_second)
 from rnnsearch.bench.profile import profile_shares
 from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_training,
-                                      reference_config, train_step)
+                                      new_training, reference_config, train_step)
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
 from rnnsearch.data.tokenize import tokenize_lines
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
-from rnnsearch.models import build_model
 from rnnsearch.models.attention import Attention
 from rnnsearch.training.data import bucket_batches
 
@@ -106,9 +105,7 @@ def _decode(model: torch.nn.Module, sources: list, method: str, options: SearchO
 
 def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[str, Any]:
     """Profiler breakdown of ``steps`` training steps of ``config`` (after one warm-up step)."""
-    torch.manual_seed(0)
-    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model, optimizer = new_training(config, work)
     train_step(model, optimizer, work.batch(0))
     batches = iter(range(1, steps + 1))
     return profile_shares(lambda: train_step(model, optimizer, work.batch(next(batches))), steps)
@@ -117,9 +114,7 @@ def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[st
 def bf16_autocast_speed(config: ModelConfig, work: Workload, steps: int) -> float:
     """Target tokens/s of ``steps`` training steps under ``torch.autocast("cpu", bfloat16)``
     (after one warm-up step): the side-by-side number behind offering bf16 or not."""
-    torch.manual_seed(0)
-    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model, optimizer = new_training(config, work)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         train_step(model, optimizer, work.batch(0))
         tokens, start = 0, time.perf_counter()
@@ -158,10 +153,7 @@ def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
     rows = []
     for size in sizes:
         subset = load_subset(work, size)
-        torch.manual_seed(0)
-        model = build_model(reference_config("search"), len(work.src_vocab),
-                            len(work.tgt_vocab)).train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        model, optimizer = new_training(reference_config("search"), work)
         start = time.perf_counter()
         for index in range(len(subset.batches)):
             train_step(model, optimizer, subset.batch(index))

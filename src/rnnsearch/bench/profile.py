@@ -53,10 +53,7 @@ def profile_shares(work: Callable[[], Any], repeats: int) -> dict[str, Any]:
         if event.key in PHASES:
             phases[event.key] = event.cpu_time_total / 1e3 / repeats
             continue
-        if event.key.startswith("aten::") or event.key.startswith("autograd::"):
-            name = category(event.key)
-        else:
-            name = "other"
+        name = category(event.key)
         by_category[name] = by_category.get(name, 0.0) + event.self_cpu_time_total / 1e3 / repeats
     total = sum(by_category.values())
     return {"ms_per_repeat": total, "repeats": repeats,

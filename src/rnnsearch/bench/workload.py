@@ -107,12 +107,19 @@ class TrainingSpeed:
     model: torch.nn.Module
 
 
+def new_training(config: ModelConfig, work: Workload, seed: int = 0
+                 ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """A freshly initialised model of ``config`` for ``work``'s vocabularies (seeded), in train
+    mode, with the benchmark's optimiser (Adam, lr 1e-3)."""
+    torch.manual_seed(seed)
+    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
 def measure_training(config: ModelConfig, work: Workload, windows: int = 5, window_steps: int = 20,
                      warmup: int = 5, seed: int = 0) -> TrainingSpeed:
     """Train ``config`` with Adam on real batches; target tokens/s per window of steps."""
-    torch.manual_seed(seed)
-    model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model, optimizer = new_training(config, work, seed)
     rates, step = [], 0
     for window in range(-1, windows):
         steps = warmup if window < 0 else window_steps
