@@ -1,7 +1,6 @@
 """The embed stage: word2vec options reach gensim, vocabulary alignment, evaluation, the script."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 from collections import Counter
@@ -14,8 +13,10 @@ from gensim.models import KeyedVectors, Word2Vec
 from rnnsearch.config.embed import EmbedConfig, ProbeWords
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.embeddings.evaluation import nearest_neighbours, pca_2d, word_similarity
-from rnnsearch.embeddings.stage import embed_corpus
 from rnnsearch.embeddings.word2vec import vocab_arrays
+from rnnsearch.stages import embed
+from rnnsearch.stages.embed import embed_corpus
+from rnnsearch.stages.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
 EN = "the a man dog cat sees runs red big water street tiger love sex book paper".split()
@@ -35,11 +36,8 @@ def tokenized(tmp_path: Path) -> Path:
 
 
 def embed_main(*args: str) -> int:
-    """Run ``pipeline/embed.py`` in this process (a subprocess would import the stack again)."""
-    spec = importlib.util.spec_from_file_location("embed_stage", REPO / "pipeline" / "embed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(args))
+    """Run the embed stage in this process (a subprocess would import the stack again)."""
+    return run(embed.STAGE, list(args))
 
 
 def small_config(**overrides) -> EmbedConfig:

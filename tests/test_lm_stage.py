@@ -2,7 +2,6 @@
 the embed and pretrain_lm stages failing with both shapes."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import torch
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.transfer import load_lm_into_decoder
+from rnnsearch.stages import pretrain_lm
+from rnnsearch.stages.runner import run
 from test_lm_training import lm_data_dir  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,11 +30,8 @@ PARAMS = """pretrain_lm:
 
 
 def lm_main(*args: str) -> int:
-    """Run ``pipeline/pretrain_lm.py`` in this process."""
-    spec = importlib.util.spec_from_file_location("lm_stage", REPO / "pipeline" / "pretrain_lm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(args))
+    """Run the pretrain_lm stage in this process."""
+    return run(pretrain_lm.STAGE, list(args))
 
 
 def write_vectors(embed_dir: Path, vocab_size: int, dim: int) -> None:

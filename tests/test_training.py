@@ -184,7 +184,7 @@ def test_killed_run_resumes_from_last_checkpoint_to_the_same_step_count(corpus, 
 
 def test_changed_params_start_afresh(corpus, tmp_path, monkeypatch):
     out = tmp_path / "search-12"
-    monkeypatch.setattr(run_module, "_read_run", lambda d: {"fingerprint": "other", "finished": False})
+    monkeypatch.setattr(run_module, "read_run", lambda d: {"fingerprint": "other", "finished": False})
     (out).mkdir()
     (out / "last.ckpt").write_text("stale")
     metrics = train_cell(config(budget={"max_steps": 2, "val_every_steps": 2}), "search", 12, corpus, out)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import subprocess
@@ -70,26 +71,62 @@ def git_commit() -> str:
 def run_tags(stage: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The tags every run gets: stage, git commit and (under ``dvc exp run``) the experiment."""
     commit = git_commit()
-    tags = {"stage": stage, "git_commit": commit, "mlflow.source.git.commit": commit}
+    tags = {"stage": stage, "git_commit": commit, "mlflow.source.git.commit": commit,
+            **environment_tags()}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     tags.update(extra or {})
     return tags
 
 
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Serialise the first use of a SQLite store across processes.
+
+    MLflow creates a new store's tables (and migrates an old one) when a process first opens
+    it, without a lock of its own: two stages started together on a new ``mlflow.db`` then
+    both try, and one dies with ``table runs already exists``. A file lock beside the
+    database makes the second wait until the first has finished; other stores need none.
+    """
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    database = Path(uri.removeprefix("sqlite:///"))
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with open(database.with_name(database.name + ".lock"), "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def environment_tags() -> dict[str, str]:
+    """The machine and numeric libraries (see :mod:`rnnsearch.environment`) as
+    ``env.<name>`` tags, so runs whose last digits differ can be told apart in the UI."""
+    from rnnsearch.environment import describe_environment
+
+    flat = flatten_params(describe_environment())
+    return {f"env.{key}": str(value) for key, value in flat.items()}
+
+
 def configure() -> None:
-    """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`."""
+    """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`.
+
+    The store is opened (its tables created) and the experiment created under
+    :func:`store_lock`, so stages started together on a new store do not collide.
+    """
     import mlflow
 
     uri = tracking_uri()
     mlflow.set_tracking_uri(uri)
     name = experiment_name()
-    if uri.startswith("sqlite:") and mlflow.get_experiment_by_name(name) is None:
-        # Artifacts beside the store, by absolute path, whatever the working directory.
-        location = (repo_root() / "mlartifacts").as_uri()
-        with contextlib.suppress(Exception):  # another stage may create it concurrently
+    with store_lock(uri):
+        if uri.startswith("sqlite:") and mlflow.get_experiment_by_name(name) is None:
+            # Artifacts beside the store, by absolute path, whatever the working directory.
+            location = (repo_root() / "mlartifacts").as_uri()
             mlflow.create_experiment(name, artifact_location=location)
-    mlflow.set_experiment(name)
+        mlflow.set_experiment(name)
 
 
 def flatten_params(obj: Any, prefix: str = "") -> dict[str, Any]:

@@ -20,9 +20,9 @@ from rnnsearch.config.base import from_dict
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
-from rnnsearch.data.prepare import prepare_corpus
+from rnnsearch.stages.prepare import prepare_corpus
 from rnnsearch.data.textio import atomic_dir, write_json
-from rnnsearch.data.tokenize_corpus import build_vocabularies, tokenize_splits
+from rnnsearch.stages.tokenize import build_vocabularies, tokenize_splits
 from rnnsearch.data.vocab import PAD_ID, Vocabulary
 from rnnsearch.models import build_model
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs

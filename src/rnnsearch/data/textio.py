@@ -30,8 +30,17 @@ def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+BOM = "\ufeff"
+
+
 def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file (``.gz`` or plain), without their line endings."""
+    """All lines of a UTF-8 text file (``.gz`` or plain), without their line endings.
+
+    Lines end at ``\n`` only (a ``\r`` before it is dropped too), never at the other
+    characters :meth:`str.splitlines` breaks on (U+2028, ``\x0b``, ``\x1c``, ...), so line ``i``
+    is always sentence ``i`` of a file written one sentence per line. A UTF-8 byte order mark
+    at the start of the file is dropped rather than kept as part of the first word.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
@@ -40,7 +49,8 @@ def read_lines(path: str | Path) -> list[str]:
         with _open_binary(path) as handle:
             for number, raw in enumerate(handle, 1):
                 try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                    line = raw.decode("utf-8").rstrip("\r\n")
+                    lines.append(line.removeprefix(BOM) if number == 1 else line)
                 except UnicodeDecodeError as err:
                     raise DataError(f"{path}:{number}: invalid UTF-8 ({err.reason} at byte "
                                     f"{err.start})") from err
@@ -97,7 +107,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -121,3 +131,15 @@ def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue())
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content; a missing, truncated or non-JSON file is a :class:`DataError`
+    naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: not valid JSON ({err})") from err

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -125,35 +125,34 @@ def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
     return trainer, best
 
 
-def mlflow_logger(run_id: str | None) -> MLFlowLogger:
-    """Lightning's MLflow logger on the project's store; ``run_id`` continues a run."""
-    tracking.configure()
-    return MLFlowLogger(experiment_name=tracking.experiment_name(), run_name="pretrain_lm",
-                        tracking_uri=tracking.tracking_uri(), tags=tracking.run_tags("pretrain_lm"),
-                        run_id=run_id)
-
-
 def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Path | None = None,
-             use_mlflow: bool = True, callbacks: Sequence[Callback] = ()) -> LMRun:
-    """Train (or resume) and return the model with the best dev perplexity seen."""
+             make_logger: Callable[[str | None], MLFlowLogger] | None = None,
+             callbacks: Sequence[Callback] = ()) -> LMRun:
+    """Train (or resume) and return the model with the best dev perplexity seen.
+
+    ``make_logger(run_id)``: the MLflow logger (``run_id`` of the run to continue when
+    resuming, else None); without it nothing is logged. The previous run's checkpoints are
+    replaced only once the model and the Trainer have been built, so a bad value that fails
+    there leaves them in place.
+    """
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
     files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
     fp = fingerprint(cfg, files)
     stamp = resumable(ckpt_dir, fp)
-    if stamp is None:  # a stale best.ckpt must not compete with this run's
-        for name in ("last.ckpt", "best.ckpt"):
-            (ckpt_dir / name).unlink(missing_ok=True)
     model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
     train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
     dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
-    logger: Logger | bool = mlflow_logger(stamp and stamp.get("run_id")) if use_mlflow else False
+    logger: Logger | bool = make_logger(stamp and stamp.get("run_id")) if make_logger else False
     run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
-    if isinstance(logger, MLFlowLogger) and stamp is None:
-        logger.log_hyperparams(tracking.flatten_params(cfg))
     info = RunInfo({"fingerprint": fp, "run_id": run_id})
     trainer, best = build_trainer(cfg, ckpt_dir, logger, [info, RewindStream(train), *callbacks])
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    if stamp is None:  # a stale best.ckpt must not compete with this run's
+        for name in ("last.ckpt", "best.ckpt"):
+            (ckpt_dir / name).unlink(missing_ok=True)
+    if isinstance(logger, MLFlowLogger) and stamp is None:
+        logger.log_hyperparams(tracking.flatten_params(cfg))
     with warnings.catch_warnings():  # RewindStream makes a mid-epoch restore exact
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         trainer.fit(LMTask(model, cfg.lr), train, dev,
@@ -185,18 +184,3 @@ def lm_metrics(cfg: PretrainLMConfig, run: LMRun, data: LMData) -> dict[str, Any
     if run.embedding_coverage is not None:
         metrics["embedding_init_coverage"] = run.embedding_coverage
     return metrics
-
-
-def log_results(run_id: str, metrics: dict[str, Any], curves: dict[str, list[float]],
-                figure: Any) -> None:
-    """Add the final metrics and the gradient-flow curves (``grad_flow/<cell>``, step = k) and
-    figure to the training run ``run_id``."""
-    import mlflow
-
-    tracking.configure()
-    with mlflow.start_run(run_id=run_id):
-        tracking.log_numeric_metrics(metrics)
-        for k in range(len(next(iter(curves.values())))):
-            mlflow.log_metrics({f"grad_flow/{cell}": norms[k] for cell, norms in curves.items()},
-                               step=k)
-        mlflow.log_figure(figure, "lm/gradient_flow.png")

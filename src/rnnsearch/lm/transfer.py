@@ -21,7 +21,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from rnnsearch.data.textio import DataError
 from rnnsearch.lm.model import LanguageModel
+from rnnsearch.models.files import check_state_dict, read_torch_dict
 from rnnsearch.models.rnn import RNN_CLASSES
 
 
@@ -30,7 +32,7 @@ def save_decoder_init(model: LanguageModel, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     torch.save({"meta": model.meta(), "state_dict": state}, tmp)
     os.replace(tmp, path)
 
@@ -79,11 +81,30 @@ def _copy_one(name: str, source: torch.Tensor, target: torch.Tensor) -> int:
     return source.numel()
 
 
+LM_FILE = "a decoder_init.pt of the pretrain_lm stage"
+RERUN_LM = "rerun the pretrain_lm stage (dvc repro pretrain_lm)"
+META_KEYS = ("cell",)
+STATE_KEYS = ("embedding.weight", "rnn.weight_hh_l0")
+
+
+def read_decoder_init(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """``(meta, state_dict)`` of ``decoder_init.pt``; an unreadable or incomplete file raises
+    :class:`~rnnsearch.data.textio.DataError` naming it."""
+    saved = read_torch_dict(path, ("meta", "state_dict"), LM_FILE, RERUN_LM)
+    meta, state = saved["meta"], check_state_dict(path, saved["state_dict"], LM_FILE, RERUN_LM)
+    for key in META_KEYS:
+        if not isinstance(meta, dict) or key not in meta:
+            raise DataError(f"{path}: no 'meta.{key}', not {LM_FILE}; {RERUN_LM}")
+    for key in STATE_KEYS:
+        if key not in state:
+            raise DataError(f"{path}: no 'state_dict.{key}', not {LM_FILE}; {RERUN_LM}")
+    return meta, state
+
+
 def load_lm_into_decoder(decoder: nn.Module, path: str | Path) -> float:
     """Initialise ``decoder`` from ``decoder_init.pt``; return the fraction of its parameters
     (elements) that came from the LM. Raises ``ValueError`` naming both shapes on a mismatch."""
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    meta, state = saved["meta"], saved["state_dict"]
+    meta, state = read_decoder_init(path)
     check_compatible(meta, state, decoder)
     params = dict(decoder.named_parameters())
     copied = 0

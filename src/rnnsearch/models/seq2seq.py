@@ -6,6 +6,7 @@ inputs: nothing is cached on the module), or ``forward`` for teacher forcing. Se
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import torch
 from torch import Tensor, nn
 
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.textio import DataError
 from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder
 from rnnsearch.models.encoder import Encoder
+from rnnsearch.models.files import check_state_dict, read_torch_dict
 from rnnsearch.models.rnn import orthogonal_init_
 from rnnsearch.models.state import DecoderState, Memory
 
@@ -71,19 +74,47 @@ def save_model(model: Seq2Seq, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")   # a kill never leaves half a file
     torch.save({"config": model.config.to_dict(), "src_vocab": model.src_vocab,
-                "tgt_vocab": model.tgt_vocab, "state_dict": state}, path)
+                "tgt_vocab": model.tgt_vocab, "state_dict": state}, tmp)
+    os.replace(tmp, path)
+
+
+MODEL_FILE = "a model file of the train stage"
+RETRAIN = "rerun the train stage that writes it (dvc repro train@<model>-<max_len>)"
+
+
+def _vocab_size(path: Path, data: dict[str, Any], side: str, state: dict[str, Tensor]) -> int:
+    """The ``src``/``tgt`` vocabulary size: saved, or the embedding's row count."""
+    if f"{side}_vocab" in data:
+        return int(data[f"{side}_vocab"])
+    weight = state.get(f"{'encoder' if side == 'src' else 'decoder'}.embedding.weight")
+    if weight is None:
+        raise DataError(f"{path}: no '{side}_vocab' and no embedding weights: not {MODEL_FILE}; "
+                        f"{RETRAIN}")
+    return weight.shape[0]
 
 
 def load_model(path: str | Path, map_location: Any = "cpu") -> Seq2Seq:
-    """Rebuild a model written by :func:`save_model`, in eval mode."""
-    data = torch.load(path, map_location=map_location, weights_only=True)
-    for key in ("config", "state_dict"):
-        if key not in data:
-            raise ValueError(f"{path}: not a model file (no '{key}')")
-    state = data["state_dict"]
-    src_vocab = data.get("src_vocab", state["encoder.embedding.weight"].shape[0])
-    tgt_vocab = data.get("tgt_vocab", state["decoder.embedding.weight"].shape[0])
-    model = build_model(ModelConfig.from_dict(data["config"], f"{path}:config"), src_vocab, tgt_vocab)
-    model.load_state_dict(state)
-    return model.eval()
+    """Rebuild a model written by :func:`save_model`, in eval mode.
+
+    A file that is missing, a directory, empty, truncated, or a PyTorch file of anything but a
+    model raises :class:`~rnnsearch.data.textio.DataError` naming ``path``.
+    """
+    path = Path(path)
+    data = read_torch_dict(path, ("config", "state_dict"), MODEL_FILE, RETRAIN)
+    state = check_state_dict(path, data["state_dict"], MODEL_FILE, RETRAIN)
+    sizes = [_vocab_size(path, data, side, state) for side in ("src", "tgt")]
+    model = build_model(ModelConfig.from_dict(data["config"], f"{path}:config"), *sizes)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:
+        raise DataError(f"{path}: its weights do not fit its own config "
+                        f"({_first_line(err)}); {RETRAIN}") from err
+    return model.to(map_location).eval()
+
+
+def _first_line(err: BaseException) -> str:
+    """The first informative line of a ``load_state_dict`` error."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[1] if len(lines) > 1 else (lines[0] if lines else type(err).__name__)

@@ -1,5 +1,5 @@
 """Reporting: the papers' tables (Markdown, LaTeX) and figures (PNG) from metrics files only."""
 from rnnsearch.reporting.inputs import ReportInputs
-from rnnsearch.reporting.write import write_report
+from rnnsearch.reporting.write import RESULTS, write_report
 
-__all__ = ["ReportInputs", "write_report"]
+__all__ = ["RESULTS", "ReportInputs", "write_report"]

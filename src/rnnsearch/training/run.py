@@ -10,6 +10,10 @@ interruption (the output directory is ``persist: true``), a matching, unfinished
 ``<out>/last.ckpt`` (steps, optimiser, elapsed time budget, best dev score) and logs into the same
 MLflow run. Anything else (changed params or data, or a finished run rerun because code changed)
 starts afresh.
+
+Nothing of the previous run is lost to a failed start: its resume state is replaced only after
+the data, the model and the Trainer have been built, and the running run keeps its best model in
+``model.pt.partial``, which replaces ``model.pt`` only when the run finishes.
 """
 from __future__ import annotations
 
@@ -26,16 +30,20 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, Timer, TQDMProgressBar
 from pytorch_lightning.loggers import MLFlowLogger
+from pytorch_lightning.utilities import rank_zero_info, rank_zero_warn
 
 from rnnsearch import tracking
 from rnnsearch.config.base import ConfigError, require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
+from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
+from rnnsearch.training.checkpoints import check_checkpoint
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.module import TranslationTask
 
 RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
+PARTIAL = "model.pt.partial"   # the running run's best model; becomes model.pt when it finishes
 
 
 def initialise(model: Seq2Seq, init: InitConfig, embed_dir: str | Path | None,
@@ -77,33 +85,65 @@ def _is_main_process() -> bool:
     return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
 
 
-def _read_run(out_dir: Path) -> dict[str, Any]:
+def read_run(out_dir: Path) -> dict[str, Any]:
+    """``run.json`` of the previous run; {} when there is none or it cannot be read (a warning
+    says so: the run then starts afresh, which is safe, since the model it made is replaced only
+    when the new run finishes)."""
     path = out_dir / RUN_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        rank_zero_warn(f"{path}: unreadable ({err}); starting this cell afresh")
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _write_run(out_dir: Path, **info: Any) -> None:
     if _is_main_process():
-        (out_dir / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        write_json(out_dir / RUN_FILE, info)
 
 
-def prepare_resume(out_dir: Path, print_: Any, fp: str) -> dict[str, Any]:
-    """The previous run's info when it can be resumed; otherwise clear its files and return {}."""
-    info = _read_run(out_dir)
-    if info.get("fingerprint") == fp and not info.get("finished") and (out_dir / LAST).is_file():
-        print_(f"resuming from {out_dir / LAST}")
-        return info
+def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
+    """The previous run's info when it can be resumed (same fingerprint, unfinished, with a
+    readable ``last.ckpt``), else {}. Reads only: nothing is deleted here."""
+    info = read_run(out_dir)
+    if info.get("fingerprint") != fp or info.get("finished") or not (out_dir / LAST).is_file():
+        return {}
+    try:
+        check_checkpoint(out_dir / LAST)
+    except DataError as err:
+        rank_zero_warn(f"{err}; starting this cell afresh")
+        return {}
+    rank_zero_info(f"resuming from {out_dir / LAST}")
+    return info
+
+
+def clear_stale_run(out_dir: Path) -> None:
+    """Remove the resume state of an earlier run that cannot be continued (its ``model.pt``
+    stays until this run's model replaces it)."""
     if _is_main_process():
-        for name in (LAST, MODEL, RUN_FILE):
+        for name in (LAST, PARTIAL, RUN_FILE):
             (out_dir / name).unlink(missing_ok=True)
-    return {}
+
+
+def promote_model(out_dir: Path) -> None:
+    """Put the finished run's best model in place of the previous ``model.pt`` (one rename)."""
+    if not _is_main_process():
+        return
+    partial = out_dir / PARTIAL
+    if not partial.is_file():
+        raise DataError(f"{partial}: the run's best model is missing (deleted while the run was "
+                        f"interrupted?); delete {out_dir / RUN_FILE} to train this cell afresh")
+    os.replace(partial, out_dir / MODEL)
 
 
 def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, Timer, list]:
     """Best-dev ``model.pt``, the time budget, ``last.ckpt``, early stopping, a progress bar."""
     b = config.budget
     monitor, mode = ("val/bleu", "max") if b.monitor == "bleu" else ("val/loss", "min")
-    saver = BestModelSaver(out_dir / MODEL, monitor, mode)
+    saver = BestModelSaver(out_dir / PARTIAL, monitor, mode)
     timer = Timer(duration=timedelta(minutes=b.max_minutes) if b.max_minutes > 0 else None,
                   interval="step", verbose=False)
     callbacks = [saver, timer, ModelCheckpoint(dirpath=out_dir, save_last=True, save_top_k=0,
@@ -155,6 +195,7 @@ def hyperparameters(config: TrainConfig, model: Seq2Seq, cell: str, model_name: 
 
 def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
     """Lightning's MLflow logger on the project's store; ``run_id`` continues a resumed run."""
+    tracking.configure()      # opens the store under its lock (safe with concurrent stages)
     return MLFlowLogger(experiment_name=tracking.experiment_name(),
                         tracking_uri=tracking.tracking_uri(), run_name=cell,
                         tags=tracking.run_tags("train", {"cell": cell}), run_id=run_id)
@@ -171,15 +212,17 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                              config.data.dev_bleu_sentences)
     require(dev_bleu is not None or config.budget.monitor != "bleu", "train.budget.monitor",
             "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
-    out_dir.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(config, model_name, max_len, data_dir)
-    previous = prepare_resume(out_dir, print if _is_main_process() else (lambda *_: None), fp)
+    previous = resumable_run(out_dir, fp)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
         config.trainer.log_every_steps)
     saver, timer, callbacks = make_callbacks(config, out_dir)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not previous:          # every check has passed: only now replace the old resume state
+        clear_stale_run(out_dir)
     run_id = logger.run_id if _is_main_process() else None
     _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
     trainer.fit(task, datamodule=data, ckpt_path=str(out_dir / LAST) if previous else None)
@@ -196,5 +239,6 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
         logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
                            {"train/tokens_per_s_mean": task.tokens_per_second},
                            step=trainer.global_step)
+    promote_model(out_dir)
     _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
     return metrics

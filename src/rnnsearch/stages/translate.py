@@ -1,4 +1,7 @@
-"""The translate stage's work for one grid cell: decode, time, and write what later stages read.
+"""DVC stage ``translate`` (one grid cell): decode the tokenised test set greedily and with beam
+search; write hypotheses, n-best lists, attention, decode speed and alignment samples.
+
+    python pipeline/translate.py --cell search-50
 
 Files written under the cell's output folder (``data/translations/<cell>/``):
 
@@ -17,18 +20,22 @@ draw Figure 3 without loading a model.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from rnnsearch import tracking
+from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.translate import TranslateConfig
-from rnnsearch.data.textio import write_json, write_lines
+from rnnsearch.data.textio import read_lines, write_json, write_lines
 from rnnsearch.data.tokenize import detokenize
 from rnnsearch.decoding.corpus import CorpusResult
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
+from rnnsearch.stages.runner import Stage, StageContext
 
 
 def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
@@ -134,3 +141,49 @@ def write_meta(path: Path, cell: str, translator: Translator, cfg: TranslateConf
             "systems": systems, "search": dataclasses.asdict(cfg.search), "speed": speed}
     write_json(path, meta)
     return meta
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cell", required=True, help="grid cell, e.g. search-50")
+    parser.add_argument("--models", type=Path, default=Path("data/models"))
+    parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--out", type=Path, default=Path("data/translations"))
+    parser.add_argument("--alignments", type=Path, default=Path("metrics/alignments"))
+
+
+def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Translator,
+                  sources: list[list[str]], results: dict[str, CorpusResult],
+                  cfg: TranslateConfig, tgt_lang: str) -> dict[str, Any]:
+    """The cell's translations folder (atomically) and its alignment samples; returns the speed."""
+    speed = measure_speed(translator, sources, results, cfg)
+    indices = sample_indices(sources, cfg)
+    with ctx.output_dir(args.out / args.cell) as tmp:
+        systems = write_systems(tmp, translator, sources, results, cfg, tgt_lang)
+        kept = range(len(sources)) if cfg.attention == "all" else indices
+        write_attention(tmp / "attention.npz", results, [] if cfg.attention == "none" else kept)
+        write_meta(tmp / "meta.json", args.cell, translator, cfg, systems, speed, len(sources))
+    ctx.write_json(args.alignments / f"{args.cell}.json",
+                   {"cell": args.cell,
+                    "samples": alignment_samples(translator, sources, results, indices)})
+    return speed
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Decode the test set with every method, write the outputs, log the decode speed."""
+    cfg = ctx.section(TranslateConfig)
+    tgt_lang = ctx.section(PrepareConfig, "prepare").tgt_lang
+    translator = Translator.load(args.models / args.cell / "model.pt", args.tokenized,
+                                 cfg.source_eos)
+    lines = read_lines(args.tokenized / "test.src")
+    sources = [line.split() for line in lines[: cfg.max_sentences or None]]
+    results = decode_all(translator, sources, cfg)
+    speed = write_outputs(args, ctx, translator, sources, results, cfg, tgt_lang)
+    for name, row in speed.items():
+        print(f"translate {args.cell}: {name}: {row['sentences_per_s']} sentences/s "
+              f"(batch {row['batch_size']}, {row['sentences']} sentences)")
+    with ctx.mlflow_run(cfg, run_name=f"translate-{args.cell}", tags={"cell": args.cell}):
+        tracking.log_numeric_metrics({"speed": speed})
+
+
+STAGE = Stage("translate", __doc__, add_arguments,
+              lambda a: [a.out / a.cell, a.alignments / f"{a.cell}.json"], body)

@@ -1,13 +1,21 @@
-"""The prepare stage's work: locate, verify, clean and sample each split of a corpus."""
+"""DVC stage ``prepare``: corpus -> cleaned, sampled train/dev/test text (``data/prepared``).
+
+Each split is located (local mirror, cache or download), verified, cleaned and sampled (the test
+split optionally stratified by length); ``meta.json`` records the languages and every split's
+statistics.
+"""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+from rnnsearch import tracking
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.data.clean import CleanRules, clean_pairs, sample_indices, stratified_indices
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
 from rnnsearch.data.textio import read_parallel, write_lines
+from rnnsearch.stages.runner import Stage, StageContext
 
 
 def _select(cfg: PrepareConfig, split: str, src: list[str]) -> tuple[list[int], dict[str, Any]]:
@@ -44,3 +52,27 @@ def prepare_corpus(cfg: PrepareConfig, out_dir: Path) -> dict[str, Any]:
     splits = {split: prepare_split(cfg, split, out_dir) for split in SPLITS}
     return {"corpus": cfg.corpus, "src_lang": cfg.src_lang, "tgt_lang": cfg.tgt_lang,
             "splits": splits}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("data/prepared"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/prepare.json"))
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Prepare every split into ``args.out`` (atomically), then metrics and the MLflow run."""
+    cfg = ctx.section(PrepareConfig)
+    with ctx.output_dir(args.out) as tmp:
+        meta = prepare_corpus(cfg, tmp)
+        ctx.write_json(tmp / "meta.json", meta)
+    metrics = {split: {k: v for k, v in s.items() if k != "files"}
+               for split, s in meta["splits"].items()}
+    ctx.write_metrics(args.metrics, metrics)
+    for split, stats in metrics.items():
+        print(f"{split:5s}: {stats['raw_pairs']:>9,} raw, dropped {stats['dropped']}, "
+              f"kept {stats['pairs']:,}")
+    with ctx.mlflow_run(cfg):
+        tracking.log_numeric_metrics(metrics)
+
+
+STAGE = Stage("prepare", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)

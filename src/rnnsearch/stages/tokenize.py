@@ -1,29 +1,32 @@
-"""The tokenize stage's work: tokenise prepared splits, build vocabularies, measure them."""
+"""DVC stage ``tokenize``: prepared text -> Moses tokens + vocabularies (``data/tokenized``).
+
+Tokenises every split and side, builds the vocabularies from the training split, measures
+pairs, OOV rates and lengths (``metrics/tokenize.json``) and the length histogram (the DVC plot
+``plots/lengths.csv`` and an MLflow figure).
+"""
 from __future__ import annotations
 
-import json
+import argparse
+import time
 from pathlib import Path
 from typing import Any
 
+from rnnsearch import tracking
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.data.corpora import SPLITS
-from rnnsearch.data.textio import read_lines, write_lines
+from rnnsearch.data.meta import read_languages
+from rnnsearch.data.textio import read_lines, write_csv, write_lines
 from rnnsearch.data.tokenize import (count_words, length_histogram, length_stats, oov_rate,
                                      tokenize_lines)
 from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.stages.runner import Stage, StageContext
 
 SIDES = ("src", "tgt")
 
 
-def read_languages(prepared: Path) -> dict[str, str]:
-    """``{"src": lang, "tgt": lang}`` from the prepare stage's ``meta.json``."""
-    meta = json.loads((prepared / "meta.json").read_text(encoding="utf-8"))
-    return {"src": meta["src_lang"], "tgt": meta["tgt_lang"]}
-
-
 def tokenize_splits(cfg: TokenizeConfig, prepared: Path, out: Path) -> dict[str, dict[str, list[str]]]:
     """Tokenise every split and side of ``prepared`` into ``out``; returns the token lines."""
-    langs = read_languages(prepared)
+    langs = read_languages(prepared / "meta.json")
     tokens: dict[str, dict[str, list[str]]] = {}
     for split in SPLITS:
         tokens[split] = {}
@@ -86,3 +89,36 @@ def length_figure(rows: list[dict[str, int]]):
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prepared", type=Path, default=Path("data/prepared"))
+    parser.add_argument("--out", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/tokenize.json"))
+    parser.add_argument("--plot", type=Path, default=Path("plots/lengths.csv"))
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Tokenise into ``args.out`` (atomically), then metrics, the plot and the MLflow run."""
+    start = time.perf_counter()
+    cfg = ctx.section(TokenizeConfig)
+    with ctx.output_dir(args.out) as tmp:
+        tokens = tokenize_splits(cfg, args.prepared, tmp)
+        vocabs = build_vocabularies(cfg, tokens["train"], tmp)
+    metrics = corpus_metrics(tokens, vocabs)
+    metrics["seconds"] = round(time.perf_counter() - start, 1)
+    rows = length_rows(tokens["train"])
+    ctx.write_metrics(args.metrics, metrics)
+    write_csv(args.plot, rows)
+    print(f"tokenize: {metrics['pairs']} pairs, vocab {metrics['vocab_size']}, "
+          f"OOV {metrics['oov_rate']}, {metrics['seconds']} s")
+    with ctx.mlflow_run(cfg):
+        import mlflow
+
+        tracking.log_numeric_metrics(metrics)
+        mlflow.log_figure(length_figure(rows), "length_histogram.png")
+        mlflow.log_artifact(str(args.plot))
+
+
+STAGE = Stage("tokenize", __doc__, add_arguments,
+              lambda a: [a.out, a.metrics, a.plot], body)

@@ -1,17 +1,27 @@
-"""The embed stage's work: one word2vec model per side, saved, evaluated and logged."""
+"""DVC stage ``embed``: tokenised training text -> word2vec vectors per language (``data/embed``).
+
+One skip-gram model per side, saved as rows aligned with the vocabulary (``<side>.vocab.npy``
+and a mask of the rows word2vec knew), evaluated (word similarity for English, nearest
+neighbours of probe words, a PCA figure) and logged to MLflow.
+"""
 from __future__ import annotations
 
+import argparse
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
+from rnnsearch import tracking
 from rnnsearch.config.embed import EmbedConfig
+from rnnsearch.data.meta import read_languages
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.evaluation import nearest_neighbours, projection_figure, word_similarity
 from rnnsearch.embeddings.loading import coverage
 from rnnsearch.embeddings.word2vec import read_sentences, save_side, train_word2vec
+from rnnsearch.stages.runner import Stage, StageContext
 
 SIDES = ("src", "tgt")
 NEIGHBOUR_COLUMNS = ("side", "lang", "probe", "rank", "neighbour", "cosine")
@@ -67,3 +77,28 @@ def log_result(result: EmbedResult) -> None:
     for side, fig in result.figures.items():
         mlflow.log_figure(fig, f"embed/pca_{side}.png")
         plt.close(fig)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, default=Path("data/tokenized"),
+                        help="train.{src,tgt} and vocab.{src,tgt}.txt")
+    parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"),
+                        help="the prepare stage's meta.json (src_lang, tgt_lang)")
+    parser.add_argument("--out", type=Path, default=Path("data/embed"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/embed.json"))
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Both sides' vectors into ``args.out`` (atomically), then metrics and the MLflow run."""
+    cfg = ctx.section(EmbedConfig)
+    langs = read_languages(args.meta)
+    with ctx.output_dir(args.out) as tmp:
+        result = embed_corpus(cfg, args.data, tmp, langs)
+    ctx.write_metrics(args.metrics, result.metrics)
+    print(json.dumps(result.metrics, indent=2))
+    with ctx.mlflow_run(cfg):
+        tracking.log_numeric_metrics(result.metrics)
+        log_result(result)
+
+
+STAGE = Stage("embed", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)

@@ -1,0 +1,106 @@
+"""DVC stage ``evaluate``: sacrebleu BLEU/chrF of every grid cell's translations (all sentences,
+no-UNK subset, by source length), paired bootstrap against the no-attention baseline, the
+BLEU-by-length DVC plots and one MLflow run per cell.
+
+One stage over the whole grid, because a cell's significance test reads its baseline's
+translations too. What is measured for one cell is :func:`rnnsearch.evaluation.evaluate_cell`.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rnnsearch.config import ConfigError, from_dict, read_params
+from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.config.train import GridConfig
+from rnnsearch.data.textio import read_json, write_csv
+from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
+from rnnsearch.reporting.figures import bleu_by_length_figure
+from rnnsearch.stages.runner import Stage, StageContext
+
+
+def read_grid(params_path: str) -> GridConfig:
+    """The ``train.grid`` section (which cells exist)."""
+    return from_dict(GridConfig, read_params(params_path).get("train", {}).get("grid", {}),
+                     "train.grid")
+
+
+def check_baseline(cfg: EvaluateConfig, grid: GridConfig) -> None:
+    """``evaluate.baseline`` must be a model of the grid, or there is nothing to test against
+    (a typo would silently drop every significance test)."""
+    if len(grid.models) > 1 and cfg.baseline not in grid.models:
+        raise ConfigError(f"evaluate.baseline: {cfg.baseline!r} is not a model of train.grid."
+                          f"models ({', '.join(grid.models)})")
+
+
+def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path,
+             ctx: StageContext) -> None:
+    """One MLflow run per cell: headline scores, p-values, the BLEU-by-length curve (step =
+    bucket upper edge) and its figure."""
+    import mlflow
+
+    with ctx.mlflow_run(cfg, run_name=f"evaluate-{cell}", tags={"cell": cell}):
+        for name, system in metrics["systems"].items():
+            for subset in ("all", "no_unk"):
+                for score in ("bleu", "chrf"):
+                    if system[subset][score] is not None:
+                        mlflow.log_metric(f"{name}/{subset}/{score}", system[subset][score])
+            for label, row in system["by_length"].items():
+                if label != "signature" and row["bleu"] is not None:
+                    mlflow.log_metric(f"{name}/bleu_by_length", row["bleu"], step=row["step"])
+            if "vs_baseline" in system and system["vs_baseline"]["all"]["p_value"] is not None:
+                mlflow.log_metric(f"{name}/p_value_vs_baseline", system["vs_baseline"]["all"]["p_value"])
+        for method, row in metrics["speed"].items():
+            mlflow.log_metric(f"speed/{method}/sentences_per_s", row["sentences_per_s"])
+        curves = {name: [(r["step"], label, r["bleu"]) for label, r in s["by_length"].items()
+                         if label != "signature"] for name, s in metrics["systems"].items()}
+        mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}"),
+                          "bleu_by_length.png")
+        mlflow.log_artifact(str(metrics_path))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cells", nargs="*", help="default: every cell of train.grid")
+    parser.add_argument("--translations", type=Path, default=Path("data/translations"))
+    parser.add_argument("--prepared", type=Path, default=Path("data/prepared"))
+    parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/eval"))
+    parser.add_argument("--plots", type=Path, default=Path("plots/bleu_by_length"))
+
+
+def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[str]
+                   ) -> dict[str, dict[str, Any]]:
+    """Every cell's metrics; each is tested against the baseline model of its maximum length."""
+    results = {}
+    for cell in cells:
+        folder = args.translations / cell
+        decoded = read_json(folder / "meta.json").get("sentences")
+        test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded)
+        max_len = cell.rpartition("-")[2]
+        base = f"{cfg.baseline}-{max_len}"
+        baseline = (base, args.translations / base) if base in cells and base != cell else None
+        results[cell] = evaluate_cell(cell, folder, test, cfg, baseline)
+    return results
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Score every cell (all before writing anything), then write metrics, plots, MLflow runs."""
+    cfg = ctx.section(EvaluateConfig)
+    grid = read_grid(args.params)
+    check_baseline(cfg, grid)
+    cells = args.cells or [f"{model}-{n}" for model in grid.models for n in grid.max_lens]
+    results = evaluate_cells(args, cfg, cells)
+    for cell, metrics in results.items():
+        path = args.metrics / f"{cell}.json"
+        ctx.write_metrics(path, metrics)
+        write_csv(args.plots / f"{cell}.csv", length_rows(metrics))
+        for name, system in metrics["systems"].items():
+            p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
+            print(f"evaluate {cell} {name}: BLEU {system['all']['bleu']} (no-UNK subset "
+                  f"{system['no_unk']['bleu']}, n={system['no_unk']['n']})"
+                  + (f", p={p} vs {system['vs_baseline']['baseline']}" if p is not None else ""))
+        log_cell(cell, metrics, cfg, path, ctx)
+
+
+STAGE = Stage("evaluate", __doc__, add_arguments, lambda a: [a.metrics, a.plots], body)

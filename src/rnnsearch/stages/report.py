@@ -1,0 +1,35 @@
+"""DVC stage ``report``: the papers' tables and figures under ``reports/``, from metrics files only
+(``metrics/eval``, ``metrics/alignments``, ``metrics/train``, ``metrics/embed.json``,
+``metrics/lm.json``), and the same files in one MLflow run named "report"."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rnnsearch.config.report import ReportConfig
+from rnnsearch.reporting import RESULTS, ReportInputs, write_report
+from rnnsearch.stages.runner import Stage, StageContext
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", type=Path, default=Path("metrics"))
+    parser.add_argument("--reports", type=Path, default=Path("reports"))
+    parser.add_argument("--no-mlflow", action="store_true", help="write the files only")
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Read the metrics, write the tables and figures, log them as artifacts."""
+    cfg = ctx.section(ReportConfig)
+    inputs = ReportInputs.load(args.metrics)
+    written = write_report(inputs, cfg, args.reports)
+    print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/")
+    if not args.no_mlflow:
+        import mlflow
+
+        with ctx.mlflow_run(cfg, run_name="report"):
+            for path in written:
+                mlflow.log_artifact(str(path), artifact_path="report")
+
+
+STAGE = Stage("report", __doc__, add_arguments,
+              lambda a: [a.reports / RESULTS, a.reports / "README.md"], body)

@@ -1,0 +1,243 @@
+"""The stage runner: what every DVC stage does the same way, in one place.
+
+``pipeline/<stage>.py`` is one call, ``main("<stage>")``, which runs ``rnnsearch.stages.<stage>``. :func:`run`
+
+1. parses the command line (``--params`` plus the stage's own paths);
+2. ties the stage's life to its parent's (``PR_SET_PDEATHSIG``), so killing ``dvc repro`` does
+   not leave a training process behind that keeps writing the model folder;
+3. takes an exclusive lock on each output (``<dir>/.<name>.lock``, released by the kernel when the
+   process dies), so a second writer of the same outputs is refused with the first one's pid;
+4. recovers what an interrupted earlier run left: a swap interrupted between its two renames is
+   completed or undone (``.<name>.old``), half-written ``.<name>.tmp-*`` siblings are removed;
+5. runs the stage body with a :class:`StageContext` (params sections, atomic outputs, metrics with
+   the machine's description, a safe MLflow run);
+6. turns every expected failure (:class:`~rnnsearch.config.ConfigError` naming a params key,
+   :class:`~rnnsearch.data.textio.DataError` naming a file, an ``OSError`` such as a full disk)
+   into one line ``<stage>: error: <message>`` and exit status 2, without a traceback; a
+   programming error still shows its traceback (exit 1), since hiding it would hide a bug.
+
+Outputs are written through :meth:`StageContext.output_dir` / :meth:`StageContext.write_json`:
+into a temporary sibling, renamed into place only when complete, so the previous outputs stay
+intact until the new ones are whole. ``dvc.yaml`` declares every output ``persist: true`` so
+that DVC does not delete them before the stage starts (the stage replaces them itself).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import fcntl
+import importlib
+import os
+import shutil
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
+
+from rnnsearch.config.base import ConfigError, load_section
+from rnnsearch.data.textio import DataError, atomic_dir, write_json
+from rnnsearch.environment import describe_environment
+
+T = TypeVar("T")
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+PR_SET_PDEATHSIG = 1
+
+
+class StageError(Exception):
+    """An expected failure whose message already names the file or key at fault."""
+
+
+EXPECTED = (ConfigError, DataError, StageError, OSError, ValueError)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One DVC stage: its name (as in dvc.yaml), its arguments, outputs and body."""
+
+    name: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    outputs: Callable[[argparse.Namespace], Sequence[Path]]
+    body: Callable[[argparse.Namespace, "StageContext"], None]
+
+
+class StageContext:
+    """What a stage body gets: its params, atomic writers and MLflow, all done one way."""
+
+    def __init__(self, stage: str, params: str) -> None:
+        self.stage, self.params = stage, params
+
+    def section(self, cls: type[T], key: str | None = None) -> T:
+        """The params section ``key`` (default: the stage's name) as a validated dataclass."""
+        return load_section(cls, key or self.stage, self.params)
+
+    @staticmethod
+    def output_dir(path: Path) -> contextlib.AbstractContextManager[Path]:
+        """A temporary directory that replaces ``path`` only when the block succeeds."""
+        return atomic_dir(path)
+
+    @staticmethod
+    def write_json(path: Path, data: Any) -> None:
+        """Write ``data`` as JSON through a temporary file and a rename."""
+        write_json(path, data)
+
+    @staticmethod
+    def write_metrics(path: Path, metrics: dict[str, Any]) -> None:
+        """Write a metrics file with the machine and library versions that produced it."""
+        write_json(path, {**metrics, "environment": describe_environment()})
+
+    @contextlib.contextmanager
+    def mlflow_run(self, params: Any = None, run_name: str | None = None,
+                   tags: dict[str, str] | None = None) -> Iterator[Any]:
+        """An MLflow run of this stage (safe when several stages start on a new store)."""
+        from rnnsearch import tracking
+
+        with tracking.start_run(self.stage, params, run_name, tags) as active:
+            yield active
+
+
+def main(name: str) -> None:
+    """``pipeline/<name>.py``'s whole body: run the stage module ``rnnsearch.stages.<name>``."""
+    module = importlib.import_module(f"rnnsearch.stages.{name}")
+    sys.exit(run(module.STAGE))
+
+
+def run(stage: Stage, argv: list[str] | None = None) -> int:
+    """Run ``stage`` as a command; returns the exit status (0, 2 for expected errors)."""
+    parser = argparse.ArgumentParser(prog=f"{stage.name}", description=stage.description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default="params.yaml", help="the params file")
+    stage.arguments(parser)
+    args = parser.parse_args(argv)
+    die_with_parent()
+    try:
+        with contextlib.ExitStack() as stack:
+            for path in stage.outputs(args) if is_main_process() else ():
+                stack.enter_context(output_lock(Path(path), stage.name))
+                recover_leftovers(Path(path))
+            stage.body(args, StageContext(stage.name, args.params))
+    except EXPECTED as err:
+        print(f"{stage.name}: error: {describe(err)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"{stage.name}: interrupted; the previous outputs are unchanged", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def is_main_process() -> bool:
+    """False in the extra processes of a multi-process (DDP) run, which Lightning starts by
+    re-running the stage script with ``LOCAL_RANK``/``NODE_RANK`` set: they share the main
+    process' outputs (its lock) and leave writing them to it."""
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
+
+
+def describe(err: BaseException) -> str:
+    """One line for an expected failure; a full disk says what to do."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        where = f" writing {err.filename}" if err.filename else ""
+        return (f"disk full{where}: free some space and rerun (the previous outputs are "
+                f"unchanged)")
+    if isinstance(err, OSError) and err.filename and str(err.filename) not in str(err):
+        return f"{err.filename}: {err.strerror or err}"
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def die_with_parent() -> None:
+    """Ask Linux to send SIGTERM to this process when its parent (``dvc``) dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:          # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def lock_path(output: Path) -> Path:
+    """``<dir>/.<name>.lock``: beside the output, outside any folder DVC tracks."""
+    return output.parent / f".{output.name}.lock"
+
+
+@contextlib.contextmanager
+def output_lock(output: Path, stage: str) -> Iterator[IO[str]]:
+    """Hold an exclusive lock on ``output`` (refused while another process holds it).
+
+    The lock file (and any folder made for it) is removed again on release, so a stage that
+    fails leaves nothing behind; a process that locked a file which was meanwhile removed
+    (the classic unlink race) notices it and locks the new one.
+    """
+    path = lock_path(output)
+    created = _make_parents(path.parent)
+    try:
+        while True:
+            handle = open(path, "a+", encoding="utf-8")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                handle.close()
+                raise StageError(f"{output}: another process (pid {holder}) is writing it; "
+                                 f"wait for it to finish or stop it, then rerun {stage}") from None
+            if _same_file(handle, path):
+                break
+            handle.close()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield handle
+        finally:
+            path.unlink(missing_ok=True)
+            handle.close()
+    finally:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()          # only when empty: the stage wrote nothing there
+
+
+def _same_file(handle: IO[str], path: Path) -> bool:
+    """True when ``path`` still names the file ``handle`` has open."""
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """``mkdir -p folder``; returns the folders it made, outermost first."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def recover_leftovers(output: Path) -> None:
+    """Undo what a killed earlier run of this stage left beside ``output``.
+
+    ``.<name>.old`` is the previous output during the two renames of an atomic swap: it goes
+    back into place when the new output never arrived, else it is removed. ``.<name>.tmp-*`` are
+    half-written outputs; they are removed.
+    """
+    parent = output.parent
+    if not parent.is_dir():
+        return
+    backup = parent / f".{output.name}.old"
+    if backup.exists() and not output.exists():
+        backup.rename(output)
+    elif backup.exists():
+        _remove(backup)
+    for leftover in parent.glob(f".{output.name}.tmp-*"):
+        _remove(leftover)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
