@@ -77,10 +77,13 @@ def override_argument(key: str, value: Any) -> str:
     return f"{key}={value}"
 
 
-def resolve(name: str, params_path: str | Path = "params.yaml") -> tuple[dict[str, Any], list[str]]:
-    """Validate preset ``name`` over ``params_path``; returns the merged params and grid cells."""
+def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False
+            ) -> tuple[dict[str, Any], list[str]]:
+    """Validate preset ``name`` over ``params_path``; returns the merged params and grid cells.
+
+    ``runtime``: also check that this machine can run it (packages, accelerator)."""
     merged = merge(read_params(params_path), load_preset(name))
-    configs = validate_params(merged, f"{params_path} + presets/{name}.yaml")
+    configs = validate_params(merged, f"{params_path} + presets/{name}.yaml", runtime)
     return merged, grid_cells(configs["train"])
 
 
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     args = parser.parse_args(argv)
     try:
-        _, cells = resolve(args.name, repo_root() / "params.yaml")
+        _, cells = resolve(args.name, repo_root() / "params.yaml", runtime=args.action == "run")
     except ConfigError as err:
         print(f"presets: error: {err}", file=sys.stderr)
         return 2

@@ -12,7 +12,14 @@ Rules, checked against the dataclass' field types:
   ``tuple[...]`` and nested dataclasses are checked recursively (an ``int`` is accepted where a
   ``float`` is expected; a ``bool`` is never accepted as a number);
 * after the types, the dataclass' own ``check()`` method (if any) checks the values, raising
-  :class:`ConfigError` through :func:`require`.
+  :class:`ConfigError` through :func:`require`;
+* :func:`load_section` (a stage loading the section it is about to use) then runs two more
+  optional methods: ``check_params(key, params)``, checks against other sections of the same
+  file (``evaluate.baseline`` must be a model of ``train.grid``), and ``check_runtime(key)``,
+  checks that depend on this machine (an installed package, an available accelerator), which a
+  preset validated for another machine must not fail.
+
+The params file itself must be a YAML mapping without duplicated keys (DVC refuses those too).
 """
 from __future__ import annotations
 
@@ -39,26 +46,78 @@ def require(condition: bool, key: str, message: str) -> None:
         raise ConfigError(f"{key}: {message}")
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping repeats a key; carries the key and its line (1-based)."""
+
+    def __init__(self, key: Any, line: int, first_line: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping with a repeated key (YAML 1.2, DVC) instead
+    of silently keeping the last value."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, line, seen[key])
+            except TypeError:       # an unhashable key: SafeLoader's own error follows
+                continue
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
-    """Read a params YAML file into a dict; errors name the file."""
+    """Read a params YAML file into a dict; errors name the file (and line)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: params file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
+    except _DuplicateKey as err:
+        raise ConfigError(f"{path}:{err.line}: duplicate key '{err.key}' (first at line "
+                          f"{err.first_line}); keep only one of them") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     return data
 
 
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
-    """Load ``section`` of the params file at ``path`` into the dataclass ``cls``."""
+    """Load ``section`` of the params file at ``path`` into the dataclass ``cls``, for use here.
+
+    Besides :func:`from_dict`'s checks, runs the dataclass' cross-section ``check_params`` and
+    machine-dependent ``check_runtime`` methods, if any (see the module docstring).
+    """
     params = read_params(path)
     if section not in params:
         raise ConfigError(f"{path}: missing section '{section}'")
-    return from_dict(cls, params[section], section)
+    obj = from_dict(cls, params[section], section)
+    check_params(obj, section, params)
+    check_runtime(obj, section)
+    return obj
+
+
+def check_params(obj: Any, key: str, params: dict[str, Any]) -> None:
+    """Run ``obj.check_params(key, params)`` (checks against other sections), if defined."""
+    check = getattr(obj, "check_params", None)
+    if callable(check):
+        check(key, params)
+
+
+def check_runtime(obj: Any, key: str) -> None:
+    """Run ``obj.check_runtime(key)`` (checks that depend on this machine), if defined."""
+    check = getattr(obj, "check_runtime", None)
+    if callable(check):
+        check(key)
 
 
 def from_dict(cls: type[T], data: Any, key: str) -> T:
@@ -159,3 +218,15 @@ def check_non_negative(obj: Any, key: str, *names: str) -> None:
     for name in names:
         value = getattr(obj, name)
         require(value >= 0, f"{key}.{name}", f"must be >= 0, got {value}")
+
+
+MAX_SEED = 2**32 - 1   # numpy's and Lightning's seed range is [0, 2**32 - 1]
+
+
+def check_seed(obj: Any, key: str, *names: str) -> None:
+    """Require each named seed field of ``obj`` to be in ``[0, 2**32 - 1]``: numpy refuses a
+    negative seed, and Lightning replaces one outside that range by a random seed."""
+    for name in names:
+        value = getattr(obj, name)
+        require(0 <= value <= MAX_SEED, f"{key}.{name}",
+                f"a seed must be in [0, {MAX_SEED}], got {value}")

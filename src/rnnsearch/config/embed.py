@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rnnsearch.config.base import check_positive, require
+from rnnsearch.config.base import check_positive, check_seed, require
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class EmbedConfig:
         check_positive(self, key, "vector_size", "window", "negative", "min_count", "epochs",
                        "workers", "neighbours", "plot_words")
         require(self.plot_words >= 2, f"{key}.plot_words", "must be >= 2 (a 2-D projection)")
+        check_seed(self, key, "seed")
 
     @property
     def sg_flag(self) -> int:

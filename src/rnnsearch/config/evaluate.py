@@ -1,12 +1,54 @@
 """The ``evaluate`` section of params.yaml: scores, subsets and significance tests."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
-from rnnsearch.config.base import check_non_negative, require
+from rnnsearch.config.base import MAX_SEED, ConfigError, check_non_negative, from_dict, require
+from rnnsearch.config.train import GridConfig
 
-BLEU_TOKENIZERS = ("none", "zh", "13a", "intl", "char", "ja-mecab", "ko-mecab", "spm",
-                   "flores101", "flores200")
+
+def bleu_tokenizers() -> tuple[str, ...]:
+    """The tokenizer names sacrebleu's BLEU accepts (its own registry)."""
+    try:
+        from sacrebleu.metrics.bleu import _TOKENIZERS
+    except ImportError:         # sacrebleu moved it: the names of sacrebleu 2.x
+        return ("none", "zh", "13a", "intl", "char", "ja-mecab", "ko-mecab", "spm",
+                "flores101", "flores200")
+    return tuple(_TOKENIZERS)
+
+
+BLEU_TOKENIZERS = bleu_tokenizers()
+
+
+def check_tokenizer_installed(name: str, key: str) -> None:
+    """Build sacrebleu's tokenizer ``name``; one whose extra packages are missing (ja-mecab,
+    ko-mecab, flores*) fails naming ``key`` and the pip command that installs them."""
+    from sacrebleu.metrics import BLEU
+
+    try:
+        BLEU(tokenize=name)
+    except (ImportError, RuntimeError) as err:
+        command = re.search(r"pip install [^\n]+", str(err))
+        how = command.group(0).strip() if command else "see sacrebleu's README"
+        raise ConfigError(f"{key}: sacrebleu's {name!r} tokenizer needs packages that are not "
+                          f"installed: {how} (or pick another tokenizer, e.g. 13a)") from err
+
+
+def check_baseline(cfg: "EvaluateConfig", grid: GridConfig, key: str = "evaluate") -> None:
+    """``cfg.baseline`` must be a model of ``train.grid.models``: otherwise no cell has a
+    baseline to be tested against and the significance tests silently vanish.
+
+    A grid of one model has nothing to compare (its tests are skipped, as expected), and
+    ``bootstrap_samples: 0`` asks for no tests: both pass whatever the baseline.
+    """
+    if cfg.bootstrap_samples == 0 or len(grid.models) <= 1:
+        return
+    require(cfg.baseline in grid.models, f"{key}.baseline",
+            f"{cfg.baseline!r} is not a model of train.grid.models ({', '.join(grid.models)}), "
+            "so no significance test could run; name one of those, add it to the grid, or set "
+            f"{key}.bootstrap_samples: 0 to run no tests")
 
 
 @dataclass(frozen=True)
@@ -25,5 +67,20 @@ class EvaluateConfig:
         require(list(self.buckets) == sorted(set(self.buckets)), f"{key}.buckets",
                 f"edges must be strictly increasing, got {list(self.buckets)}")
         check_non_negative(self, key, "bootstrap_samples")
+        require(self.bootstrap_seed != 0, f"{key}.bootstrap_seed",
+                "must not be 0: sacrebleu takes seed 0 as 'no seed' and the p-values would "
+                "change from run to run; use any other number, e.g. 12345")
+        require(0 < self.bootstrap_seed <= MAX_SEED, f"{key}.bootstrap_seed",
+                f"a seed must be in [1, {MAX_SEED}], got {self.bootstrap_seed}")
         require(self.bleu_tokenize in BLEU_TOKENIZERS, f"{key}.bleu_tokenize",
                 f"must be one of {list(BLEU_TOKENIZERS)}, got {self.bleu_tokenize!r}")
+
+    def check_params(self, key: str, params: dict[str, Any]) -> None:
+        """The baseline must be trained: a model of ``train.grid`` (see :func:`check_baseline`)."""
+        train = params.get("train") or {}
+        grid = train.get("grid", {}) if isinstance(train, dict) else {}
+        check_baseline(self, from_dict(GridConfig, grid, "train.grid"), key)
+
+    def check_runtime(self, key: str) -> None:
+        """The BLEU tokenizer's extra packages must be installed here."""
+        check_tokenizer_installed(self.bleu_tokenize, f"{key}.bleu_tokenize")

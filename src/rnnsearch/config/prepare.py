@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rnnsearch.config.base import check_non_negative, check_positive, require
+from rnnsearch.config.base import check_non_negative, check_positive, check_seed, require
 from rnnsearch.data.corpora import REGISTRY
 
 
@@ -65,3 +65,4 @@ class PrepareConfig:
         check_non_negative(self, key, "test_per_bucket")
         require(not edges or self.test_per_bucket > 0, f"{key}.test_per_bucket",
                 "must be > 0 when test_buckets is set")
+        check_seed(self, key, "seed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rnnsearch.config.base import check_non_negative, check_positive, require
+from rnnsearch.config.base import check_non_negative, check_positive, check_seed, require
 
 
 @dataclass(frozen=True)
@@ -52,4 +52,5 @@ class PretrainLMConfig:
             check_positive(self, key, "max_minutes")
         require(self.max_steps > 0 or self.max_minutes is not None, f"{key}.max_steps",
                 "set max_steps or max_minutes, or training never ends")
-        check_non_negative(self, key, "seed", "threads")
+        check_non_negative(self, key, "threads")
+        check_seed(self, key, "seed")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.config.base import (ConfigError, check_params, check_runtime, from_dict,
+                                   read_params)
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.prepare import PrepareConfig
@@ -21,10 +22,14 @@ SECTIONS: dict[str, type] = {
 }
 
 
-def validate_params(params: dict[str, Any], origin: str = "params.yaml") -> dict[str, Any]:
+def validate_params(params: dict[str, Any], origin: str = "params.yaml",
+                    runtime: bool = False) -> dict[str, Any]:
     """Validate every section of ``params``; returns ``{section: config}``.
 
-    Also resolves every grid cell's model (so a grid naming a missing variant fails here).
+    Also resolves every grid cell's model (so a grid naming a missing variant fails here) and
+    runs the checks across sections (``evaluate.baseline`` in ``train.grid``). ``runtime``: also
+    the checks that depend on this machine (an installed package, an available GPU), for params
+    about to run here rather than on another machine.
     """
     unknown = sorted(set(params) - set(SECTIONS))
     if unknown:
@@ -34,6 +39,10 @@ def validate_params(params: dict[str, Any], origin: str = "params.yaml") -> dict
         if name not in params:
             raise ConfigError(f"{origin}: missing section '{name}'")
         configs[name] = from_dict(cls, params[name], name)
+    for name, config in configs.items():
+        check_params(config, name, params)
+        if runtime:
+            check_runtime(config, name)
     return configs
 
 

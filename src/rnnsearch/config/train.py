@@ -6,12 +6,16 @@ a Luong variant is an edit of params.yaml (or ``dvc exp run -S``), not new code.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
+import typing
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Iterator, Literal, Union
 
-from rnnsearch.config.base import (ConfigError, check_non_negative, check_positive, from_dict,
-                                   require)
+from rnnsearch.config.base import (ConfigError, check_non_negative, check_positive, check_seed,
+                                   from_dict, require)
 from rnnsearch.config.model import ModelConfig
 
 
@@ -68,6 +72,46 @@ class BudgetConfig:
         check_non_negative(self, key, "max_minutes", "early_stopping_patience")
 
 
+def lightning_choices() -> dict[str, tuple[str, ...]]:
+    """The accelerator, strategy and precision names Lightning's own registries accept."""
+    from lightning_fabric.connector import _PRECISION_INPUT
+    from pytorch_lightning.accelerators import AcceleratorRegistry
+    from pytorch_lightning.strategies import StrategyRegistry
+
+    precisions = [a for part in typing.get_args(_PRECISION_INPUT) for a in typing.get_args(part)
+                  if isinstance(a, str)]
+    return {"accelerator": ("auto", "gpu", *AcceleratorRegistry.available_accelerators()),
+            "strategy": ("auto", *StrategyRegistry.available_strategies()),
+            "precision": tuple(dict.fromkeys(precisions))}
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's info lines and warnings (the real Trainer says them again)."""
+    logger = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _devices_ok(devices: int | str) -> bool:
+    """Lightning's ``devices``: a count > 0, -1 (all), ``auto``, or device indices ``"0,1"``."""
+    if isinstance(devices, int):
+        return devices > 0 or devices == -1
+    text = devices.strip()
+    if text == "auto" or text == "-1":
+        return True
+    if text.isdigit():
+        return int(text) > 0
+    indices = [part.strip() for part in text.split(",") if part.strip()]
+    return "," in text and bool(indices) and all(part.isdigit() for part in indices)
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
     """Passed to Lightning's Trainer as they are (scale-out: devices, num_nodes, strategy: ddp)."""
@@ -82,8 +126,35 @@ class TrainerConfig:
     threads: int = 0                # torch CPU threads per process (0: torch's default)
 
     def check(self, key: str) -> None:
+        """Values Lightning accepts anywhere (names from its own registries)."""
         check_positive(self, key, "num_nodes", "log_every_steps")
         check_non_negative(self, key, "threads")
+        require(_devices_ok(self.devices), f"{key}.devices",
+                f"must be a number of devices > 0, -1 (all of them), 'auto' or device indices "
+                f"such as '0,1'; got {self.devices!r}")
+        for name, allowed in lightning_choices().items():
+            value = getattr(self, name)
+            require(value in allowed, f"{key}.{name}",
+                    f"Lightning has no {name} {value!r}; use one of: {', '.join(allowed)}")
+
+    def check_runtime(self, key: str) -> None:
+        """Lightning must be able to set these flags up on this machine (an available GPU, an
+        installed torch_xla or deepspeed, a strategy that fits the accelerator). The flags are
+        added one at a time, so the error names the first one that fails."""
+        from pytorch_lightning.trainer.connectors.accelerator_connector import _AcceleratorConnector
+
+        flags: dict[str, Any] = {}
+        for name in ("accelerator", "devices", "num_nodes", "strategy", "precision"):
+            flags[name] = getattr(self, name)
+            try:
+                with _quiet_lightning():
+                    _AcceleratorConnector(**flags)
+            except Exception as err:  # Lightning raises ValueError, TypeError, ImportError,
+                # RuntimeError and its MisconfigurationException (an Exception) alike
+                reason = " ".join(str(err).split()) or type(err).__name__
+                settings = ", ".join(f"{k}={v!r}" for k, v in flags.items())
+                raise ConfigError(f"{key}.{name}: Lightning cannot use {settings} on this "
+                                  f"machine: {reason}") from err
 
 
 @dataclass(frozen=True)
@@ -116,6 +187,11 @@ class TrainConfig:
                     f"{name!r} is not a variant in {key}.models (known: {', '.join(self.models)})")
         for i, max_len in enumerate(self.grid.max_lens):
             require(max_len > 0, f"{key}.grid.max_lens[{i}]", f"must be > 0, got {max_len}")
+        check_seed(self, key, "seed")
+
+    def check_runtime(self, key: str) -> None:
+        """The Trainer's flags must work on this machine (see :meth:`TrainerConfig.check_runtime`)."""
+        self.trainer.check_runtime(f"{key}.trainer")
 
     def model_config(self, name: str, key: str = "train") -> ModelConfig:
         """The variant ``name``: its overrides merged over ``base_model``, validated."""
