@@ -8,7 +8,7 @@ def test_each_rule_counts_what_it_drops():
     src = ["a b c", "   ", "x", "one two three four five six", "p q", "ok  fine "]
     tgt = ["d e f", "vide", "y", "un", "r s t u v w x y z", "ok fine"]
     kept_src, kept_tgt, dropped = clean_pairs(src, tgt, CleanRules(min_len=1, max_len=8, max_ratio=3))
-    assert dropped == {"empty": 1, "too_short": 0, "too_long": 1, "ratio": 1}
+    assert dropped == {"empty": 1, "control": 0, "too_short": 0, "too_long": 1, "ratio": 1}
     assert kept_src == ["a b c", "x", "ok fine"]  # white space folded
     assert kept_tgt == ["d e f", "y", "ok fine"]
 

@@ -1,8 +1,14 @@
 """Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
 
+Before the rules, control characters (Unicode category Cc) that are not white space are
+removed: NUL, ESC, DEL, the C1 controls, ... are invisible, the tokenizer drops some of them, and
+a line of nothing else would become an empty source that still gets "translated". White-space
+controls (tab, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``) separate words, as before.
+
 Rules, applied in order, each pair counted under the first rule that drops it:
 
 * ``empty``: a side is empty after stripping white space (and runs of white space are folded);
+* ``control``: a side held nothing but control characters (and white space);
 * ``too_short`` / ``too_long``: a side has fewer than ``min_len`` or more than ``max_len`` words;
 * ``ratio``: ``max(len_src, len_tgt) / min(len_src, len_tgt) > max_ratio`` (words).
 
@@ -11,6 +17,7 @@ Word counts here are white-space counts of the raw text, as in clean-corpus-n.
 from __future__ import annotations
 
 import random
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
@@ -30,6 +37,13 @@ def normalise_space(line: str) -> str:
     return " ".join(line.split())
 
 
+def strip_control(line: str) -> str:
+    """``line`` without its control characters (category Cc) other than white space."""
+    if line.isprintable():          # the common case, fast: no control character at all
+        return line
+    return "".join(c for c in line if c.isspace() or unicodedata.category(c) != "Cc")
+
+
 def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
     """The rule that drops this (normalised) pair, or None to keep it."""
     n_src, n_tgt = len(src.split()), len(tgt.split())
@@ -46,12 +60,17 @@ def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
 
 def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
                 ) -> tuple[list[str], list[str], dict[str, int]]:
-    """Normalise white space and drop pairs by the rules; returns kept pairs and drop counts."""
+    """Remove control characters, normalise white space and drop pairs by the rules; returns
+    kept pairs and drop counts."""
     kept_src, kept_tgt = [], []
-    dropped: Counter = Counter({"empty": 0, "too_short": 0, "too_long": 0, "ratio": 0})
+    dropped: Counter = Counter({"empty": 0, "control": 0, "too_short": 0, "too_long": 0,
+                                "ratio": 0})
     for s, t in zip(src, tgt):
-        s, t = normalise_space(s), normalise_space(t)
+        raw_s, raw_t = normalise_space(s), normalise_space(t)
+        s, t = normalise_space(strip_control(raw_s)), normalise_space(strip_control(raw_t))
         reason = drop_reason(s, t, rules)
+        if reason == "empty" and raw_s and raw_t:
+            reason = "control"
         if reason:
             dropped[reason] += 1
         else:

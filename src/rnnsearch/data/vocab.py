@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from rnnsearch.data.textio import DataError, read_lines
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -72,16 +74,22 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocabulary":
-        """Read a vocabulary file written by :meth:`save`; errors name the file and line."""
+        """Read a vocabulary file written by :meth:`save`; errors (:class:`DataError`) name the
+        file and line. A word listed twice is refused: every id after it would shift."""
         words, counts = [], []
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                word, sep, count = line.rstrip("\n").partition("\t")
-                if not sep or not count.isdigit():
-                    raise ValueError(f"{path}:{number}: expected 'word<TAB>count', got {line!r}")
-                words.append(word)
-                counts.append(int(count))
+        first_line: dict[str, int] = {}
+        for number, line in enumerate(read_lines(path), 1):
+            word, sep, count = line.partition("\t")
+            if not sep or not count.isdigit():
+                raise DataError(f"{path}:{number}: expected 'word<TAB>count', got {line!r}")
+            if word in first_line:
+                raise DataError(f"{path}:{number}: the word {word!r} is listed again (first at "
+                                f"line {first_line[word]}); ids after it would shift: rerun the "
+                                f"tokenize stage")
+            first_line[word] = number
+            words.append(word)
+            counts.append(int(count))
         try:
             return cls(tuple(words), tuple(counts))
         except ValueError as err:
-            raise ValueError(f"{path}: {err}") from err
+            raise DataError(f"{path}: {err}") from err

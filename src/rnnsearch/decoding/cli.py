@@ -14,15 +14,28 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 
-from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, from_dict, read_params
 from rnnsearch.data.tokenize import detokenize, tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``minimum`` (argparse names the option on error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
 
 
 def format_alignment(source: Sequence[str], target: Sequence[str], attention: np.ndarray) -> str:
@@ -35,10 +48,18 @@ def format_alignment(source: Sequence[str], target: Sequence[str], attention: np
     return "\n".join(lines)
 
 
+def read_cli_params(path: str | None) -> dict[str, Any]:
+    """``--params`` (which must exist), else ./params.yaml where there is one, else ``{}``
+    (every setting at its default)."""
+    if path:
+        return read_params(path)
+    return read_params(DEFAULT_PARAMS) if Path(DEFAULT_PARAMS).is_file() else {}
+
+
 def _settings(args: argparse.Namespace) -> tuple[str, str, bool, bool, SearchOptions]:
     """Languages, lowercasing, source </s> and search options: params.yaml, then the command
     line."""
-    params = read_params(args.params) if Path(args.params).is_file() else {}
+    params = read_cli_params(args.params)
     prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
     translate = params.get("translate", {})
     search = from_dict(SearchOptions, translate.get("search", {}), "translate.search")
@@ -71,18 +92,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("input", nargs="?", default="-", help="text file (default: stdin)")
     parser.add_argument("--model", required=True, type=Path, help="a model.pt of the train stage")
     parser.add_argument("--vocab-dir", type=Path, default=Path("data/tokenized"))
-    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
     parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
-    parser.add_argument("--beam-size", type=int, default=0, help="override translate.search")
-    parser.add_argument("--nbest", type=int, default=0, help="print this many hypotheses")
+    parser.add_argument("--beam-size", type=count(0), default=0, help="override translate.search")
+    parser.add_argument("--nbest", type=count(0), default=0, help="print this many hypotheses")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=count(1), default=32,
+                        help="sentences decoded together")
     args = parser.parse_args(argv)
     try:
         src_lang, tgt_lang, lowercase, source_eos, options = _settings(args)
         translator = Translator.load(args.model, args.vocab_dir, source_eos)
-        handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+        handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
         with handle:
             sentences = [tokenize_line(line.strip(), src_lang, lowercase) for line in handle]
     except (ConfigError, OSError, ValueError) as err:

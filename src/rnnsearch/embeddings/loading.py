@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rnnsearch.data.textio import DataError
 from rnnsearch.data.vocab import SPECIALS
 
 
@@ -22,19 +23,49 @@ def coverage(mask: np.ndarray) -> float:
     return float(words.mean()) if words.size else 0.0
 
 
+RERUN_EMBED = "rerun the embed stage (dvc repro embed)"
+
+
+def read_npy(path: str | Path) -> np.ndarray:
+    """One ``.npy`` array; a missing, truncated or non-``.npy`` file raises
+    :class:`DataError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; {RERUN_EMBED}")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise DataError(f"{path}: not a readable .npy array ({reason}); {RERUN_EMBED}") from err
+
+
+def check_finite(path: str | Path, vectors: np.ndarray) -> None:
+    """Refuse vectors with NaN or infinite values: they would poison every gradient step."""
+    if not np.issubdtype(vectors.dtype, np.floating):
+        raise DataError(f"{path}: word vectors have dtype {vectors.dtype}, expected floats; "
+                        f"{RERUN_EMBED}")
+    bad = ~np.isfinite(vectors)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=-1)) if vectors.ndim == 2 else np.flatnonzero(bad)
+        raise DataError(f"{path}: {int(bad.sum())} NaN or infinite values in {rows.size} "
+                        f"row(s), the first in row {int(rows[0])}; {RERUN_EMBED}")
+
+
 def read_vector_rows(npy_path: str | Path, mask_path: str | Path, vocab_size: int,
                      dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``[V, d]`` vectors and ``[V]`` mask, checked against the expected ``(vocab_size, dim)``."""
-    vectors = np.load(npy_path)
-    mask = np.load(mask_path)
+    """The ``[V, d]`` vectors and ``[V]`` mask, checked against the expected ``(vocab_size, dim)``
+    and for NaN/inf; every error is a :class:`DataError` naming the file."""
+    vectors = read_npy(npy_path)
+    mask = read_npy(mask_path)
     expected = (vocab_size, dim)
     if vectors.ndim != 2 or tuple(vectors.shape) != expected:
-        raise ValueError(f"{npy_path}: word vectors have shape {tuple(vectors.shape)}, but the model "
-                         f"expects {expected} (vocabulary size x embedding size); rerun the embed "
-                         f"stage or make embed.vector_size and the vocabulary agree")
+        raise DataError(f"{npy_path}: word vectors have shape {tuple(vectors.shape)}, but the model "
+                        f"expects {expected} (vocabulary size x embedding size); rerun the embed "
+                        f"stage or make embed.vector_size and the vocabulary agree")
+    check_finite(npy_path, vectors)
     if tuple(mask.shape) != (vocab_size,) or mask.dtype != np.bool_:
-        raise ValueError(f"{mask_path}: mask has shape {tuple(mask.shape)} and dtype {mask.dtype}, "
-                         f"expected a bool mask of shape {(vocab_size,)}")
+        raise DataError(f"{mask_path}: mask has shape {tuple(mask.shape)} and dtype {mask.dtype}, "
+                        f"expected a bool mask of shape {(vocab_size,)}")
     return vectors.astype(np.float32, copy=False), mask
 
 

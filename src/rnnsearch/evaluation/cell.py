@@ -90,8 +90,10 @@ def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name:
 
 
 def read_system(folder: Path, system: str) -> list[str]:
-    """The detokenised hypotheses of ``system`` in a translations folder (empty lines kept)."""
-    return (folder / f"{system}.detok.txt").read_text(encoding="utf-8").splitlines()
+    """The detokenised hypotheses of ``system`` in a translations folder (empty lines kept),
+    one per ``\n``-terminated line as the translate stage wrote them (see
+    :func:`~rnnsearch.data.textio.read_lines`: U+2028 and friends do not end a line)."""
+    return read_lines(folder / f"{system}.detok.txt")
 
 
 def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,

@@ -4,22 +4,85 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Container, Mapping
+
+from rnnsearch.data.textio import DataError
+
+SYSTEM_KEYS = ("all", "by_length")                    # every system of metrics/eval/<cell>.json
+BUCKET_KEYS = ("n", "bleu", "step")                   # every by_length bucket
+SAMPLE_KEYS = ("index", "source", "target", "attention")   # every alignment sample
+RERUN = {"eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
+         "train": "rerun the train stage", "embed": "rerun the embed stage",
+         "lm": "rerun the pretrain_lm stage"}
 
 
-def _read_folder(folder: Path) -> dict[str, dict[str, Any]]:
-    """``<name>.json`` files of a folder by name (sorted); empty when the folder is absent."""
+def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
+    """One metrics file: a JSON object; a truncated or non-JSON file raises :class:`DataError`
+    naming it, with ``hint`` (which stage writes it)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: not valid JSON (truncated?): {err}; {hint}") from err
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object, got {type(data).__name__}; {hint}")
+    return data
+
+
+def _need(path: Path, data: Any, key: str, where: str, hint: str, kind: type = dict) -> Any:
+    """``data[key]``, which must exist and be a ``kind``; errors name the file and the key."""
+    if not isinstance(data, Mapping) or key not in data:
+        raise DataError(f"{path}: missing key '{where}{key}'; {hint}")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise DataError(f"{path}: '{where}{key}' must be a {kind.__name__}, got "
+                        f"{type(value).__name__}; {hint}")
+    return value
+
+
+def check_eval(path: Path, data: dict[str, Any]) -> None:
+    """The keys the tables and figures read from ``metrics/eval/<cell>.json``."""
+    hint = RERUN["eval"]
+    model = _need(path, data, "model", "", hint)
+    _need(path, model, "name", "model.", hint, str)
+    systems = _need(path, data, "systems", "", hint)
+    if not systems:
+        raise DataError(f"{path}: 'systems' is empty; {hint}")
+    for name, system in systems.items():
+        where = f"systems.{name}."
+        for key in SYSTEM_KEYS:
+            _need(path, system, key, where, hint)
+        for label, bucket in system["by_length"].items():
+            if label != "signature":
+                for key in BUCKET_KEYS:
+                    _need(path, bucket, key, f"{where}by_length.{label}.", hint, object)
+
+
+def check_alignments(path: Path, data: dict[str, Any]) -> None:
+    """The keys Figure 3 reads from ``metrics/alignments/<cell>.json``."""
+    hint = RERUN["alignments"]
+    for i, sample in enumerate(_need(path, data, "samples", "", hint, list)):
+        for key in SAMPLE_KEYS:
+            _need(path, sample, key, f"samples[{i}].", hint, object)
+
+
+def _read_folder(folder: Path, check: Callable[[Path, dict[str, Any]], None] | None = None,
+                 only: Container[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``<name>.json`` files of a folder by name (sorted; those named in ``only``, if given),
+    each checked by ``check``; empty when the folder is absent."""
     if not folder.is_dir():
         return {}
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
-
-
-def _only(files: dict[str, dict[str, Any]], cells: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {cell: data for cell, data in files.items() if cell in cells}
+    files = {}
+    for path in sorted(folder.glob("*.json")):
+        if only is not None and path.stem not in only:
+            continue
+        files[path.stem] = read_metrics_json(path, RERUN.get(folder.name, "rerun its stage"))
+        if check is not None:
+            check(path, files[path.stem])
+    return files
 
 
 def _read_file(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return read_metrics_json(path, RERUN[path.stem]) if path.is_file() else None
 
 
 @dataclass(frozen=True)
@@ -38,12 +101,13 @@ class ReportInputs:
 
         Per-cell files of other cells (``metrics/alignments``, ``metrics/train``) are left out:
         they are what an earlier grid's stages left behind, e.g. the default grid's files in an
-        experiment that trains only one cell.
+        experiment that trains only one cell. A truncated file, or one without a key the report
+        reads, raises :class:`DataError` naming the file and the key.
         """
-        evals = _read_folder(metrics / "eval")
+        evals = _read_folder(metrics / "eval", check_eval)
         return cls(evals=evals,
-                   alignments=_only(_read_folder(metrics / "alignments"), evals),
-                   train=_only(_read_folder(metrics / "train"), evals),
+                   alignments=_read_folder(metrics / "alignments", check_alignments, evals),
+                   train=_read_folder(metrics / "train", only=evals),
                    embed=_read_file(metrics / "embed.json"),
                    lm=_read_file(metrics / "lm.json"))
 

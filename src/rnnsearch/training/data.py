@@ -20,7 +20,9 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Sampler
 
+from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from rnnsearch.training.resume import ResumableLoader
 
 Pair = tuple[list[int], list[int]]
 
@@ -49,8 +51,7 @@ def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_voca
     for path in (src_path, tgt_path):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: missing (run the tokenize stage first)")
-    src_lines = src_path.read_text(encoding="utf-8").splitlines()
-    tgt_lines = tgt_path.read_text(encoding="utf-8").splitlines()
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)   # split on "\n" only
     if len(src_lines) != len(tgt_lines):
         raise ValueError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}")
     pairs, references = [], []
@@ -160,6 +161,8 @@ class TranslationDataModule(pl.LightningDataModule):
             rank, world = self.trainer.global_rank, self.trainer.world_size
         sampler = BucketBatchSampler([(len(s), len(t)) for s, t in pairs], self.batch_size,
                                      self.max_padding, self.seed, shuffle, rank, world)
+        if shuffle:   # training: its place in the epoch travels in last.ckpt (exact resume)
+            return ResumableLoader(pairs, sampler, collate_fn=collate)
         return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate)
 
     def train_dataloader(self) -> DataLoader:
