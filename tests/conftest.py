@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPORA = (REPO.parent / "shared" / "corpora").resolve()
@@ -34,3 +37,44 @@ def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = Non
     full_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
     return subprocess.run([sys.executable, str(REPO / "pipeline" / script), *args], cwd=cwd,
                           env=full_env, capture_output=True, text=True, timeout=600)
+
+
+def project_env(root: Path) -> dict[str, str]:
+    """The environment a stage of the project copy at ``root`` runs in (venv first on PATH)."""
+    venv_bin = str(Path(sys.executable).parent)
+    return dict(os.environ, PATH=f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+                PYTHONPATH=str(root / "src"), RNNSEARCH_ROOT=str(root))
+
+
+def run_in(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1500
+           ) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in the project copy ``cwd``; with ``check``, fail showing its output."""
+    result = subprocess.run(cmd, cwd=cwd, env=project_env(cwd), capture_output=True, text=True,
+                            timeout=timeout)
+    if check:
+        assert result.returncode == 0, (f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n"
+                                        f"{result.stderr[-3000:]}")
+    return result
+
+
+def make_project(root: Path, overrides: dict[str, Any]) -> Path:
+    """A git repository at ``root`` holding the tracked project files (no data, no outputs)
+    and the repository's params.yaml with ``overrides`` merged over it."""
+    from rnnsearch.presets import merge
+
+    if not SHARED_CORPORA.is_dir():
+        pytest.skip(f"corpora mirror not found at {SHARED_CORPORA}")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (REPO / name).is_file() and not name.startswith(("metrics/", "plots/", "reports/")):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    params = merge(yaml.safe_load((REPO / "params.yaml").read_text()), overrides)
+    params["prepare"]["mirror"] = str(SHARED_CORPORA)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit",
+                 "-qm", "copy"]):
+        run_in(cmd, root)
+    return root

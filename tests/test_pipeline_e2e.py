@@ -2,18 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import REPO
-
-from rnnsearch.presets import merge
+from conftest import make_project, run_in
 
 pytestmark = pytest.mark.slow
 
@@ -38,59 +31,34 @@ TINY = {
 }
 
 
-def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    venv_bin = str(Path(sys.executable).parent)
-    env = dict(os.environ, PATH=f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
-               PYTHONPATH=str(cwd / "src"), RNNSEARCH_ROOT=str(cwd))
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
-    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, ) -> Path:
+def project(tmp_path_factory) -> Path:
     """A git copy of the tracked project files (no data, no outputs), with tiny params."""
-    mirror = REPO.parent / "shared" / "corpora"
-    if not mirror.is_dir():
-        pytest.skip("corpora mirror not found")
-    root = tmp_path_factory.mktemp("project")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        if (REPO / name).is_file() and not name.startswith(("metrics/", "plots/", "reports/")):
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
-    params = merge(yaml.safe_load((REPO / "params.yaml").read_text()), TINY)
-    params["prepare"]["mirror"] = str(mirror.resolve())
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm", "copy"]):
-        _run(cmd, root)
-    return root
+    return make_project(tmp_path_factory.mktemp("project"), TINY)
 
 
 def test_repro_whole_pipeline_then_up_to_date(project):
-    _run(["dvc", "repro"], project)
+    run_in(["dvc", "repro"], project)
     metrics = json.loads((project / "metrics/tokenize.json").read_text())
     assert metrics["pairs"]["train"] == 800
     for cell in ("encdec-20", "search-20"):
         assert (project / f"data/models/{cell}/model.pt").is_file()
         assert json.loads((project / f"metrics/eval/{cell}.json").read_text())
     assert (project / "reports/README.md").is_file()
-    again = _run(["dvc", "repro"], project)
+    again = run_in(["dvc", "repro"], project)
     assert "up to date" in again.stdout
-    shown = _run(["dvc", "metrics", "show", "--json"], project).stdout
+    shown = run_in(["dvc", "metrics", "show", "--json"], project).stdout
     for name in ("vocab_size", "oov_rate", "wordsim353", "unigram_perplexity", "bleu"):
         assert name in shown, name
-    plots = _run(["dvc", "plots", "show", "--json"], project).stdout
+    plots = run_in(["dvc", "plots", "show", "--json"], project).stdout
     assert "bleu_by_length" in plots
 
 
 @pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
 def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
-    _run(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
+    run_in(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
           "-S", f"prepare.src_lang={src}", "-S", f"prepare.tgt_lang={tgt}"], project)
     meta = json.loads((project / "data/prepared/meta.json").read_text())
     assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
-    shown = json.loads(_run(["dvc", "exp", "show", "--json"], project).stdout)
+    shown = json.loads(run_in(["dvc", "exp", "show", "--json"], project).stdout)
     assert shown  # the experiment is listed

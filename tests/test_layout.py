@@ -1,0 +1,61 @@
+"""The layout the design promises: stage code in stages/, imports that run one way only."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SRC = REPO / "src" / "rnnsearch"
+BOTTOM = ("config", "data")                       # import nothing of the project above them
+LIBRARY = ("config", "data", "models", "training", "lm", "decoding", "evaluation",
+           "reporting", "embeddings")             # never import a stage
+STAGES = ("prepare", "tokenize", "embed", "pretrain_lm", "train", "translate", "evaluate",
+          "report")
+
+
+def project_imports(path: Path) -> set[str]:
+    """The ``rnnsearch.*`` modules a source file imports (at any depth of the file)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rnnsearch"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("rnnsearch"))
+    return found
+
+
+def package_files(package: str) -> list[Path]:
+    return sorted((SRC / package).glob("*.py"))
+
+
+@pytest.mark.parametrize("package", BOTTOM)
+def test_config_and_data_import_nothing_above_them(package):
+    for path in package_files(package):
+        upward = {m for m in project_imports(path)
+                  if m.split(".")[1] not in BOTTOM}
+        assert not upward, f"{path.relative_to(REPO)} imports {sorted(upward)}"
+
+
+def test_data_does_not_import_config():
+    """data/ is the lowest layer: config may use its registries, not the other way round."""
+    for path in package_files("data"):
+        assert not any(m.startswith("rnnsearch.config") for m in project_imports(path)), path
+
+
+@pytest.mark.parametrize("package", LIBRARY)
+def test_library_packages_hold_no_stage_code(package):
+    for path in package_files(package):
+        assert not any(m.startswith("rnnsearch.stages") for m in project_imports(path)), path
+
+
+def test_every_dvc_stage_has_its_module_and_a_one_call_script():
+    for stage in STAGES:
+        module = SRC / "stages" / f"{stage}.py"
+        assert "STAGE = Stage(" in module.read_text(encoding="utf-8"), module
+        script = REPO / "pipeline" / ("tokenize_text.py" if stage == "tokenize" else f"{stage}.py")
+        code = [line for line in script.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith(('"""', "Named"))]
+        assert code == ["from rnnsearch.stages.runner import main", f'main("{stage}")'], script
