@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.config import ConfigError, from_dict, read_params
+from rnnsearch.config import from_dict, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.textio import read_json, write_csv
@@ -24,14 +24,6 @@ def read_grid(params_path: str) -> GridConfig:
     """The ``train.grid`` section (which cells exist)."""
     return from_dict(GridConfig, read_params(params_path).get("train", {}).get("grid", {}),
                      "train.grid")
-
-
-def check_baseline(cfg: EvaluateConfig, grid: GridConfig) -> None:
-    """``evaluate.baseline`` must be a model of the grid, or there is nothing to test against
-    (a typo would silently drop every significance test)."""
-    if len(grid.models) > 1 and cfg.baseline not in grid.models:
-        raise ConfigError(f"evaluate.baseline: {cfg.baseline!r} is not a model of train.grid."
-                          f"models ({', '.join(grid.models)})")
 
 
 def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path,
@@ -87,8 +79,7 @@ def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[st
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Score every cell (all before writing anything), then write metrics, plots, MLflow runs."""
     cfg = ctx.section(EvaluateConfig)
-    grid = read_grid(args.params)
-    check_baseline(cfg, grid)
+    grid = read_grid(args.params)     # evaluate.baseline was checked against it on load
     cells = args.cells or [f"{model}-{n}" for model in grid.models for n in grid.max_lens]
     results = evaluate_cells(args, cfg, cells)
     for cell, metrics in results.items():
