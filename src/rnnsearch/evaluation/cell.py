@@ -18,13 +18,12 @@ training length (paired bootstrap; absent for the baseline itself).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from rnnsearch.config.evaluate import EvaluateConfig
-from rnnsearch.data.textio import read_lines
+from rnnsearch.data.textio import read_json, read_lines
 from rnnsearch.data.vocab import UNK, Vocabulary
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
 from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
@@ -99,7 +98,7 @@ def read_system(folder: Path, system: str) -> list[str]:
 def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
                   baseline: tuple[str, Path] | None = None) -> dict[str, Any]:
     """The metrics dict of one cell; ``baseline``: (cell name, translations folder) or None."""
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta = read_json(folder / "meta.json")          # a truncated file names itself
     name, _, max_len = cell.rpartition("-")
     model = {"name": name, "kind": meta.get("model", {}).get("model", name),
              "max_len": int(max_len) if max_len.isdigit() else None,
