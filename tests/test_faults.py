@@ -1,0 +1,208 @@
+"""Fault injection through the real DVC pipeline (tiny params): kill -9 each stage at a random
+point and rerun, a bad param in each stage, killing ``dvc`` itself, two stages on a new MLflow
+store. Nothing a user made may be lost, and a rerun must end where an unbroken run ends."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from conftest import REPO, make_project, project_env, run_in
+from test_pipeline_e2e import TINY
+
+pytestmark = pytest.mark.fault
+
+CELL = "search-20"
+TARGET = f"train@{CELL}"
+# One cell, enough steps that a kill lands between checkpoints; threads 1 for bit-exact runs.
+FAULT_PARAMS = copy.deepcopy(TINY)
+FAULT_PARAMS["pretrain_lm"].update(max_steps=30, val_every=10, checkpoint_every=10, threads=1)
+FAULT_PARAMS["train"]["grid"] = {"models": ["search"], "max_lens": [20]}
+FAULT_PARAMS["train"]["budget"].update(max_steps=40, val_every_steps=10)
+FAULT_PARAMS["train"]["trainer"] = {"threads": 1}
+FAULT_PARAMS["train"]["init"] = {"embeddings": True, "lm": True}
+FAULT_PARAMS["pretrain_lm"]["embedding_size"] = 24
+FAULT_PARAMS["pretrain_lm"]["hidden_size"] = 24
+FAULT_PARAMS["train"]["base_model"]["cell"] = "lstm"   # so that the LM initialises the decoder
+
+# What each killed stage must reproduce exactly: files compared byte for byte, or tensors.
+EXACT_FILES = ["data/prepared/train.src", "data/prepared/test.tgt", "data/prepared/meta.json",
+               "data/tokenized/train.src", "data/tokenized/vocab.tgt.txt"]
+TENSOR_FILES = ["data/lm/decoder_init.pt", f"data/models/{CELL}/model.pt"]
+# Metrics that must agree to the last digit (time, speed and "resumed" naturally differ).
+EXACT_METRICS = {"metrics/lm.json": ("steps", "dev", "test"),
+                 f"metrics/train/{CELL}.json": ("val_loss", "val_ppl", "val_bleu", "best_step",
+                                                "steps", "train_pairs")}
+
+
+@pytest.fixture(scope="module")
+def unbroken(tmp_path_factory) -> Path:
+    """The reference: one uninterrupted ``dvc repro train@search-20``."""
+    root = make_project(tmp_path_factory.mktemp("unbroken"), FAULT_PARAMS)
+    run_in(["dvc", "repro", TARGET], root)
+    return root
+
+
+def stage_pids(root: Path, script: str) -> list[int]:
+    """Processes running ``pipeline/<script>`` in the project copy ``root``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == str(root) and any(part.endswith(f"pipeline/{script}".encode()) for part in cmdline):
+            pids.append(int(entry.name))
+    return pids
+
+
+def start_repro(root: Path, *targets: str) -> subprocess.Popen:
+    return subprocess.Popen(["dvc", "repro", *targets], cwd=root, env=project_env(root),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_for(condition, timeout: float = 300.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def kill_stage_at_random(root: Path, script: str, ready: Path | None, rng: random.Random) -> str:
+    """Run ``dvc repro``; once ``script`` runs (and ``ready`` exists), kill -9 it after a
+    random delay. Returns what happened (for the failure message)."""
+    proc = start_repro(root, TARGET)
+    wait_for(lambda: stage_pids(root, script) or proc.poll() is not None, what=script)
+    if ready is not None:
+        wait_for(lambda: ready.exists() or proc.poll() is not None, what=str(ready))
+    delay = rng.uniform(0.0, 2.0)
+    time.sleep(delay)
+    killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
+    proc.communicate(timeout=600)
+    return f"{script}: killed {killed} after {delay:.2f}s, dvc exit {proc.returncode}"
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_same_tensors(a: Path, b: Path) -> None:
+    left = torch.load(a, map_location="cpu", weights_only=True)["state_dict"]
+    right = torch.load(b, map_location="cpu", weights_only=True)["state_dict"]
+    assert left.keys() == right.keys()
+    for name in left:
+        assert torch.equal(left[name], right[name]), f"{a}: {name} differs from the unbroken run"
+
+
+def test_killed_stages_rerun_to_the_unbroken_runs_results(unbroken, tmp_path):
+    root = make_project(tmp_path / "killed", FAULT_PARAMS)
+    rng = random.Random(os.environ.get("FAULT_SEED", time.time_ns()))
+    story = [kill_stage_at_random(root, "prepare.py", None, rng),
+             kill_stage_at_random(root, "tokenize_text.py", None, rng),
+             kill_stage_at_random(root, "pretrain_lm.py", root / "data/lm/last.ckpt", rng),
+             kill_stage_at_random(root, "train.py", root / f"data/models/{CELL}/last.ckpt", rng)]
+    run_in(["dvc", "repro", TARGET], root)
+    for name in EXACT_FILES:
+        assert file_digest(root / name) == file_digest(unbroken / name), (name, story)
+    for name in TENSOR_FILES:
+        assert_same_tensors(root / name, unbroken / name)
+    for name, keys in EXACT_METRICS.items():
+        got, want = (json.loads((r / name).read_text()) for r in (root, unbroken))
+        assert {k: got.get(k) for k in keys} == {k: want.get(k) for k in keys}, (name, story)
+    leftovers = [p for p in (root / "data").rglob(".*.tmp-*")] + list((root / "data").rglob("*.partial"))
+    assert not leftovers, leftovers
+
+
+def tree_digests(root: Path, outputs: list[str]) -> dict[str, str]:
+    """sha256 of every file under the given outputs (files or folders)."""
+    digests = {}
+    for out in outputs:
+        path = root / out
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        digests.update({str(f.relative_to(root)): file_digest(f) for f in files})
+    return digests
+
+
+BAD_PARAMS = [
+    ("prepare", {"prepare": {"corpus": "nope"}}, "prepare.corpus",
+     ["data/prepared", "metrics/prepare.json"]),
+    ("tokenize", {"tokenize": {"vocab_size_src": 0}}, "tokenize.vocab_size_src",
+     ["data/tokenized", "metrics/tokenize.json"]),
+    ("pretrain_lm", {"pretrain_lm": {"hidden_size": -4}}, "pretrain_lm.hidden_size",
+     ["data/lm", "metrics/lm.json"]),
+    (TARGET, {"train": {"trainer": {"precision": "bogus"}}}, "train.trainer.precision",
+     [f"data/models/{CELL}", f"metrics/train/{CELL}.json"]),
+]
+
+
+@pytest.mark.parametrize("stage, override, key, outputs", BAD_PARAMS,
+                         ids=[b[0] for b in BAD_PARAMS])
+def test_bad_param_leaves_every_previous_output_in_place(unbroken, stage, override, key, outputs):
+    from rnnsearch.presets import merge
+
+    params_file = unbroken / "params.yaml"
+    good = params_file.read_text()
+    before = tree_digests(unbroken, outputs)
+    assert before
+    params_file.write_text(yaml.safe_dump(merge(yaml.safe_load(good), override), sort_keys=False))
+    try:
+        result = run_in(["dvc", "repro", "--single-item", stage], unbroken, check=False)
+    finally:
+        params_file.write_text(good)
+    assert result.returncode != 0
+    assert key in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert tree_digests(unbroken, outputs) == before
+
+
+def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken, tmp_path):
+    params = copy.deepcopy(FAULT_PARAMS)
+    params["train"]["budget"]["max_steps"] = 100000          # would run for many minutes
+    root = make_project(tmp_path / "orphan", params)
+    run_in(["dvc", "repro", "embed", "pretrain_lm"], root)
+    proc = start_repro(root, TARGET)
+    wait_for(lambda: (root / f"data/models/{CELL}/run.json").exists(), what="training")
+    trainer_pids = stage_pids(root, "train.py")
+    assert trainer_pids
+    second = subprocess.run([sys.executable, str(root / "pipeline/train.py"), "--model", "search",
+                             "--max-len", "20", "--out", f"data/models/{CELL}", "--metrics",
+                             "m.json"], cwd=root, env=project_env(root), capture_output=True,
+                            text=True, timeout=300)
+    assert second.returncode == 2 and "another process" in second.stderr
+    assert f"data/models/{CELL}" in second.stderr and "Traceback" not in second.stderr
+    os.kill(proc.pid, signal.SIGKILL)                       # the dvc parent only
+    proc.wait(timeout=60)
+    wait_for(lambda: not stage_pids(root, "train.py"), timeout=60, what="train.py to stop")
+
+
+def test_two_stages_started_together_on_a_new_mlflow_store_both_succeed(tmp_path):
+    params = copy.deepcopy(FAULT_PARAMS)
+    root = make_project(tmp_path / "store", params)
+    store = tmp_path / "new" / "mlflow.db"
+    env = dict(project_env(root), MLFLOW_TRACKING_URI=f"sqlite:///{store}")
+    procs = [subprocess.Popen([sys.executable, str(root / "pipeline/prepare.py"), "--out",
+                               f"out{i}", "--metrics", f"m{i}.json"], cwd=root, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    import mlflow
+
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{store}")
+    experiment = client.get_experiment_by_name("rnnsearch")
+    assert len(client.search_runs([experiment.experiment_id])) == 3
