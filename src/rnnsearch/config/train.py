@@ -74,12 +74,15 @@ class BudgetConfig:
 
 def lightning_choices() -> dict[str, tuple[str, ...]]:
     """The accelerator, strategy and precision names Lightning's own registries accept."""
-    from lightning_fabric.connector import _PRECISION_INPUT
     from pytorch_lightning.accelerators import AcceleratorRegistry
     from pytorch_lightning.strategies import StrategyRegistry
 
-    precisions = [a for part in typing.get_args(_PRECISION_INPUT) for a in typing.get_args(part)
-                  if isinstance(a, str)]
+    try:   # the precision values Lightning's connector accepts (a private type alias)
+        from lightning_fabric.connector import _PRECISION_INPUT
+        precisions = [a for part in typing.get_args(_PRECISION_INPUT)
+                      for a in typing.get_args(part) if isinstance(a, str)]
+    except ImportError:
+        precisions = ["16-true", "16-mixed", "bf16-true", "bf16-mixed", "32-true", "64-true"]
     return {"accelerator": ("auto", "gpu", *AcceleratorRegistry.available_accelerators()),
             "strategy": ("auto", *StrategyRegistry.available_strategies()),
             "precision": tuple(dict.fromkeys(precisions))}
@@ -141,8 +144,11 @@ class TrainerConfig:
         """Lightning must be able to set these flags up on this machine (an available GPU, an
         installed torch_xla or deepspeed, a strategy that fits the accelerator). The flags are
         added one at a time, so the error names the first one that fails."""
-        from pytorch_lightning.trainer.connectors.accelerator_connector import _AcceleratorConnector
-
+        try:   # Lightning's own parser of these flags (private: skip if it moves)
+            from pytorch_lightning.trainer.connectors.accelerator_connector import (
+                _AcceleratorConnector)
+        except ImportError:
+            return
         flags: dict[str, Any] = {}
         for name in ("accelerator", "devices", "num_nodes", "strategy", "precision"):
             flags[name] = getattr(self, name)
