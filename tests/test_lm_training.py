@@ -97,12 +97,12 @@ class _Kill(pl.Callback):
 
 def test_killed_run_resumes_to_the_same_end(lm_data_dir, tmp_path):
     data = load_lm_data(lm_data_dir)
-    unbroken = train_lm(tiny_config(), data, tmp_path / "a", use_mlflow=False)
+    unbroken = train_lm(tiny_config(), data, tmp_path / "a")
     with pytest.raises((KeyboardInterrupt, SystemExit)):
-        train_lm(tiny_config(), data, tmp_path / "b", use_mlflow=False, callbacks=[_Kill()])
+        train_lm(tiny_config(), data, tmp_path / "b", callbacks=[_Kill()])
     stamp = torch.load(tmp_path / "b" / "last.ckpt", weights_only=False)
     assert stamp["global_step"] == 6  # the last checkpoint before the kill
-    resumed = train_lm(tiny_config(), data, tmp_path / "b", use_mlflow=False)
+    resumed = train_lm(tiny_config(), data, tmp_path / "b")
     assert resumed.resumed and not unbroken.resumed
     assert resumed.global_step == unbroken.global_step == 12
     for name, value in unbroken.model.state_dict().items():  # same segments, state and dropout
@@ -111,8 +111,8 @@ def test_killed_run_resumes_to_the_same_end(lm_data_dir, tmp_path):
 
 def test_changed_configuration_starts_afresh(lm_data_dir, tmp_path):
     data = load_lm_data(lm_data_dir)
-    train_lm(tiny_config(max_steps=4), data, tmp_path / "c", use_mlflow=False)
-    longer = train_lm(tiny_config(max_steps=6), data, tmp_path / "c", use_mlflow=False)
+    train_lm(tiny_config(max_steps=4), data, tmp_path / "c")
+    longer = train_lm(tiny_config(max_steps=6), data, tmp_path / "c")
     assert longer.resumed and longer.global_step == 6  # a bigger budget continues
-    other = train_lm(tiny_config(max_steps=6, lr=0.01), data, tmp_path / "c", use_mlflow=False)
+    other = train_lm(tiny_config(max_steps=6, lr=0.01), data, tmp_path / "c")
     assert not other.resumed and other.global_step == 6
