@@ -78,8 +78,7 @@ class _SpyLM(LanguageModel):
 
 def test_truncated_bptt_carries_the_detached_state(lm_data_dir, tmp_path, monkeypatch):
     monkeypatch.setattr("rnnsearch.lm.training.LanguageModel", _SpyLM)
-    run = train_lm(tiny_config(max_steps=2), load_lm_data(lm_data_dir), tmp_path / "ckpt",
-                   use_mlflow=False)
+    run = train_lm(tiny_config(max_steps=2), load_lm_data(lm_data_dir), tmp_path / "ckpt")
     (first_in, first_out), (second_in, _) = run.model.calls[:2]
     assert first_in is None
     for carried, final in zip(second_in, first_out):  # (h, c)
