@@ -69,10 +69,11 @@ class SegmentLoader:
 
     def __iter__(self) -> Iterator[Segment]:
         # A generator: the start is read at the first next(), not when Lightning calls iter()
-        # only to check that the loader is iterable.
-        for i in range(self._start, len(self)):
+        # only to check that the loader is iterable. It is cleared at once: Lightning stops
+        # reading a sized loader after its len() batches, so code after the loop never runs.
+        start, self._start = self._start, 0
+        for i in range(start, len(self)):
             yield self.segment(i)
-        self._start = 0
 
     def targets(self) -> torch.Tensor:
         """Every target token in reading order: ``[B * (L - 1)]``."""

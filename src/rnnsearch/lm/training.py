@@ -29,6 +29,8 @@ from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
+from rnnsearch.training.checkpoints import load_checkpoint
+from rnnsearch.training.resume import LastCheckpoint, RngState
 
 RUNTIME_KEYS = ("max_steps", "max_minutes", "threads", "gradient_flow")
 
@@ -90,7 +92,9 @@ def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
     last = ckpt_dir / "last.ckpt"
     if not last.is_file():
         return None
-    stamp = torch.load(last, map_location="cpu", weights_only=False).get("rnnsearch", {})
+    # weights only: a crafted pickle is refused, a damaged file named (DataError)
+    stamp = load_checkpoint(last, "delete it to train the language model afresh")
+    stamp = stamp.get("rnnsearch", {})
     if stamp.get("fingerprint") == fp:
         return stamp
     print(f"pretrain_lm: {last} is from another configuration or data; starting afresh")
@@ -114,14 +118,16 @@ def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
     """The Trainer with the step/time budget, clipping, dev checks and both checkpoints."""
     best = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/ppl", mode="min",
                            auto_insert_metric_name=False, enable_version_counter=False)
-    last = ModelCheckpoint(dirpath=ckpt_dir, save_last=True, save_top_k=0,
-                           every_n_train_steps=cfg.checkpoint_every)
+    # last.ckpt after the validation of its step, if any (best.ckpt has seen it), with the RNG
+    # states: a killed run resumes to the same weights (rnnsearch.training.resume)
+    last = LastCheckpoint(ckpt_dir / "last.ckpt", cfg.checkpoint_every)
     max_time = timedelta(minutes=cfg.max_minutes) if cfg.max_minutes is not None else None
     trainer = pl.Trainer(max_steps=cfg.max_steps, max_epochs=-1, max_time=max_time,
                          gradient_clip_val=cfg.clip_norm, gradient_clip_algorithm="norm",
                          val_check_interval=cfg.val_every, check_val_every_n_epoch=None,
                          num_sanity_val_steps=0, log_every_n_steps=10, logger=logger,
-                         callbacks=[best, last, *callbacks], enable_model_summary=False)
+                         callbacks=[best, last, RngState(), *callbacks],
+                         enable_model_summary=False)
     return trainer, best
 
 
@@ -155,7 +161,7 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
         logger.log_hyperparams(tracking.flatten_params(cfg))
     with warnings.catch_warnings():  # RewindStream makes a mid-epoch restore exact
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
-        trainer.fit(LMTask(model, cfg.lr), train, dev,
+        trainer.fit(LMTask(model, cfg.lr), train, dev, weights_only=True,  # never run a pickle
                     ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
     if not trainer.interrupted:  # a rerun or a bigger budget continues from the true end
         trainer.save_checkpoint(ckpt_dir / "last.ckpt")
@@ -168,7 +174,7 @@ def select_best(model: LanguageModel, dev: SegmentLoader, best: ModelCheckpoint)
     if not best.best_model_path or best.best_model_score is None:
         return
     if perplexity(model, dev) > float(best.best_model_score):
-        state = torch.load(best.best_model_path, map_location="cpu", weights_only=False)
+        state = load_checkpoint(best.best_model_path)
         model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint, Timer, TQDMProgressBar
+from pytorch_lightning.callbacks import EarlyStopping, Timer, TQDMProgressBar
 from pytorch_lightning.loggers import MLFlowLogger
 from pytorch_lightning.utilities import rank_zero_info, rank_zero_warn
 
@@ -41,6 +41,7 @@ from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import check_checkpoint
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.resume import LastCheckpoint, RngState
 
 RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
 PARTIAL = "model.pt.partial"   # the running run's best model; becomes model.pt when it finishes
@@ -146,8 +147,9 @@ def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, 
     saver = BestModelSaver(out_dir / PARTIAL, monitor, mode)
     timer = Timer(duration=timedelta(minutes=b.max_minutes) if b.max_minutes > 0 else None,
                   interval="step", verbose=False)
-    callbacks = [saver, timer, ModelCheckpoint(dirpath=out_dir, save_last=True, save_top_k=0,
-                                               every_n_train_steps=b.val_every_steps)]
+    # last.ckpt after each validation (BestModelSaver and EarlyStopping have seen it), with the
+    # RNG states: a killed run resumes to the same weights (rnnsearch.training.resume)
+    callbacks = [saver, timer, RngState(), LastCheckpoint(out_dir / LAST, b.val_every_steps)]
     if b.early_stopping_patience:
         callbacks.append(EarlyStopping(monitor, patience=b.early_stopping_patience, mode=mode,
                                        check_on_train_epoch_end=False))
@@ -225,7 +227,10 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
         clear_stale_run(out_dir)
     run_id = logger.run_id if _is_main_process() else None
     _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
-    trainer.fit(task, datamodule=data, ckpt_path=str(out_dir / LAST) if previous else None)
+    # weights_only=True: Lightning's default (None) follows torch's, which an environment
+    # variable (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD) turns off; resumable_run has read it this way
+    trainer.fit(task, datamodule=data, weights_only=True,
+                ckpt_path=str(out_dir / LAST) if previous else None)
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
