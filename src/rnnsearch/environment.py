@@ -16,7 +16,8 @@ from typing import Any
 
 # Environment variables that change which kernels run (and so the last digits of a result).
 KERNEL_SETTINGS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR",
-                   "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG")
+                   "OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                   "CUBLAS_WORKSPACE_CONFIG")
 
 
 @functools.lru_cache(maxsize=1)
