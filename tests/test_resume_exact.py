@@ -1,0 +1,360 @@
+"""A run killed with kill -9 and rerun from ``last.ckpt`` ends bit for bit where an unbroken run
+ends: the same weights (every tensor, the optimiser's too), metrics and validations, for a
+translation cell and for the language model. A crafted or truncated ``last.ckpt`` is refused
+without running anything it holds.
+
+This file is also the subprocess that trains: ``python test_resume_exact.py cell|lm WORKDIR``
+writes ``WORKDIR/result.pt``; ``RESUME_SLOW`` (seconds slept after each step) gives the kill
+time to land mid-run and ``RESUME_TAG`` names the file its validation steps go to.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = "le la un une chat chien mange dort voit petit grand rouge sur dans jardin".split()
+CELL_STEPS, CELL_VAL, CELL_EPOCH = 30, 5, 11   # validations mid-epoch and across 3 epochs
+LM_STEPS, LM_VAL, LM_CKPT, LM_EPOCH = 90, 4, 3, 69   # last.ckpt at batch ends and at val ends
+
+
+# ---- the training subprocess -------------------------------------------------------------------
+
+def write_corpus(root: Path) -> Path:
+    """The reversal task of tests/test_training.py: 80 train, 12 dev pairs, 2-14 words."""
+    from rnnsearch.data.vocab import Vocabulary
+
+    rng, words, data = random.Random(0), [f"w{i}" for i in range(20)], root / "tokenized"
+    data.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 80), ("dev", 12)):
+        src = [[rng.choice(words) for _ in range(rng.randint(2, 14))] for _ in range(n)]
+        (data / f"{split}.src").write_text("".join(" ".join(s) + "\n" for s in src))
+        (data / f"{split}.tgt").write_text("".join(" ".join(reversed(s)).upper() + "\n"
+                                                   for s in src))
+    for side in ("src", "tgt"):
+        counts = Counter((data / f"train.{side}").read_text().split())
+        Vocabulary.build(counts, 100).save(data / f"vocab.{side}.txt")
+    return data
+
+
+def write_lm_corpus(root: Path) -> Path:
+    """The target side of tests/test_lm_training.py: 200/20/20 sentences of 15 words."""
+    from rnnsearch.data.vocab import Vocabulary
+
+    rng = random.Random(0)
+    root.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 200), ("dev", 20), ("test", 20)):
+        lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 9))) for _ in range(n)]
+        (root / f"{split}.tgt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = Counter((root / "train.tgt").read_text(encoding="utf-8").split())
+    Vocabulary.build(counts, 14).save(root / "vocab.tgt.txt")
+    return root
+
+
+def cell_config(**budget: Any):
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainConfig
+
+    params = {"grid": {"models": ["search"], "max_lens": [12]},
+              "base_model": {"embedding_size": 8, "hidden_size": 8, "attention_size": 8,
+                             "output_size": 8, "dropout": 0.3},   # dropout: the RNG matters
+              "models": {"search": {"model": "search"}},
+              "data": {"batch_size": 8, "dev_bleu_sentences": 5},
+              "budget": {"max_steps": CELL_STEPS, "val_every_steps": CELL_VAL, "max_minutes": 10,
+                         "early_stopping_patience": 3, **budget},
+              "trainer": {"log_every_steps": 2, "threads": 1}}
+    return from_dict(TrainConfig, params, "train")
+
+
+def lm_config(**overrides: Any):
+    from rnnsearch.config.pretrain_lm import PretrainLMConfig
+
+    settings = dict(embedding_size=8, hidden_size=8, dropout=0.3, init_embeddings=False, bptt=5,
+                    batch_size=4, eval_batch_size=2, max_steps=LM_STEPS, max_minutes=None,
+                    val_every=LM_VAL, checkpoint_every=LM_CKPT, threads=1)
+    return PretrainLMConfig(**{**settings, **overrides})
+
+
+def tensors(prefix: str, obj: Any) -> dict[str, torch.Tensor]:
+    """Every tensor in nested dicts/lists, keyed by its path."""
+    if isinstance(obj, torch.Tensor):
+        return {prefix: obj}
+    if isinstance(obj, dict):
+        items = list(obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = list(enumerate(obj))
+    else:
+        return {}
+    return {k: v for key, value in items for k, v in tensors(f"{prefix}.{key}", value).items()}
+
+
+def instrument(task_class: type, workdir: Path) -> None:
+    """After each training step write the step to ``progress`` and sleep ``RESUME_SLOW`` s;
+    append each validation's step to ``validations-<RESUME_TAG>.txt``. Nothing here draws
+    from an RNG or touches the model."""
+    slow, tag = float(os.environ.get("RESUME_SLOW", "0")), os.environ.get("RESUME_TAG", "run")
+    progress, validations = workdir / "progress", workdir / f"validations-{tag}.txt"
+    after_step, after_validation = task_class.on_train_batch_end, task_class.on_validation_epoch_end
+
+    def on_train_batch_end(self, *args: Any) -> None:
+        after_step(self, *args)
+        progress.write_text(str(self.global_step))
+        time.sleep(slow)
+
+    def on_validation_epoch_end(self) -> None:
+        after_validation(self)
+        if self.trainer.state.fn == "fit":   # not train_cell's trainer.validate after fitting
+            with validations.open("a") as f:
+                f.write(f"{self.global_step}\n")
+
+    task_class.on_train_batch_end = on_train_batch_end
+    task_class.on_validation_epoch_end = on_validation_epoch_end
+
+
+def run_cell(workdir: Path) -> dict[str, Any]:
+    from rnnsearch.training import TranslationTask, train_cell
+
+    tasks: list[TranslationTask] = []
+    TranslationTask.on_fit_start = lambda self: tasks.append(self)
+    instrument(TranslationTask, workdir)
+    out = workdir / "search-12"
+    metrics = train_cell(cell_config(), "search", 12, write_corpus(workdir / "corpus"), out)
+    last = torch.load(out / "last.ckpt", weights_only=True)
+    best = torch.load(out / "model.pt", weights_only=True)
+    return {"weights": {**tensors("final", tasks[-1].model.state_dict()),
+                        **tensors("best", best["state_dict"]),
+                        **tensors("optimiser", last["optimizer_states"])},
+            "metrics": {k: metrics[k] for k in ("val_loss", "val_ppl", "val_bleu", "best_step",
+                                                "steps", "epochs")},
+            "resumed": metrics["resumed"]}
+
+
+def run_lm(workdir: Path) -> dict[str, Any]:
+    from rnnsearch.lm.task import LMTask
+    from rnnsearch.lm.training import lm_metrics, load_lm_data, train_lm
+
+    instrument(LMTask, workdir)
+    cfg, data = lm_config(), load_lm_data(write_lm_corpus(workdir / "corpus"))
+    run = train_lm(cfg, data, workdir / "lm")
+    last = torch.load(workdir / "lm" / "last.ckpt", weights_only=True)
+    return {"weights": {**tensors("final", last["state_dict"]),
+                        **tensors("optimiser", last["optimizer_states"]),
+                        **tensors("selected", run.model.state_dict())},
+            "metrics": lm_metrics(cfg, run, data), "resumed": run.resumed}
+
+
+def main(mode: str, workdir: str) -> None:
+    torch.set_num_threads(1)
+    result = (run_cell if mode == "cell" else run_lm)(Path(workdir))
+    torch.save(result, Path(workdir) / "result.pt")
+
+
+# ---- kill and resume ---------------------------------------------------------------------------
+
+def start(mode: str, workdir: Path, tag: str, slow: float = 0.0) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RESUME_SLOW=str(slow), RESUME_TAG=tag,
+               MLFLOW_TRACKING_URI=f"sqlite:///{workdir / 'mlflow.db'}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, __file__, mode, str(workdir)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, workdir: Path) -> dict[str, Any]:
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    return torch.load(workdir / "result.pt", weights_only=True)
+
+
+def validations(workdir: Path, tag: str) -> list[int]:
+    path = workdir / f"validations-{tag}.txt"
+    return [int(s) for s in path.read_text().split()] if path.is_file() else []
+
+
+def kill_at_random(mode: str, workdir: Path, tag: str, last: Path, steps: tuple[int, int],
+                   rng: random.Random) -> tuple[int, str]:
+    """Start (or resume) the run in ``workdir`` and kill -9 it at a random step in ``steps``,
+    once it has written ``last`` itself. Returns the step ``last`` holds, and what happened."""
+    target = rng.randint(*steps)
+    before = last.stat().st_mtime_ns if last.is_file() else None
+    progress = workdir / "progress"
+    progress.unlink(missing_ok=True)
+    proc = start(mode, workdir, tag, slow=0.08)
+    while proc.poll() is None:
+        step = int(progress.read_text() or 0) if progress.is_file() else 0
+        if step >= target and last.is_file() and last.stat().st_mtime_ns != before:
+            time.sleep(rng.uniform(0.0, 0.08))   # anywhere in the step, validation or save
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=60)
+    story = f"{tag}: killed at step {progress.read_text()} (target {target}), exit {proc.returncode}"
+    assert proc.returncode == -signal.SIGKILL, f"{story}: the run was not killed\n{err[-2000:]}"
+    checkpoint_step = int(torch.load(last, weights_only=True)["global_step"])
+    return checkpoint_step, f"{story}, last.ckpt at step {checkpoint_step}"
+
+
+def assert_same_end(unbroken: dict[str, Any], resumed: dict[str, Any], story: str) -> None:
+    assert resumed["resumed"] and not unbroken["resumed"], story
+    assert unbroken["weights"].keys() == resumed["weights"].keys(), story
+    for name, value in unbroken["weights"].items():
+        assert torch.equal(value, resumed["weights"][name]), f"{name} differs; {story}"
+    assert resumed["metrics"] == unbroken["metrics"], story
+
+
+def assert_each_validation_once(unbroken: Path, killed: Path, starts: dict[str, int],
+                                story: str) -> None:
+    """Each run of the killed series validates exactly at the unbroken run's steps after the
+    checkpoint it started from (``starts``: tag -> that step): a validation the checkpoint had
+    seen is not repeated, none is skipped."""
+    everything = validations(unbroken, "unbroken")
+    for tag, start_step in starts.items():
+        after = [s for s in everything if s > start_step]
+        done = validations(killed, tag)
+        assert done == after[: len(done)], f"{tag} validated at {done}; {story}"
+    assert validations(killed, "resumed") == [s for s in everything if s > starts["resumed"]], story
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("mode", ["cell", "lm"])
+def test_killed_run_resumes_to_the_unbroken_runs_weights_and_metrics(mode, tmp_path):
+    """Killed twice: first early enough that the resumed run crosses an epoch boundary, then
+    anywhere after the resumed run has written its own checkpoint; then run to the end."""
+    seed = int(os.environ.get("RESUME_SEED", time.time_ns() % 2**32))
+    rng = random.Random(seed)
+    max_steps, epoch = (CELL_STEPS, CELL_EPOCH) if mode == "cell" else (LM_STEPS, LM_EPOCH)
+    unbroken_dir, killed_dir = tmp_path / "unbroken", tmp_path / "killed"
+    last = killed_dir / ("search-12" if mode == "cell" else "lm") / "last.ckpt"
+    unbroken = start(mode, unbroken_dir, "unbroken")   # alongside the killed one (1 thread each)
+    first, story1 = kill_at_random(mode, killed_dir, "killed", last, (1, max_steps - epoch), rng)
+    second, story2 = kill_at_random(mode, killed_dir, "killed-again", last,
+                                    (first + 1, max_steps - 1), rng)
+    story = f"{mode}: {story1}; {story2} (RESUME_SEED={seed})"
+    resumed = finish(start(mode, killed_dir, "resumed"), killed_dir)
+    assert_same_end(finish(unbroken, unbroken_dir), resumed, story)
+    assert_each_validation_once(unbroken_dir, killed_dir,
+                                {"killed": 0, "killed-again": first, "resumed": second}, story)
+
+
+# ---- crafted and truncated checkpoints ---------------------------------------------------------
+
+class _Payload:
+    """Unpickled without ``weights_only``, this creates the file ``marker``: it stands for any
+    code a crafted pickle could run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple:
+        return open, (self.marker, "w")
+
+
+def write_bad_checkpoint(path: Path, kind: str, marker: Path) -> None:
+    """A checkpoint-looking file that runs code when unpickled, or a real one cut in half."""
+    if kind == "crafted":
+        torch.save({"state_dict": {}, "rnnsearch": {}, "payload": _Payload(marker)}, path)
+        return
+    torch.save({"state_dict": {"w": torch.zeros(1000)}}, path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_the_crafted_checkpoint_would_run_code(tmp_path):
+    """The control: loaded the unsafe way, the payload does create its marker."""
+    marker = tmp_path / "ran"
+    write_bad_checkpoint(tmp_path / "x.ckpt", "crafted", marker)
+    torch.load(tmp_path / "x.ckpt", weights_only=False)
+    assert marker.exists()
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("kind", ["crafted", "truncated"])
+def test_lm_refuses_a_bad_last_checkpoint(kind, tmp_path):
+    from rnnsearch.data.textio import DataError
+    from rnnsearch.lm.training import load_lm_data, train_lm
+
+    ckpt_dir, marker = tmp_path / "lm", tmp_path / "ran"
+    ckpt_dir.mkdir()
+    write_bad_checkpoint(ckpt_dir / "last.ckpt", kind, marker)
+    data = load_lm_data(write_lm_corpus(tmp_path / "corpus"))
+    with pytest.raises(DataError, match=re.escape(str(ckpt_dir / "last.ckpt"))):
+        train_lm(lm_config(max_steps=2), data, ckpt_dir)
+    assert not marker.exists()
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("kind", ["crafted", "truncated"])
+def test_train_cell_refuses_a_bad_last_checkpoint(kind, tmp_path):
+    """An unfinished run whose last.ckpt was replaced: the file is named (an error, or a warning
+    before the cell trains afresh), never resumed from, and its code never runs."""
+    from rnnsearch.data.textio import DataError
+    from rnnsearch.training import train_cell
+
+    data, out, marker = write_corpus(tmp_path), tmp_path / "search-12", tmp_path / "ran"
+    cfg = cell_config(max_steps=2, val_every_steps=2, early_stopping_patience=0)
+    train_cell(cfg, "search", 12, data, out)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, "finished": False}))   # as if killed
+    write_bad_checkpoint(out / "last.ckpt", kind, marker)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            message, resumed = "", train_cell(cfg, "search", 12, data, out)["resumed"]
+        except DataError as err:
+            message, resumed = str(err), False
+    message += " ".join(str(w.message) for w in caught)
+    assert str(out / "last.ckpt") in message and not resumed
+    assert not marker.exists()
+
+
+# ---- the pieces --------------------------------------------------------------------------------
+
+def test_rng_state_goes_through_a_weights_only_checkpoint(tmp_path):
+    from rnnsearch.training.resume import rng_state, set_rng_state
+
+    torch.manual_seed(1), np.random.seed(2), random.seed(3)
+    torch.save({"rng": rng_state()}, tmp_path / "c.ckpt")
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    set_rng_state(torch.load(tmp_path / "c.ckpt", weights_only=True)["rng"])
+    got = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(got[0], expected[0]) and (got[1] == expected[1]).all()
+    assert got[2] == expected[2]
+
+
+def test_resumable_loader_continues_the_pass_and_draws_like_a_dataloader():
+    from rnnsearch.training.resume import ResumableLoader
+
+    batches = [[0, 1], [2, 3], [4], [5, 6]]
+    loader = ResumableLoader(list(range(7)), batches, collate_fn=list)
+    it = iter(loader)
+    seen = [next(it), next(it)]
+    state = loader.state_dict()
+    assert seen == [[0, 1], [2, 3]] and state == {"batches": 2}
+    restored = ResumableLoader(list(range(7)), batches, collate_fn=list)
+    restored.load_state_dict(state)
+    assert list(restored) == [[4], [5, 6]] and restored.state_dict() == {"batches": 4}
+    assert list(restored) == batches                          # the next pass is whole
+    # creating an iterator takes the same draw from torch's RNG as a plain DataLoader's
+    torch.manual_seed(0)
+    iter(DataLoader(list(range(7)), batch_sampler=batches, collate_fn=list))
+    after_plain = torch.get_rng_state()
+    torch.manual_seed(0)
+    iter(restored)
+    assert torch.equal(torch.get_rng_state(), after_plain)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
