@@ -250,6 +250,37 @@ def test_killed_run_resumes_to_the_unbroken_runs_weights_and_metrics(mode, tmp_p
                                 {"killed": 0, "killed-again": first, "resumed": second}, story)
 
 
+@pytest.mark.fault
+def test_a_run_killed_after_early_stopping_stops_there_when_resumed(tmp_path, monkeypatch):
+    """Early stopping decides at a validation; last.ckpt is written after it. A run killed just
+    then must not train on when resumed (the trainer's should_stop is not in the file)."""
+    from rnnsearch.training import TranslationTask, resume, train_cell
+
+    tasks: list[TranslationTask] = []
+    monkeypatch.setattr(TranslationTask, "on_fit_start", lambda self: tasks.append(self),
+                        raising=False)
+    cfg = cell_config(early_stopping_patience=1, monitor="bleu")  # dev BLEU of 5 sentences stalls
+    data = write_corpus(tmp_path)
+    unbroken = train_cell(cfg, "search", 12, data, tmp_path / "unbroken")
+    assert unbroken["steps"] < CELL_STEPS                          # it did stop early
+    save = resume.LastCheckpoint.on_validation_end
+
+    def killed_once_saved(self, trainer, pl_module):
+        save(self, trainer, pl_module)
+        if trainer.should_stop:
+            raise RuntimeError("killed")
+
+    monkeypatch.setattr(resume.LastCheckpoint, "on_validation_end", killed_once_saved)
+    with pytest.raises(RuntimeError, match="killed"):
+        train_cell(cfg, "search", 12, data, tmp_path / "killed")
+    monkeypatch.setattr(resume.LastCheckpoint, "on_validation_end", save)
+    resumed = train_cell(cfg, "search", 12, data, tmp_path / "killed")
+    assert resumed["resumed"] and resumed["steps"] == unbroken["steps"]
+    assert resumed["best_step"] == unbroken["best_step"]
+    for name, value in tasks[0].model.state_dict().items():
+        assert torch.equal(value, tasks[-1].model.state_dict()[name]), name
+
+
 # ---- crafted and truncated checkpoints ---------------------------------------------------------
 
 class _Payload:

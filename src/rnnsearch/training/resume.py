@@ -11,7 +11,9 @@ validations so far (best score, early-stopping patience). This module provides o
 * :class:`RngState`: the global RNG states (torch, CUDA, numpy, random) saved in the checkpoint and
   put back just before the first step the restored run takes, after Lightning's set-up draws.
 * :class:`LastCheckpoint`: writes ``last.ckpt`` where a run can continue from: after the
-  validation of that step (when there is one), not before it.
+  validation of that step (when there is one), not before it, and stops a restored run that
+  early stopping had stopped.
+
 Everything is stored as tensors, lists, dicts, numbers and strings, so the checkpoint loads with
 ``weights_only=True`` (:mod:`rnnsearch.training.checkpoints`), as both stages read it.
 """
@@ -176,6 +178,9 @@ class LastCheckpoint(Checkpoint):
     ``Checkpoint`` it runs after the other callbacks, which have then taken the validation into
     account. Lightning restores such a file without repeating the validation. At other steps the
     file is written at the end of the batch.
+
+    ``Trainer.should_stop`` is not in the file: a run restored from the validation at which
+    ``EarlyStopping`` ran out of patience is stopped at once, as the killed run was.
     """
 
     def __init__(self, path: str | Path, every_n_steps: int) -> None:
