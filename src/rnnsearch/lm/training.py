@@ -21,9 +21,11 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from pytorch_lightning.loggers import Logger, MLFlowLogger
+from pytorch_lightning.utilities import rank_zero_info, rank_zero_warn
 
 from rnnsearch import tracking
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.data.textio import DataError
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
@@ -92,12 +94,14 @@ def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
     last = ckpt_dir / "last.ckpt"
     if not last.is_file():
         return None
-    # weights only: a crafted pickle is refused, a damaged file named (DataError)
-    stamp = load_checkpoint(last, "delete it to train the language model afresh")
-    stamp = stamp.get("rnnsearch", {})
+    try:   # weights only: a crafted pickle is refused, a damaged file named
+        stamp = load_checkpoint(last, "it is replaced by this run's").get("rnnsearch", {})
+    except DataError as err:
+        rank_zero_warn(f"{err}; training the language model afresh")
+        return None
     if stamp.get("fingerprint") == fp:
         return stamp
-    print(f"pretrain_lm: {last} is from another configuration or data; starting afresh")
+    rank_zero_info(f"{last} is from another configuration or data; starting afresh")
     return None
 
 
