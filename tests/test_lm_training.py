@@ -18,16 +18,22 @@ from rnnsearch.lm.training import load_lm_data, train_lm
 WORDS = "le la un une chat chien mange dort voit petit grand rouge sur dans jardin".split()
 
 
-@pytest.fixture
-def lm_data_dir(tmp_path: Path) -> Path:
-    """A tiny tokenised target side: train/dev/test.tgt and vocab.tgt.txt."""
+def write_lm_corpus(root: Path) -> Path:
+    """A tiny tokenised target side under ``root``: train/dev/test.tgt and vocab.tgt.txt
+    (200/20/20 sentences of 3-9 words)."""
     rng = random.Random(0)
+    root.mkdir(parents=True, exist_ok=True)
     for split, n in (("train", 200), ("dev", 20), ("test", 20)):
         lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 9))) for _ in range(n)]
-        (tmp_path / f"{split}.tgt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    counts = Counter((tmp_path / "train.tgt").read_text(encoding="utf-8").split())
-    Vocabulary.build(counts, 14).save(tmp_path / "vocab.tgt.txt")
-    return tmp_path
+        (root / f"{split}.tgt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = Counter((root / "train.tgt").read_text(encoding="utf-8").split())
+    Vocabulary.build(counts, 14).save(root / "vocab.tgt.txt")
+    return root
+
+
+@pytest.fixture
+def lm_data_dir(tmp_path: Path) -> Path:
+    return write_lm_corpus(tmp_path)
 
 
 def tiny_config(**overrides) -> PretrainLMConfig:

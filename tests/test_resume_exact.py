@@ -27,8 +27,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from test_lm_training import write_lm_corpus
+
 REPO = Path(__file__).resolve().parents[1]
-WORDS = "le la un une chat chien mange dort voit petit grand rouge sur dans jardin".split()
 CELL_STEPS, CELL_VAL, CELL_EPOCH = 30, 5, 11   # validations mid-epoch and across 3 epochs
 LM_STEPS, LM_VAL, LM_CKPT, LM_EPOCH = 90, 4, 3, 69   # last.ckpt at batch ends and at val ends
 
@@ -50,20 +51,6 @@ def write_corpus(root: Path) -> Path:
         counts = Counter((data / f"train.{side}").read_text().split())
         Vocabulary.build(counts, 100).save(data / f"vocab.{side}.txt")
     return data
-
-
-def write_lm_corpus(root: Path) -> Path:
-    """The target side of tests/test_lm_training.py: 200/20/20 sentences of 15 words."""
-    from rnnsearch.data.vocab import Vocabulary
-
-    rng = random.Random(0)
-    root.mkdir(parents=True, exist_ok=True)
-    for split, n in (("train", 200), ("dev", 20), ("test", 20)):
-        lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 9))) for _ in range(n)]
-        (root / f"{split}.tgt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    counts = Counter((root / "train.tgt").read_text(encoding="utf-8").split())
-    Vocabulary.build(counts, 14).save(root / "vocab.tgt.txt")
-    return root
 
 
 def cell_config(**budget: Any):
