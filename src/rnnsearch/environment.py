@@ -72,3 +72,10 @@ def describe_environment() -> dict[str, Any]:
     if settings:
         env["settings"] = settings
     return env
+
+
+def is_main_process() -> bool:
+    """False in the extra processes of a multi-process (DDP) run, which Lightning starts by
+    re-running the stage script with ``LOCAL_RANK``/``NODE_RANK`` set: they train, and leave
+    writing the outputs (and holding their lock) to the main process."""
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"

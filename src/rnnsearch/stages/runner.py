@@ -39,7 +39,7 @@ from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 
 from rnnsearch.config.base import ConfigError, load_section
 from rnnsearch.data.textio import DataError, atomic_dir, write_json
-from rnnsearch.environment import describe_environment
+from rnnsearch.environment import describe_environment, is_main_process
 
 T = TypeVar("T")
 EXIT_ERROR = 2
@@ -127,13 +127,6 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
         print(f"{stage.name}: interrupted; the previous outputs are unchanged", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
-
-
-def is_main_process() -> bool:
-    """False in the extra processes of a multi-process (DDP) run, which Lightning starts by
-    re-running the stage script with ``LOCAL_RANK``/``NODE_RANK`` set: they share the main
-    process' outputs (its lock) and leave writing them to it."""
-    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
 
 
 def describe(err: BaseException) -> str:

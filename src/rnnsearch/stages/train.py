@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 
 from rnnsearch.config.train import TrainConfig
-from rnnsearch.stages.runner import Stage, StageContext, StageError, is_main_process
+from rnnsearch.environment import is_main_process
+from rnnsearch.stages.runner import Stage, StageContext, StageError
 from rnnsearch.training import train_cell
 
 

@@ -36,6 +36,7 @@ from rnnsearch import tracking
 from rnnsearch.config.base import ConfigError, require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
 from rnnsearch.data.textio import DataError, write_json
+from rnnsearch.environment import is_main_process
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import check_checkpoint
@@ -81,11 +82,6 @@ def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Pa
     return digest.hexdigest()
 
 
-def _is_main_process() -> bool:
-    """True before any DDP launch and on global rank 0 (children re-run the stage script)."""
-    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
-
-
 def read_run(out_dir: Path) -> dict[str, Any]:
     """``run.json`` of the previous run; {} when there is none or it cannot be read (a warning
     says so: the run then starts afresh, which is safe, since the model it made is replaced only
@@ -102,7 +98,7 @@ def read_run(out_dir: Path) -> dict[str, Any]:
 
 
 def _write_run(out_dir: Path, **info: Any) -> None:
-    if _is_main_process():
+    if is_main_process():
         write_json(out_dir / RUN_FILE, info)
 
 
@@ -124,14 +120,14 @@ def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
 def clear_stale_run(out_dir: Path) -> None:
     """Remove the resume state of an earlier run that cannot be continued (its ``model.pt``
     stays until this run's model replaces it)."""
-    if _is_main_process():
+    if is_main_process():
         for name in (LAST, PARTIAL, RUN_FILE):
             (out_dir / name).unlink(missing_ok=True)
 
 
 def promote_model(out_dir: Path) -> None:
     """Put the finished run's best model in place of the previous ``model.pt`` (one rename)."""
-    if not _is_main_process():
+    if not is_main_process():
         return
     partial = out_dir / PARTIAL
     if not partial.is_file():
@@ -167,7 +163,7 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         gradient_clip_val=config.optim.clip_norm or None, gradient_clip_algorithm="norm",
         logger=logger, callbacks=callbacks, log_every_n_steps=t.log_every_steps,
         num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(out_dir),
-        enable_progress_bar=True, enable_model_summary=_is_main_process())
+        enable_progress_bar=True, enable_model_summary=is_main_process())
 
 
 def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
@@ -225,7 +221,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     out_dir.mkdir(parents=True, exist_ok=True)
     if not previous:          # every check has passed: only now replace the old resume state
         clear_stale_run(out_dir)
-    run_id = logger.run_id if _is_main_process() else None
+    run_id = logger.run_id if is_main_process() else None
     _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
     # weights_only=True: Lightning's default (None) follows torch's, which an environment
     # variable (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD) turns off; resumable_run has read it this way
