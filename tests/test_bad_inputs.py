@@ -490,3 +490,36 @@ def test_report_inputs_name_the_missing_key(tmp_path):
         {"model": {"name": "search"}, "systems": {"beam": {"all": {}}}}))
     with pytest.raises(DataError, match=r"search-50\.json: missing key 'systems\.beam\.by_length'"):
         ReportInputs.load(tmp_path)
+
+
+# ---- a damaged resume state of an interrupted training ------------------------------------------
+
+@pytest.mark.parametrize("damage", ["last.ckpt", "run.json"])
+def test_damaged_resume_state_is_named_and_the_cell_trains_afresh(tmp_path, damage):
+    """A truncated ``last.ckpt`` or ``run.json``: one warning naming the file, exit 0, a model
+    trained afresh; the next rerun does not hit the damaged file again."""
+    data = train_corpus(tmp_path)
+    assert run_train(tmp_path, train_params(), data).returncode == 0
+    run = json.loads((tmp_path / "out/run.json").read_text())
+    (tmp_path / "out/run.json").write_text(json.dumps({**run, "finished": False}))  # as if killed
+    path = tmp_path / "out" / damage
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    result = run_train(tmp_path, train_params(), data)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "training this cell afresh" in line]
+    assert len(warnings) == 1 and str(Path("out") / damage) in warnings[0]
+    assert json.loads((tmp_path / "metrics.json").read_text())["resumed"] is False
+    assert json.loads((tmp_path / "out/run.json").read_text())["finished"] is True
+
+
+def test_a_run_that_diverges_to_nan_fails_and_keeps_the_previous_model(tmp_path):
+    """A NaN learning rate scale (lr huge) drives the dev loss to NaN: exit 2 naming the output
+    folder and the key, and the earlier model.pt is left as it was."""
+    data = train_corpus(tmp_path)
+    assert run_train(tmp_path, train_params(), data).returncode == 0
+    before = (tmp_path / "out/model.pt").read_bytes()
+    result = run_train(tmp_path, train_params(optim={"lr": 1e30, "clip_norm": 0.0}), data)
+    message = assert_refused(result, "out", "diverged")
+    assert "val_loss" in message
+    assert (tmp_path / "out/model.pt").read_bytes() == before

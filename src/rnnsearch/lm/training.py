@@ -21,17 +21,16 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from pytorch_lightning.loggers import Logger, MLFlowLogger
-from pytorch_lightning.utilities import rank_zero_info, rank_zero_warn
+from pytorch_lightning.utilities import rank_zero_info
 
 from rnnsearch import tracking
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
-from rnnsearch.data.textio import DataError
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
-from rnnsearch.training.checkpoints import load_checkpoint
+from rnnsearch.training.checkpoints import load_checkpoint, resume_point
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
 RUNTIME_KEYS = ("max_steps", "max_minutes", "threads", "gradient_flow")
@@ -94,11 +93,10 @@ def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
     last = ckpt_dir / "last.ckpt"
     if not last.is_file():
         return None
-    try:   # weights only: a crafted pickle is refused, a damaged file named
-        stamp = load_checkpoint(last, "it is replaced by this run's").get("rnnsearch", {})
-    except DataError as err:
-        rank_zero_warn(f"{err}; training the language model afresh")
+    checkpoint = resume_point(last, "training the language model afresh")  # weights only
+    if checkpoint is None:
         return None
+    stamp = checkpoint.get("rnnsearch", {})
     if stamp.get("fingerprint") == fp:
         return stamp
     rank_zero_info(f"{last} is from another configuration or data; starting afresh")

@@ -3,19 +3,18 @@
 Trains the variant ``--model`` of ``train.models`` on pairs of at most ``--max-len`` tokens with
 Lightning (see :mod:`rnnsearch.training.run`: resuming from ``last.ckpt`` after a kill, the best
 dev model in ``model.pt``), then writes ``metrics/train/<cell>.json``. A run whose dev loss ends
-as NaN or inf fails (the previous ``model.pt`` stays), rather than passing a broken model on.
+as NaN or inf fails (the previous ``model.pt`` stays) rather than passing a broken model on.
 Under DDP only the main process writes the metrics; the other ranks (which Lightning starts by
 re-running this script) only train.
 """
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.environment import is_main_process
-from rnnsearch.stages.runner import Stage, StageContext, StageError
+from rnnsearch.stages.runner import Stage, StageContext
 from rnnsearch.training import train_cell
 
 
@@ -29,23 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lm", type=Path, help="pretrain_lm's decoder_init.pt (train.init.lm)")
 
 
-def check_finite(metrics: dict, out: Path) -> None:
-    """Refuse a run whose dev scores are NaN or infinite (diverged, or NaN inputs)."""
-    for key in ("val_loss", "val_ppl"):
-        value = metrics.get(key)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise StageError(f"{out}: training diverged ({key} = {value} at step "
-                             f"{metrics.get('steps')}); the previous model.pt is unchanged. "
-                             f"Check the inputs (word vectors, language model) and train.optim")
-
-
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Train the cell; the main process writes its metrics."""
     cfg = ctx.section(TrainConfig)
     metrics = train_cell(cfg, args.model, args.max_len, args.data, args.out, args.embed_dir,
                          args.lm)
     if is_main_process():
-        check_finite(metrics, args.out)
         ctx.write_metrics(args.metrics, metrics)
 
 

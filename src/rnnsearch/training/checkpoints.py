@@ -6,10 +6,16 @@ truncated or empty file becomes a :class:`~rnnsearch.data.textio.DataError` nami
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+from rnnsearch.data.textio import DataError
 from rnnsearch.models.files import read_torch_dict
+
+# Python's last-resort handler prints a WARNING as one bare line on stderr; a stage's log shows
+# it next to Lightning's own lines, and the stage goes on.
+log = logging.getLogger("rnnsearch")
 
 
 def load_checkpoint(path: str | Path, hint: str = "delete it to start this run afresh"
@@ -18,6 +24,11 @@ def load_checkpoint(path: str | Path, hint: str = "delete it to start this run a
     return read_torch_dict(path, ("state_dict",), "a training checkpoint", hint)
 
 
-def check_checkpoint(path: str | Path) -> None:
-    """Raise :class:`DataError` unless ``path`` loads as a weights-only checkpoint."""
-    load_checkpoint(path)
+def resume_point(path: str | Path, instead: str) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` to resume from, or None after one warning line naming the
+    file when it is damaged or refused; ``instead`` says what happens then."""
+    try:
+        return load_checkpoint(path, "not resumed from")
+    except DataError as err:
+        log.warning("warning: %s: %s", err, instead)
+        return None

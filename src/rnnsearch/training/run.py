@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import sys
 from datetime import timedelta
@@ -30,7 +31,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping, Timer, TQDMProgressBar
 from pytorch_lightning.loggers import MLFlowLogger
-from pytorch_lightning.utilities import rank_zero_info, rank_zero_warn
+from pytorch_lightning.utilities import rank_zero_info
 
 from rnnsearch import tracking
 from rnnsearch.config.base import ConfigError, require
@@ -39,7 +40,7 @@ from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
-from rnnsearch.training.checkpoints import check_checkpoint
+from rnnsearch.training.checkpoints import log, resume_point
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.resume import LastCheckpoint, RngState
@@ -92,7 +93,7 @@ def read_run(out_dir: Path) -> dict[str, Any]:
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        rank_zero_warn(f"{path}: unreadable ({err}); starting this cell afresh")
+        log.warning("warning: %s: unreadable (%s): training this cell afresh", path, err)
         return {}
     return info if isinstance(info, dict) else {}
 
@@ -108,10 +109,7 @@ def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
     info = read_run(out_dir)
     if info.get("fingerprint") != fp or info.get("finished") or not (out_dir / LAST).is_file():
         return {}
-    try:
-        check_checkpoint(out_dir / LAST)
-    except DataError as err:
-        rank_zero_warn(f"{err}; starting this cell afresh")
+    if resume_point(out_dir / LAST, "training this cell afresh") is None:
         return {}
     rank_zero_info(f"resuming from {out_dir / LAST}")
     return info
@@ -123,6 +121,23 @@ def clear_stale_run(out_dir: Path) -> None:
     if is_main_process():
         for name in (LAST, PARTIAL, RUN_FILE):
             (out_dir / name).unlink(missing_ok=True)
+
+
+class TrainingDiverged(ValueError):
+    """The dev score ended as NaN or inf: the run's model is worthless."""
+
+
+def check_finite(best: dict[str, float], out_dir: Path, step: int) -> None:
+    """Refuse a run whose best dev scores are NaN or infinite (it diverged, or its inputs held
+    NaN). Its resume state is cleared, so that a rerun after the cause is fixed starts afresh
+    instead of resuming NaN weights; the previous ``model.pt`` stays."""
+    bad = {k: v for k, v in best.items() if not math.isfinite(v)}
+    if not best or bad:
+        clear_stale_run(out_dir)
+        shown = ", ".join(f"{k} = {v}" for k, v in bad.items()) or "no dev score"
+        raise TrainingDiverged(f"{out_dir}: training diverged ({shown} at step {step}); the "
+                               f"previous model.pt is unchanged. Check the inputs (word vectors, "
+                               f"language model) and train.optim (lr, clip_norm)")
 
 
 def promote_model(out_dir: Path) -> None:
@@ -240,6 +255,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
         logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
                            {"train/tokens_per_s_mean": task.tokens_per_second},
                            step=trainer.global_step)
+    check_finite(best, out_dir, trainer.global_step)
     promote_model(out_dir)
     _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
     return metrics
