@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from test_stages_data import write_params
 
 from rnnsearch.stages import prepare
@@ -54,3 +60,37 @@ def test_full_disk_is_one_line_and_keeps_the_previous_output(tmp_path, mirror, m
     assert err[-1].startswith("prepare: error: disk full writing ") and "rerun" in err[-1]
     assert (tmp_path / "data/prepared/train.src").read_text() == before
     assert not list((tmp_path / "data").glob(".prepared.tmp-*"))
+
+
+def test_a_stage_stops_when_dvc_dies_even_with_a_shell_between_them(tmp_path):
+    """``dvc`` -> ``bash -c '...; true'`` -> stage: kill -9 ``dvc`` and the stage stops (the
+    shell survives, so the kernel's parent-death signal alone would not reach the stage)."""
+    fake_dvc = tmp_path / "dvc"
+    fake_dvc.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
+                        "subprocess.run(['bash', '-c', sys.argv[1] + '; true'])\n")
+    fake_dvc.chmod(0o755)
+    marker = tmp_path / "stage.pid"
+    stage = (f"{sys.executable} -c 'import os, time; from rnnsearch.stages.runner import "
+             f"die_with_parent; die_with_parent(); open(\"{marker}\", \"w\").write(str(os.getpid()));"
+             f" time.sleep(120)'")
+    env = dict(os.environ, DVC_STAGE="train@search-30", PYTHONPATH=str(REPO / "src"))
+    dvc = subprocess.Popen([str(fake_dvc), stage], env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline and dvc.poll() is None, "the stage did not start"
+        time.sleep(0.1)
+    stage_pid = int(marker.read_text())
+    os.kill(dvc.pid, signal.SIGKILL)
+    dvc.wait()
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{stage_pid}").exists() and _state(stage_pid) != "Z":
+        assert time.monotonic() < deadline, "the stage outlived dvc"
+        time.sleep(0.2)
+    os.killpg(dvc.pid, signal.SIGKILL)          # the shell left behind
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -33,6 +33,8 @@ import os
 import shutil
 import signal
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
@@ -141,14 +143,52 @@ def describe(err: BaseException) -> str:
 
 
 def die_with_parent() -> None:
-    """Ask Linux to send SIGTERM to this process when its parent (``dvc``) dies."""
-    if not sys.platform.startswith("linux"):
+    """Under ``dvc repro``, stop this stage (SIGTERM) when the ``dvc`` process that started it
+    dies: Linux's ``PR_SET_PDEATHSIG`` when ``dvc`` is the parent, and a watcher thread for when
+    a shell sits between them. A stage started by hand is left to its user (``nohup`` works)."""
+    if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() == 1:          # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    dvc = dvc_ancestor()
+    if dvc is None or not _alive(*dvc):
+        os.kill(os.getpid(), signal.SIGTERM)     # dvc died before we were watching
+        return
+    threading.Thread(target=_watch, args=dvc, name="watch-dvc", daemon=True).start()
+
+
+def _proc_stat(pid: int) -> list[str]:
+    """Fields of ``/proc/<pid>/stat`` after the command name: state, ppid, ... start time (19)."""
+    text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    return text.rsplit(")", 1)[1].split()
+
+
+def dvc_ancestor() -> tuple[int, str] | None:
+    """(pid, start time) of the nearest ancestor running ``dvc``, or None."""
+    pid = os.getppid()
+    with contextlib.suppress(OSError, IndexError):
+        while pid > 1:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if any(Path(a.decode(errors="replace")).name == "dvc" for a in argv[:2]) or \
+                    argv[1:3] == [b"-m", b"dvc"]:
+                return pid, _proc_stat(pid)[19]
+            pid = int(_proc_stat(pid)[1])
+    return None
+
+
+def _alive(pid: int, started: str) -> bool:
+    """True while ``pid`` is the same process (not a reused pid) and not a zombie."""
+    try:
+        stat = _proc_stat(pid)
+    except OSError:
+        return False
+    return stat[19] == started and stat[0] != "Z"
+
+
+def _watch(pid: int, started: str, every: float = 1.0) -> None:
+    while _alive(pid, started):
+        time.sleep(every)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def lock_path(output: Path) -> Path:
