@@ -74,10 +74,16 @@ def save_model(model: Seq2Seq, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")   # a kill never leaves half a file
+    # Through a temporary folder and a rename, so that a kill never leaves half a file; the
+    # file inside is always called model.pt because torch.save names the archive's root folder
+    # after the file: the same weights then give the same bytes (and DVC hash) wherever the
+    # model is headed (model.pt, or model.pt.partial while a run is going).
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.mkdir(exist_ok=True)
     torch.save({"config": model.config.to_dict(), "src_vocab": model.src_vocab,
-                "tgt_vocab": model.tgt_vocab, "state_dict": state}, tmp)
-    os.replace(tmp, path)
+                "tgt_vocab": model.tgt_vocab, "state_dict": state}, tmp / "model.pt")
+    os.replace(tmp / "model.pt", path)
+    tmp.rmdir()
 
 
 MODEL_FILE = "a model file of the train stage"

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -121,6 +122,16 @@ def clear_stale_run(out_dir: Path) -> None:
     if is_main_process():
         for name in (LAST, PARTIAL, RUN_FILE):
             (out_dir / name).unlink(missing_ok=True)
+
+
+def remove_half_written(out_dir: Path) -> None:
+    """Remove what a process killed in the middle of saving left (``.<name>.tmp-*``)."""
+    if is_main_process():
+        for leftover in out_dir.glob(".*.tmp-*"):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 class TrainingDiverged(ValueError):
@@ -234,6 +245,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
     out_dir.mkdir(parents=True, exist_ok=True)
+    remove_half_written(out_dir)
     if not previous:          # every check has passed: only now replace the old resume state
         clear_stale_run(out_dir)
     run_id = logger.run_id if is_main_process() else None
