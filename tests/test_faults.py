@@ -27,9 +27,9 @@ CELL = "search-20"
 TARGET = f"train@{CELL}"
 # One cell, enough steps that a kill lands between checkpoints; threads 1 for bit-exact runs.
 FAULT_PARAMS = copy.deepcopy(TINY)
-FAULT_PARAMS["pretrain_lm"].update(max_steps=30, val_every=10, checkpoint_every=10, threads=1)
+FAULT_PARAMS["pretrain_lm"].update(max_steps=150, val_every=10, checkpoint_every=10, threads=1)
 FAULT_PARAMS["train"]["grid"] = {"models": ["search"], "max_lens": [20]}
-FAULT_PARAMS["train"]["budget"].update(max_steps=40, val_every_steps=10)
+FAULT_PARAMS["train"]["budget"].update(max_steps=80, val_every_steps=10)
 FAULT_PARAMS["train"]["trainer"] = {"threads": 1}
 FAULT_PARAMS["train"]["init"] = {"embeddings": True, "lm": True}
 FAULT_PARAMS["pretrain_lm"]["embedding_size"] = 24
@@ -85,7 +85,7 @@ def wait_for(condition, timeout: float = 300.0, what: str = "") -> None:
 
 def kill_stage_at_random(root: Path, script: str, ready: Path | None, rng: random.Random) -> str:
     """Run ``dvc repro``; once ``script`` runs (and ``ready`` exists), kill -9 it after a
-    random delay. Returns what happened (for the failure message)."""
+    random delay. Returns what happened; fails unless the kill landed while the stage ran."""
     proc = start_repro(root, TARGET)
     wait_for(lambda: stage_pids(root, script) or proc.poll() is not None, what=script)
     if ready is not None:
@@ -94,7 +94,9 @@ def kill_stage_at_random(root: Path, script: str, ready: Path | None, rng: rando
     time.sleep(delay)
     killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
     proc.communicate(timeout=600)
-    return f"{script}: killed {killed} after {delay:.2f}s, dvc exit {proc.returncode}"
+    story = f"{script}: killed {killed} after {delay:.2f}s, dvc exit {proc.returncode}"
+    assert killed and proc.returncode != 0, story
+    return story
 
 
 def file_digest(path: Path) -> str:
