@@ -80,3 +80,21 @@ def test_command_line_translates_stdin_with_alignment(tmp_path):
                           capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("source:") == 3
+
+
+def test_command_line_prints_one_line_per_input_unless_nbest_asks(tmp_path):
+    """The workspace's params ask the translate stage for 2-best lists; the CLI still prints one
+    translation per input line, and ``--nbest 2`` two scored ones."""
+    root = make_workspace(tmp_path)
+    command = [sys.executable, "-m", "rnnsearch.decoding.cli", "--model",
+               "data/models/search-50/model.pt"]
+    env = {"PYTHONPATH": str(REPO / "src")}
+    lines = "The cat sat.\nA dog!\nIt rains.\n"
+    one = subprocess.run(command, cwd=root, input=lines, text=True, capture_output=True,
+                         timeout=120, env=env)
+    assert one.returncode == 0, one.stderr
+    assert len(one.stdout.splitlines()) == 3 and "\t" not in one.stdout
+    two = subprocess.run(command + ["--nbest", "2"], cwd=root, input=lines, text=True,
+                         capture_output=True, timeout=120, env=env)
+    assert two.returncode == 0, two.stderr
+    assert len(two.stdout.splitlines()) == 6 and all("\t" in l for l in two.stdout.splitlines())

@@ -5,8 +5,9 @@
 
 Reads one sentence per line from FILE (or stdin), tokenises it as the pipeline did (Moses,
 ``prepare.src_lang``, ``tokenize.lowercase`` from params.yaml), decodes it (``translate.search``
-from params.yaml unless overridden here) and prints the detokenised translation; ``--align``
-adds the attention matrix as text (percent, target rows x source columns).
+from params.yaml unless overridden here) and prints the detokenised translation, one line per
+input line; ``--nbest N`` prints the N best instead (each with its normalised score, a tab, the
+text); ``--align`` adds the attention matrix as text (percent, target rows x source columns).
 """
 from __future__ import annotations
 
@@ -63,7 +64,11 @@ def _settings(args: argparse.Namespace) -> tuple[str, str, bool, bool, SearchOpt
     prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
     translate = params.get("translate", {})
     search = from_dict(SearchOptions, translate.get("search", {}), "translate.search")
-    overrides = {k: v for k, v in (("beam_size", args.beam_size), ("nbest", args.nbest)) if v}
+    # One line per input unless --nbest asks for more: translate.search.nbest is the size of the
+    # translate stage's n-best files, not what a user typing a sentence wants to read.
+    overrides: dict[str, int] = {"nbest": args.nbest or 1}
+    if args.beam_size:
+        overrides["beam_size"] = args.beam_size
     if args.method == "greedy":
         overrides.update(beam_size=1, nbest=1)
     search = dataclasses.replace(search, **overrides)
@@ -95,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
     parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
     parser.add_argument("--beam-size", type=count(0), default=0, help="override translate.search")
-    parser.add_argument("--nbest", type=count(0), default=0, help="print this many hypotheses")
+    parser.add_argument("--nbest", type=count(0), default=0,
+                        help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")
     parser.add_argument("--batch-size", type=count(1), default=32,
