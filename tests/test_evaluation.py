@@ -87,6 +87,9 @@ def test_evaluate_stage(tmp_path):
     root = _workspace(tmp_path)
     done = run_script("evaluate.py", "--cells", "encdec-50", "search-50", cwd=root)
     assert done.returncode == 0, done.stderr
+    beam = next(l for l in done.stdout.splitlines() if l.startswith("evaluate search-50 beam:"))
+    for part in ("on all", "with no unknown word", "with <unk> deleted", "vs encdec-50"):
+        assert part in beam, beam         # the no-UNK subset and the <unk>-deleted output apart
     search = json.loads((root / "metrics/eval/search-50.json").read_text())
     encdec = json.loads((root / "metrics/eval/encdec-50.json").read_text())
     assert set(search["systems"]) == {"greedy", "beam", "beam_unk"}

@@ -87,11 +87,22 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         ctx.write_metrics(path, metrics)
         write_csv(args.plots / f"{cell}.csv", length_rows(metrics))
         for name, system in metrics["systems"].items():
-            p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
-            print(f"evaluate {cell} {name}: BLEU {system['all']['bleu']} (no-UNK subset "
-                  f"{system['no_unk']['bleu']}, n={system['no_unk']['n']})"
-                  + (f", p={p} vs {system['vs_baseline']['baseline']}" if p is not None else ""))
+            print(f"evaluate {cell} {name}: {summary_line(system)}")
         log_cell(cell, metrics, cfg, path, ctx)
+
+
+def summary_line(system: dict[str, Any]) -> str:
+    """BLEU on all sentences, on the sentences without an unknown word (the paper's "No UNK"
+    column: fewer sentences, same output) and of the output with ``<unk>`` deleted (all
+    sentences, another output), each named so that neither is taken for the other."""
+    line = (f"BLEU {system['all']['bleu']} on all {system['all']['n']} sentences | "
+            f"{system['no_unk']['bleu']} on the {system['no_unk']['n']} with no unknown word")
+    if "unk_removed" in system:
+        line += f" | {system['unk_removed']['bleu']} with <unk> deleted from the output"
+    p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
+    if p is not None:
+        line += f" | p = {p} vs {system['vs_baseline']['baseline']}"
+    return line
 
 
 STAGE = Stage("evaluate", __doc__, add_arguments, lambda a: [a.metrics, a.plots], body)
