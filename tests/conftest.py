@@ -1,10 +1,14 @@
-"""Shared fixtures: the repository root, the corpora mirror, and running stage scripts."""
+"""Shared fixtures: the repository root, the corpora mirror, a local HTTP server, and running
+stage scripts."""
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,22 @@ def mirror() -> Path:
     if not SHARED_CORPORA.is_dir():
         pytest.skip(f"corpora mirror not found at {SHARED_CORPORA}")
     return SHARED_CORPORA
+
+
+@pytest.fixture
+def http_root(tmp_path):
+    """A directory served over HTTP on 127.0.0.1 (a free port, a thread), stopped after the
+    test; yields (directory, base URL)."""
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
 
 
 def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None

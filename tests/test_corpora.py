@@ -2,31 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gzip
-import http.server
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 
 from rnnsearch.data.corpora import HANSARD36, MULTI30K, MIRROR_ENV, locate, sha256_of
 from rnnsearch.data.textio import DataError
-
-
-@pytest.fixture
-def http_root(tmp_path):
-    """A directory served over HTTP on 127.0.0.1; yields (directory, base URL)."""
-    root = tmp_path / "served"
-    root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def _served_corpus(base_url: str):

@@ -1,10 +1,73 @@
 """The ``prepare`` section of params.yaml."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rnnsearch.config.base import check_non_negative, check_positive, check_seed, require
 from rnnsearch.data.corpora import REGISTRY
+
+CUSTOM = "custom"   # prepare.corpus value that selects the files of prepare.custom
+SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
+LANG_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def check_location(value: str, key: str) -> None:
+    """A corpus file location: a non-empty local path or an http(s) URL."""
+    require(bool(value.strip()), key, "must be a local path or an http(s) URL, got ''")
+    scheme = value.split("://", 1)[0].lower() if "://" in value else None
+    require(scheme in (None, "http", "https"), key,
+            f"only local paths and http(s) URLs are supported, got {value!r}")
+
+
+def check_sha256(value: str | None, key: str) -> None:
+    """An optional sha256: 64 hexadecimal digits (as printed by ``sha256sum``)."""
+    require(value is None or SHA256_PATTERN.fullmatch(value) is not None, key,
+            f"must be 64 hexadecimal digits (the output of sha256sum), got {value!r}")
+
+
+@dataclass(frozen=True)
+class CustomSplit:
+    """One split of a corpus of one's own: a source and a target file (line N translates line N),
+    or one tab-separated file (source<TAB>target per line); each with an optional sha256."""
+
+    src: str | None = None
+    tgt: str | None = None
+    src_sha256: str | None = None
+    tgt_sha256: str | None = None
+    tsv: str | None = None
+    sha256: str | None = None
+
+    def files(self) -> dict[str, tuple[str, str | None]]:
+        """Role (``src``, ``tgt`` or ``tsv``) -> (location, expected sha256 or None)."""
+        if self.tsv is not None:
+            return {"tsv": (self.tsv, self.sha256)}
+        return {"src": (self.src, self.src_sha256), "tgt": (self.tgt, self.tgt_sha256)}
+
+    def check(self, key: str) -> None:
+        pair = self.src is not None or self.tgt is not None
+        require(pair or self.tsv is not None, key,
+                "give either src and tgt (one file per language) or tsv (source<TAB>target)")
+        require(not (pair and self.tsv is not None), key,
+                "give either src and tgt or tsv, not both")
+        for name, needs in (("src_sha256", "src"), ("tgt_sha256", "tgt"), ("sha256", "tsv")):
+            require(getattr(self, name) is None or getattr(self, needs) is not None,
+                    f"{key}.{name}", f"is set but {key}.{needs} is not")
+            check_sha256(getattr(self, name), f"{key}.{name}")
+        for name in ("src", "tgt") if pair else ("tsv",):
+            value = getattr(self, name)
+            require(value is not None, f"{key}.{name}",
+                    f"required key is missing (src and tgt go together; or use {key}.tsv)")
+            check_location(value, f"{key}.{name}")
+
+
+@dataclass(frozen=True)
+class CustomCorpus:
+    """The files of a corpus of one's own, per split; ``test`` null: held out from train."""
+
+    train: CustomSplit
+    dev: CustomSplit
+    test: CustomSplit | None = None
 
 
 @dataclass(frozen=True)
@@ -49,15 +112,13 @@ class PrepareConfig:
     test_buckets: tuple[int, ...] = ()
     test_per_bucket: int = 0
     seed: int = 1234
+    custom: CustomCorpus | None = None   # read only when corpus is "custom"
 
     def check(self, key: str) -> None:
-        require(self.corpus in REGISTRY, f"{key}.corpus",
-                f"unknown corpus '{self.corpus}' (known: {', '.join(sorted(REGISTRY))})")
-        languages = REGISTRY[self.corpus].languages
-        for name in ("src_lang", "tgt_lang"):
-            lang = getattr(self, name)
-            require(lang in languages, f"{key}.{name}",
-                    f"corpus '{self.corpus}' has no language '{lang}' (it has: {', '.join(languages)})")
+        if self.corpus == CUSTOM:
+            self.check_custom(key)
+        else:
+            self.check_registered(key)
         require(self.src_lang != self.tgt_lang, f"{key}.tgt_lang", "must differ from src_lang")
         edges = self.test_buckets
         require(all(e > 0 for e in edges) and list(edges) == sorted(set(edges)),
@@ -66,3 +127,28 @@ class PrepareConfig:
         require(not edges or self.test_per_bucket > 0, f"{key}.test_per_bucket",
                 "must be > 0 when test_buckets is set")
         check_seed(self, key, "seed")
+
+    def check_registered(self, key: str) -> None:
+        """A registered corpus that has both languages."""
+        known = ", ".join(sorted([*REGISTRY, CUSTOM]))
+        require(self.corpus in REGISTRY, f"{key}.corpus",
+                f"unknown corpus '{self.corpus}' (known: {known})")
+        languages = REGISTRY[self.corpus].languages
+        for name in ("src_lang", "tgt_lang"):
+            lang = getattr(self, name)
+            require(lang in languages, f"{key}.{name}",
+                    f"corpus '{self.corpus}' has no language '{lang}' (it has: {', '.join(languages)})")
+
+    def check_custom(self, key: str) -> None:
+        """``custom`` is given, the language codes are codes, and a held-out test split has a
+        size (``sizes.test`` or the length buckets)."""
+        require(self.custom is not None, f"{key}.custom",
+                f"required when {key}.corpus is '{CUSTOM}': give the train and dev files (and "
+                f"optionally test), see README 'Use your own corpus'")
+        for name in ("src_lang", "tgt_lang"):
+            lang = getattr(self, name)
+            require(LANG_PATTERN.fullmatch(lang) is not None, f"{key}.{name}",
+                    f"must be a language code such as 'en' or 'de', got {lang!r}")
+        require(self.custom.test is not None or self.sizes.test > 0 or bool(self.test_buckets),
+                f"{key}.sizes.test", f"must be > 0 (pairs held out from train) when "
+                f"{key}.custom.test is null, or set {key}.test_buckets")

@@ -105,11 +105,14 @@ def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def verify(path: Path, expected: str) -> None:
-    """Raise :class:`DataError` naming ``path`` when its sha256 is not ``expected``."""
+def verify(path: Path, expected: str, source: str = "") -> str:
+    """``path``'s sha256; raise :class:`DataError` naming ``path`` (and ``source``, where the
+    expected value comes from) when it is not ``expected``."""
     actual = sha256_of(path)
-    if actual != expected:
-        raise DataError(f"{path}: checksum mismatch (sha256 {actual}, expected {expected})")
+    if actual != expected.lower():
+        where = f" from {source}" if source else ""
+        raise DataError(f"{path}: checksum mismatch (sha256 {actual}, expected {expected}{where})")
+    return actual
 
 
 def mirror_dir(configured: str | None) -> Path | None:
@@ -118,8 +121,10 @@ def mirror_dir(configured: str | None) -> Path | None:
     return Path(chosen).expanduser() if chosen else None
 
 
-def download(url: str, dest: Path, expected_sha256: str, timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``dest`` with a progress bar; verify; rename into place.
+def download(url: str, dest: Path, expected_sha256: str | None, timeout: float = 60.0,
+             source: str = "") -> Path:
+    """Download ``url`` to ``dest`` with a progress bar; verify (unless ``expected_sha256`` is
+    None); rename into place. ``source`` says where the expected sha256 comes from.
 
     Nothing is left at ``dest`` (or beside it) when the download or the checksum fails.
     """
@@ -133,7 +138,8 @@ def download(url: str, dest: Path, expected_sha256: str, timeout: float = 60.0) 
                 for block in iter(lambda: resp.read(1 << 16), b""):
                     out.write(block)
                     bar.update(len(block))
-        verify(tmp, expected_sha256)
+        if expected_sha256 is not None:
+            verify(tmp, expected_sha256, source)
         os.replace(tmp, dest)
     except BaseException as err:
         tmp.unlink(missing_ok=True)

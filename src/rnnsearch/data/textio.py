@@ -3,7 +3,8 @@
 * :func:`read_lines` decodes strictly as UTF-8 (gzip or plain) and names the file and line of a
   bad byte sequence; an empty or missing file is an error too.
 * :func:`read_parallel` checks that both sides have the same number of lines and names both files
-  and both counts when they do not.
+  and both counts when they do not; :func:`read_tsv_pairs` reads both sides from one
+  tab-separated file and names the file and line of a line without exactly one tab.
 * :func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling and rename it into
   place only on success, so a failed stage never leaves half-written outputs and the previous
   outputs stay intact until the new ones are complete.
@@ -67,6 +68,21 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str]
     if len(src) != len(tgt):
         raise DataError(f"line counts differ: {src_path} has {len(src)} lines, "
                         f"{tgt_path} has {len(tgt)}")
+    return src, tgt
+
+
+def read_tsv_pairs(path: str | Path) -> tuple[list[str], list[str]]:
+    """Both sides of a tab-separated parallel file, ``source<TAB>target`` on each line; a line
+    with no tab or more than one is an error naming the file and line."""
+    src, tgt = [], []
+    for number, line in enumerate(read_lines(path), 1):
+        tabs = line.count("\t")
+        if tabs != 1:
+            raise DataError(f"{path}:{number}: expected source<TAB>target (exactly one tab), "
+                            f"found {tabs} tabs")
+        source, target = line.split("\t")
+        src.append(source)
+        tgt.append(target)
     return src, tgt
 
 

@@ -3,6 +3,12 @@
 Each split is located (local mirror, cache or download), verified, cleaned and sampled (the test
 split optionally stratified by length); ``meta.json`` records the languages and every split's
 statistics.
+
+``corpus: custom`` reads the files named in ``prepare.custom`` instead (see
+:mod:`rnnsearch.data.custom`); every split records each file's sha256 (``inputs``). Without test
+files, the test split is held out of the cleaned training pairs first (seeded, stratified when
+``test_buckets`` is set), and train is sampled from what remains with every copy of a test pair
+removed, so train and test never share a pair.
 """
 from __future__ import annotations
 
@@ -11,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from rnnsearch import tracking
-from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.prepare import CUSTOM, PrepareConfig
+from rnnsearch.data import custom
 from rnnsearch.data.clean import CleanRules, clean_pairs, sample_indices, stratified_indices
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
-from rnnsearch.data.textio import read_parallel, write_lines
+from rnnsearch.data.textio import DataError, read_parallel, write_lines
 from rnnsearch.stages.runner import Stage, StageContext
 
 
@@ -30,26 +37,68 @@ def _select(cfg: PrepareConfig, split: str, src: list[str]) -> tuple[list[int], 
     return sample_indices(len(src), size, cfg.seed), {}
 
 
-def prepare_split(cfg: PrepareConfig, split: str, out_dir: Path) -> dict[str, Any]:
-    """Write ``<split>.src`` / ``<split>.tgt`` under ``out_dir``; return the split's statistics."""
+def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The raw pairs of ``split`` and where they came from: ``files`` (the paths read) and, for
+    a custom corpus, ``inputs`` (each file as given and its sha256)."""
+    if cfg.corpus == CUSTOM:
+        text = custom.read_split(getattr(cfg.custom, split), f"prepare.custom.{split}",
+                                 cfg.cache_dir, cfg.download)
+        return text.src, text.tgt, {"files": text.paths, "inputs": text.inputs}
     corpus = get_corpus(cfg.corpus)
     paths = [locate(corpus, split, lang, cfg.mirror, cfg.cache_dir, cfg.download)
              for lang in (cfg.src_lang, cfg.tgt_lang)]
-    src, tgt = read_parallel(*paths)
+    return *read_parallel(*paths), {"files": [str(p) for p in paths]}
+
+
+def read_clean(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The cleaned pairs of ``split`` and their statistics (counts, then where they came from),
+    with ``pairs`` left for the caller to fill in."""
+    src, tgt, origin = read_split(cfg, split)
     rules = CleanRules(cfg.clean.min_len, cfg.clean.max_len, cfg.clean.max_ratio)
     src, tgt, dropped = clean_pairs(src, tgt, rules)
-    chosen, extra = _select(cfg, split, src)
+    stats = {"raw_pairs": len(src) + sum(dropped.values()), "dropped": dropped,
+             "clean_pairs": len(src), "pairs": 0, **origin}
+    return src, tgt, stats
+
+
+def write_split(out_dir: Path, split: str, src: list[str], tgt: list[str],
+                chosen: list[int]) -> int:
+    """Write the ``chosen`` pairs as ``<split>.src`` / ``<split>.tgt``; returns how many."""
     write_lines(out_dir / f"{split}.src", [src[i] for i in chosen])
     write_lines(out_dir / f"{split}.tgt", [tgt[i] for i in chosen])
-    stats = {"raw_pairs": len(src) + sum(dropped.values()), "dropped": dropped,
-             "clean_pairs": len(src), "pairs": len(chosen), "files": [str(p) for p in paths]}
-    stats.update(extra)
-    return stats
+    return len(chosen)
+
+
+def prepare_split(cfg: PrepareConfig, split: str, out_dir: Path) -> dict[str, Any]:
+    """Write ``<split>.src`` / ``<split>.tgt`` under ``out_dir``; return the split's statistics."""
+    src, tgt, stats = read_clean(cfg, split)
+    chosen, extra = _select(cfg, split, src)
+    stats["pairs"] = write_split(out_dir, split, src, tgt, chosen)
+    return {**stats, **extra}
+
+
+def prepare_held_out(cfg: PrepareConfig, out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Train and a test split held out of it (see the module doc); their statistics."""
+    src, tgt, stats = read_clean(cfg, "train")
+    test, extra = _select(cfg, "test", src)
+    test_pairs = {(src[i], tgt[i]) for i in test}
+    rest = [i for i in range(len(src)) if (src[i], tgt[i]) not in test_pairs]
+    if not rest:
+        raise DataError(f"{stats['files'][0]}: the test split held out all {len(src)} clean "
+                        f"training pairs; lower prepare.sizes.test (or test_per_bucket), or "
+                        f"give test files in prepare.custom.test")
+    train = [rest[i] for i in sample_indices(len(rest), cfg.sizes.train, cfg.seed)]
+    return {"train": {**stats, "pairs": write_split(out_dir, "train", src, tgt, train),
+                      "held_out_for_test": len(src) - len(rest)},
+            "test": {**stats, "pairs": write_split(out_dir, "test", src, tgt, test),
+                     "held_out_from": "train", **extra}}
 
 
 def prepare_corpus(cfg: PrepareConfig, out_dir: Path) -> dict[str, Any]:
     """Prepare every split into ``out_dir``; return the metadata written to ``meta.json``."""
-    splits = {split: prepare_split(cfg, split, out_dir) for split in SPLITS}
+    held_out = cfg.corpus == CUSTOM and cfg.custom.test is None
+    done = prepare_held_out(cfg, out_dir) if held_out else {}
+    splits = {split: done.get(split) or prepare_split(cfg, split, out_dir) for split in SPLITS}
     return {"corpus": cfg.corpus, "src_lang": cfg.src_lang, "tgt_lang": cfg.tgt_lang,
             "splits": splits}
 
