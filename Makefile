@@ -35,7 +35,8 @@ ui: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
 
-## Run a preset as a DVC experiment: make preset NAME=quick | NAME=paper (presets/<name>.yaml).
+## Run a preset as a temporary DVC experiment, the workspace left alone: make preset NAME=quick |
+## NAME=luong | NAME=paper (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>.
 preset: $(STAMP)
 	$(PY) -m rnnsearch.presets run $(NAME)
 

@@ -1,9 +1,13 @@
 """Presets resolve to valid configurations (every section, the grid) without training."""
 from __future__ import annotations
 
-import pytest
+import sys
 
-from conftest import REPO
+import pytest
+import yaml
+
+from conftest import REPO, make_project, run_in
+from test_pipeline_e2e import TINY
 
 from rnnsearch import presets
 from rnnsearch.config import ConfigError
@@ -38,6 +42,18 @@ def test_quick_preset_is_one_search_model_on_multi30k_de_en():
     assert configs["train"].budget.max_minutes == 20.0
 
 
+def test_quick_preset_spends_little_on_the_language_model_it_never_loads():
+    merged, _ = presets.resolve("quick", REPO / "params.yaml")
+    configs = validate_params(merged)
+    assert configs["train"].init.lm is False
+    assert 0 < configs["pretrain_lm"].max_steps <= 100
+
+
+def test_luong_preset_adds_two_cells_to_the_default_grid():
+    _, cells = presets.resolve("luong", REPO / "params.yaml")
+    assert cells[:4] == ["encdec-30", "encdec-50", "search-30", "search-50"] and len(cells) == 8
+
+
 def test_preset_with_a_bad_value_fails_naming_the_key(tmp_path, monkeypatch):
     (tmp_path / "presets").mkdir()
     (tmp_path / "presets" / "broken.yaml").write_text("train:\n  grid:\n    models: [search, nosuch]\n")
@@ -55,5 +71,39 @@ def test_override_arguments_use_dvc_syntax():
     assert presets.override_argument("a.p", "32-true") == "a.p=32-true"
     assert presets.override_argument("a.x", None) == "a.x=null"
     cmd = presets.command("quick")
-    assert cmd[:5] == ["dvc", "exp", "run", "-n", "quick"]
+    assert cmd[:6] == ["dvc", "exp", "run", "--temp", "-n", "quick"]
+    assert presets.command("quick", ["data/lm"])[6:8] == ["-C", "data/lm"]
     assert "prepare.corpus=multi30k" in cmd
+
+
+# A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.
+ONE_CELL = {"train": {"grid": {"models": ["search"], "max_lens": [20]},
+                      "budget": {"max_steps": 12, "val_every_steps": 6}},
+            "evaluate": {"baseline": "search"},
+            "embed": {"epochs": 1},
+            "pretrain_lm": {"max_steps": 10, "val_every": 5, "checkpoint_every": 5}}
+
+
+@pytest.mark.slow
+def test_preset_run_leaves_the_committed_default_run_intact(tmp_path):
+    """The default run, committed; then a decoding-only preset: the workspace's params, lock,
+    metrics, plots and report are untouched, no model is retrained, and the preset's results
+    are an experiment (``dvc exp show``) and the branch ``preset/<name>``."""
+    root = make_project(tmp_path, presets.merge(TINY, ONE_CELL))
+    run_in(["dvc", "repro"], root)
+    run_in(["git", "add", "metrics", "plots", "reports", "dvc.lock"], root)
+    run_in(["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm",
+            "default run"], root)
+    (root / "presets" / "beam2.yaml").write_text("translate:\n  search: {beam_size: 2, nbest: 1}\n")
+    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "beam2"], root)
+    for stage in ("translate@search-20", "evaluate", "report"):
+        assert f"Running stage '{stage}'" in ran.stdout, stage
+    for stage in ("prepare", "pretrain_lm", "train@search-20"):   # copied into the temp copy
+        assert f"Stage '{stage}' didn't change" in ran.stdout, stage
+    status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
+                     "dvc.lock"], root).stdout
+    assert status == ""
+    assert "beam2" in run_in(["dvc", "exp", "show", "--json"], root).stdout
+    kept = yaml.safe_load(run_in(["git", "show", "preset/beam2:params.yaml"], root).stdout)
+    assert kept["translate"]["search"]["beam_size"] == 2
+    assert "Table" in run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout

@@ -4,20 +4,45 @@ A preset file holds only the keys it changes, in params.yaml's layout. Running i
 
     python -m rnnsearch.presets run paper      # = make preset NAME=paper
 
-merges it over params.yaml, validates the result (every section, the grid), and starts
-``dvc exp run -n <name> -S key=value ...`` with one ``-S`` per changed leaf, so the run is an
-ordinary DVC experiment (``dvc exp show`` lists it; ``dvc exp apply`` keeps it).
-``show`` prints that command instead of running it; ``check`` only validates.
+merges it over params.yaml, validates the result (every section, the grid), then
+
+1. runs ``dvc exp run --temp -n <name> -C <path>... -S key=value ...`` (one ``-S`` per changed
+   leaf): an ordinary DVC experiment, run in a temporary copy of the repository
+   (``.dvc/tmp/exps/<tmp>/``), so the workspace (``params.yaml``, ``dvc.lock``, ``metrics/``,
+   ``plots/``, ``reports/``: the committed default run) is left exactly as it was;
+2. points the git branch ``preset/<name>`` at the experiment's commit, which holds the preset's
+   params, ``dvc.lock``, metrics, plots and its report (``reports/README.md``,
+   ``reports/results/``).
+
+``dvc exp show`` lists the experiment; ``dvc exp apply <name>`` brings it into the workspace on
+purpose; ``git show preset/<name>:reports/README.md`` reads its tables without touching anything.
+``show`` prints the commands instead of running them; ``check`` only validates.
+
+Why ``--temp`` and not a workspace run: ``dvc exp run`` in the workspace rewrites params.yaml and
+dvc.lock and replaces the default run's metrics and report. Why ``-C``: a temporary copy gets the
+git-tracked files and the DVC-cached outputs, but not the outputs that are in neither (every
+``cache: false`` file under the git-ignored ``data/``: the resume state ``last.ckpt``,
+``best.ckpt``, ``run.json`` of ``pretrain_lm`` and ``train``). Missing outputs make DVC rerun their stages, so a
+preset that changes only decoding would retrain every model; ``-C`` copies those outputs' folders
+from the workspace (:func:`copy_paths`), and the copy skips exactly the stages the workspace would.
+(A stage that reruns resumes only a checkpoint with its own config's fingerprint, else starts
+afresh: :mod:`rnnsearch.lm.training`, :mod:`rnnsearch.training.run`.)
+A relative ``prepare.mirror`` (``../shared/corpora``) would be read from the temporary copy's
+directory; the run gets it, resolved against the repository root, in ``RNNSEARCH_CORPORA``.
+The MLflow store is the repository root's either way (:func:`rnnsearch.tracking.repo_root` maps
+``.dvc/tmp/exps/...`` back to the root).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import posixpath
 import re
 import subprocess
 import sys
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Sequence
 
 import yaml
 
@@ -87,12 +112,97 @@ def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = 
     return merged, grid_cells(configs["train"])
 
 
-def command(name: str) -> list[str]:
-    """The ``dvc exp run`` command line that runs preset ``name``."""
-    args = ["dvc", "exp", "run", "-n", name]
+def command(name: str, copies: Sequence[str] = ()) -> list[str]:
+    """The ``dvc exp run --temp`` command line that runs preset ``name``, copying ``copies``
+    (paths relative to the repository root) into the experiment's temporary copy."""
+    args = ["dvc", "exp", "run", "--temp", "-n", name]
+    for path in copies:
+        args += ["-C", path]
     for key, value in leaves(load_preset(name)):
         args += ["-S", override_argument(key, value)]
     return args
+
+
+def git(root: Path, *args: str) -> str:
+    """The stripped output of ``git <args>`` in ``root`` (fails on a non-zero exit)."""
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def tracked_paths(root: Path) -> set[str]:
+    """Every file git tracks under ``root`` and every folder holding one (relative, POSIX)."""
+    files = [name for name in git(root, "ls-files", "-z").split("\0") if name]
+    folders = {parent.as_posix() for name in files for parent in PurePosixPath(name).parents}
+    return set(files) | folders
+
+
+def uncached_outputs(root: Path) -> list[str]:
+    """The ``cache: false`` outputs of every stage of ``root``'s pipeline (relative paths)."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return [Path(out.fs_path).relative_to(root).as_posix()
+                for out in repo.index.outs if not out.use_cache]
+
+
+def copy_paths(root: Path) -> list[str]:
+    """What ``dvc exp run -C`` must copy so that a temporary copy of ``root`` holds every stage
+    output the workspace holds: the uncached outputs git does not track, each by its folder
+    where git tracks nothing in that folder (the copy lacks it; ``-C`` creates it), else alone."""
+    tracked = tracked_paths(root)
+    picked = set()
+    for out in uncached_outputs(root):
+        if out in tracked or not (root / out).exists():
+            continue
+        folder = posixpath.dirname(out)
+        picked.add(folder if folder and folder not in tracked else out)
+    return sorted(p for p in picked if not any(p.startswith(f"{q}/") for q in picked))
+
+
+def run_environment(params: dict[str, Any]) -> dict[str, str]:
+    """The environment of the experiment: this one, plus a relative ``prepare.mirror`` resolved
+    against the repository root in ``RNNSEARCH_CORPORA`` (unless that is set), since stages
+    in the temporary copy would resolve it against their own directory."""
+    from rnnsearch.data.corpora import MIRROR_ENV
+
+    env = dict(os.environ)
+    mirror = params["prepare"].get("mirror")
+    if mirror and not env.get(MIRROR_ENV) and not Path(mirror).expanduser().is_absolute():
+        env[MIRROR_ENV] = str((repo_root() / mirror).resolve())
+    return env
+
+
+def branch(name: str) -> str:
+    """The git branch that keeps preset ``name``'s results: ``preset/<name>``."""
+    return f"preset/{name}"
+
+
+def experiment_ref(baseline: str, name: str) -> str:
+    """DVC's git ref of experiment ``name`` run on commit ``baseline``."""
+    return f"refs/exps/{baseline[:2]}/{baseline[2:]}/{name}"
+
+
+def shell_line(args: Sequence[str]) -> str:
+    """``args`` as one line to paste into a shell."""
+    return " ".join(f"'{a}'" if any(c in a for c in " []{}\"") else a for a in args)
+
+
+def run(name: str, params: dict[str, Any], dry: bool = False) -> int:
+    """Run preset ``name`` (merged ``params``) as a temporary experiment, then point
+    :func:`branch` at its commit; ``dry``: only print the commands. Returns an exit status."""
+    root = repo_root()
+    baseline = git(root, "rev-parse", "HEAD")
+    steps = [command(name, copy_paths(root)),
+             ["git", "branch", "-f", branch(name), experiment_ref(baseline, name)]]
+    for step in steps:
+        print(shell_line(step), flush=True)
+        status = 0 if dry else subprocess.call(step, cwd=root, env=run_environment(params))
+        if status:
+            return status
+    if not dry:
+        print(f"preset '{name}': 'dvc exp show' lists it; its report: git show "
+              f"{branch(name)}:reports/README.md; into the workspace: dvc exp apply {name}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,16 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     args = parser.parse_args(argv)
     try:
-        _, cells = resolve(args.name, repo_root() / "params.yaml", runtime=args.action == "run")
+        merged, cells = resolve(args.name, repo_root() / "params.yaml",
+                                runtime=args.action == "run")
     except ConfigError as err:
         print(f"presets: error: {err}", file=sys.stderr)
         return 2
-    cmd = command(args.name)
     if args.action == "check":
         print(f"preset '{args.name}' is valid; grid cells: {', '.join(cells)}")
         return 0
-    print(" ".join(f"'{a}'" if any(c in a for c in " []{}\"") else a for a in cmd))
-    return subprocess.call(cmd, cwd=repo_root()) if args.action == "run" else 0
+    return run(args.name, merged, dry=args.action == "show")
 
 
 if __name__ == "__main__":
