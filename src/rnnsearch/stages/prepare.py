@@ -118,8 +118,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                for split, s in meta["splits"].items()}
     ctx.write_metrics(args.metrics, metrics)
     for split, stats in metrics.items():
+        source = f" (held out of {stats['held_out_from']})" if "held_out_from" in stats else ""
         print(f"{split:5s}: {stats['raw_pairs']:>9,} raw, dropped {stats['dropped']}, "
-              f"kept {stats['pairs']:,}")
+              f"kept {stats['pairs']:,}{source}")
     with ctx.mlflow_run(cfg):
         tracking.log_numeric_metrics(metrics)
 
