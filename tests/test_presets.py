@@ -76,6 +76,14 @@ def test_override_arguments_use_dvc_syntax():
     assert "prepare.corpus=multi30k" in cmd
 
 
+def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypatch):
+    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
+    monkeypatch.delenv("RNNSEARCH_CORPORA", raising=False)
+    env = presets.run_environment({"prepare": {"mirror": "../shared/corpora"}})
+    assert env["RNNSEARCH_CORPORA"] == str((tmp_path.parent / "shared" / "corpora").resolve())
+    assert "RNNSEARCH_CORPORA" not in presets.run_environment({"prepare": {"mirror": "/abs"}})
+
+
 # A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.
 ONE_CELL = {"train": {"grid": {"models": ["search"], "max_lens": [20]},
                       "budget": {"max_steps": 12, "val_every_steps": 6}},
