@@ -9,6 +9,10 @@
   and the MLflow system tags ``mlflow.source.git.commit`` / ``mlflow.runName``.
 
 Run ``python -m rnnsearch.tracking ui`` (or ``make ui``) to start the MLflow UI over this store.
+The experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training,
+not GenAI), and ``ui`` prints the address of its runs table with ``?workflowType=machine_learning``:
+MLflow 3.17's UI picks its landing page from that sidebar switch (default: GenAI, an empty
+"Traces" overview), not from the tag.
 """
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 DEFAULT_EXPERIMENT = "rnnsearch"
+KIND_TAG = "mlflow.experimentKind"          # MLflow's experiment tag for the kind of work
+KIND_MODEL_TRAINING = "custom_model_development"   # its value for model training (not GenAI)
+_KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagged this process
 _EXPS_TMP = os.sep + os.path.join(".dvc", "tmp", "exps") + os.sep
 
 
@@ -114,7 +121,8 @@ def configure() -> None:
     """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`.
 
     The store is opened (its tables created) and the experiment created under
-    :func:`store_lock`, so stages started together on a new store do not collide.
+    :func:`store_lock`, so stages started together on a new store do not collide. The
+    experiment is tagged as model training (:func:`mark_model_training`).
     """
     import mlflow
 
@@ -125,8 +133,23 @@ def configure() -> None:
         if uri.startswith("sqlite:") and mlflow.get_experiment_by_name(name) is None:
             # Artifacts beside the store, by absolute path, whatever the working directory.
             location = (repo_root() / "mlartifacts").as_uri()
-            mlflow.create_experiment(name, artifact_location=location)
-        mlflow.set_experiment(name)
+            mlflow.create_experiment(name, artifact_location=location,
+                                     tags={KIND_TAG: KIND_MODEL_TRAINING})
+        mark_model_training(mlflow.set_experiment(name), uri)
+
+
+def mark_model_training(experiment: Any, uri: str) -> None:
+    """Tag ``experiment`` (an ``mlflow.entities.Experiment``) as model training unless it is
+    already tagged (an older store, or one created by another tool); once per process."""
+    import mlflow
+
+    key = (uri, experiment.experiment_id)
+    if key in _KIND_CHECKED:
+        return
+    if KIND_TAG not in experiment.tags:     # a kind someone chose by hand is left alone
+        mlflow.MlflowClient(uri).set_experiment_tag(experiment.experiment_id, KIND_TAG,
+                                                    KIND_MODEL_TRAINING)
+    _KIND_CHECKED.add(key)
 
 
 def flatten_params(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -178,13 +201,29 @@ def log_json_artifact(data: Any, name: str, artifact_path: str | None = None) ->
         mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
 
+def runs_address(base: str) -> str:
+    """The address of the experiment's runs table in the MLflow UI served at ``base``.
+
+    ``workflowType=machine_learning`` sets the UI's GenAI / Model training switch: MLflow 3.17
+    chooses an experiment's landing page by that switch (stored per browser, GenAI at first).
+    Creates the store and the (tagged) experiment when missing, like any stage.
+    """
+    import mlflow
+
+    configure()
+    experiment = mlflow.get_experiment_by_name(experiment_name())
+    return f"{base}/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Start ``mlflow ui`` on the project's store (foreground)."""
     root = repo_root()
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(),
            "--default-artifact-root", str(root / "mlartifacts"),
            "--host", args.host, "--port", str(args.port)]
-    print(f"MLflow UI on http://{args.host}:{args.port}  (store: {tracking_uri()})", flush=True)
+    base = f"http://{args.host}:{args.port}"
+    print(f"MLflow UI on {base}  (store: {tracking_uri()})", flush=True)
+    print(f"Runs of '{experiment_name()}': {runs_address(base)}", flush=True)
     return subprocess.call(cmd)
 
 

@@ -1,0 +1,144 @@
+"""``make ui`` opens on the experiment's runs (not MLflow 3's GenAI "Traces" overview), seen in a
+real headless Chromium; and the experiment is tagged as model training, old stores included.
+
+The browser test skips when no Chromium is installed (``apt-get install chromium``).
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from rnnsearch import tracking
+
+REPO = Path(__file__).resolve().parents[1]
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+# Run names as the stages give them: the stage, a grid cell (train), evaluate-<cell>.
+RUN_NAMES = ("prepare", "tokenize", "search-20", "evaluate-search-20", "report")
+
+
+def find_chromium() -> str | None:
+    """A Chromium (or Chrome) binary: ``$CHROMIUM`` if set, else the first one on ``PATH``."""
+    if os.environ.get("CHROMIUM"):
+        return shutil.which(os.environ["CHROMIUM"])
+    return next((path for name in BROWSERS if (path := shutil.which(name))), None)
+
+
+def log_stage_runs() -> None:
+    """A few runs the way the stages log them (``tracking.start_run``), into the test's store."""
+    with tracking.start_run("prepare", {"corpus": "multi30k"}):
+        tracking.log_numeric_metrics({"pairs": {"train": 800, "dev": 60}})
+    with tracking.start_run("tokenize", {"vocab_size_tgt": 400}):
+        tracking.log_numeric_metrics({"vocab_size": {"tgt": 400}})
+    with tracking.start_run("train", {"model": "search"}, run_name="search-20",
+                            tags={"cell": "search-20"}):
+        for step, loss in enumerate((5.9, 5.1, 4.6, 4.3)):
+            mlflow.log_metric("train/loss", loss, step=step * 12)
+    with tracking.start_run("evaluate", run_name="evaluate-search-20", tags={"cell": "search-20"}):
+        for step, bleu in ((10, 21.0), (20, 17.5), (30, 12.0)):
+            mlflow.log_metric("search-20/bleu_by_length", bleu, step=step)
+    with tracking.start_run("report"):
+        pass
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_runs_address(log: Path, base: str, ui: subprocess.Popen,
+                          seconds: float = 180) -> str:
+    """Wait until the UI answers at ``base``; return the runs address ``ui`` printed."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        assert ui.poll() is None, f"the MLflow UI exited early:\n{log.read_text()[-3000:]}"
+        printed = re.search(r"^Runs of '[^']*': (\S+)$", log.read_text(), re.M)
+        try:
+            urllib.request.urlopen(base + "/health", timeout=2)
+            if printed:
+                return printed.group(1)
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"MLflow UI did not answer at {base}:\n{log.read_text()[-3000:]}")
+
+
+def stop(ui: subprocess.Popen) -> None:
+    """Stop every process of the UI's own group (``mlflow ui``, its server and job consumers
+    outlive the ``rnnsearch.tracking`` parent): TERM, then KILL what is left after 20 s."""
+    for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        deadline = time.time() + grace
+        try:
+            os.killpg(ui.pid, sig)
+            while time.time() < deadline:
+                ui.poll()                    # reap our direct child
+                os.killpg(ui.pid, 0)         # raises once the group is empty
+                time.sleep(0.2)
+        except ProcessLookupError:
+            return
+
+
+def rendered_text(browser: str, url: str, profile: Path) -> tuple[str, str]:
+    """The page title and visible text of ``url`` after Chromium has run its scripts."""
+    out = subprocess.run([browser, "--headless=new", "--disable-gpu", "--no-sandbox",
+                          f"--user-data-dir={profile}", "--virtual-time-budget=30000",
+                          "--window-size=1400,900", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=180, check=True).stdout
+    title = re.search(r"<title>(.*?)</title>", out, re.S)
+    body = re.sub(r"<script.*?</script>|<style.*?</style>", " ", out, flags=re.S)
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+    return (title.group(1).strip() if title else ""), text
+
+
+def test_configure_tags_new_and_old_experiments_as_model_training(monkeypatch):
+    tracking.configure()
+    assert (mlflow.get_experiment_by_name(tracking.experiment_name()).tags[tracking.KIND_TAG]
+            == tracking.KIND_MODEL_TRAINING)
+    old = mlflow.create_experiment("from-an-older-store")         # no kind tag
+    hand = mlflow.create_experiment("chosen-by-hand", tags={tracking.KIND_TAG: "finetuning"})
+    for name in ("from-an-older-store", "chosen-by-hand"):
+        monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", name)
+        tracking.configure()
+    assert mlflow.get_experiment(old).tags[tracking.KIND_TAG] == tracking.KIND_MODEL_TRAINING
+    assert mlflow.get_experiment(hand).tags[tracking.KIND_TAG] == "finetuning"
+
+
+def test_ui_opens_on_the_runs_in_a_headless_browser(tmp_path):
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip(f"no Chromium binary ({', '.join(BROWSERS)} or $CHROMIUM) for the "
+                    "headless browser check; install one, e.g. apt-get install chromium")
+    log_stage_runs()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "ui.log"
+    with open(log, "w", encoding="utf-8") as out:
+        ui = subprocess.Popen([sys.executable, "-m", "rnnsearch.tracking", "ui",
+                               "--host", "127.0.0.1", "--port", str(port)],
+                              env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=tmp_path,
+                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        address = wait_for_runs_address(log, base, ui)
+        title, text = rendered_text(browser, address, tmp_path / "profile")
+    finally:
+        stop(ui)
+    assert address.startswith(f"{base}/#/experiments/")
+    assert title.startswith("Runs"), (title, text[:2000])
+    assert f"{len(RUN_NAMES)} matching runs" in text, text[:2000]
+    for name in RUN_NAMES:
+        assert re.search(rf"(^| ){re.escape(name)} ", text), (name, text[:2000])
+    # Not the GenAI overview a new experiment opens on in MLflow 3: "Traces 0, no data".
+    assert not title.startswith("Overview") and "No data available" not in text
