@@ -27,7 +27,8 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
-## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store.
+## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; it prints the address
+## that opens on the runs (MLflow 3.17 opens on its GenAI view otherwise).
 ui: $(STAMP)
 	$(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 

@@ -231,7 +231,9 @@ def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tm
     custom = {"train": {"src": "data/own/train.de", "tgt": "data/own/train.en"},
               "dev": {"tsv": "data/own/dev.tsv.gz"}, "test": None}
     prepare = {"corpus": "custom", "src_lang": "de", "tgt_lang": "en", "custom": custom}
-    project = make_project(tmp_path, {**TINY, "prepare": {**TINY["prepare"], **prepare}})
+    one_cell = {**TINY["train"], "grid": {"models": ["search"], "max_lens": [20]}}
+    project = make_project(tmp_path, {**TINY, "prepare": {**TINY["prepare"], **prepare},
+                                      "train": one_cell})
     for lang in ("de", "en"):
         write_text(project / f"data/own/train.{lang}", mirror_lines(f"train.{lang}.gz", 1000))
     dev = zip(mirror_lines("val.de.gz", 80), mirror_lines("val.en.gz", 80))

@@ -20,9 +20,8 @@ import hashlib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from rnnsearch.config.prepare import CustomSplit
 from rnnsearch.data.corpora import download, sha256_of, verify
 from rnnsearch.data.textio import DataError, read_parallel, read_tsv_pairs
 
@@ -96,15 +95,16 @@ def sha256_key(key: str) -> str:
     return f"{split}.sha256" if role == "tsv" else f"{key}_sha256"
 
 
-def read_split(split: CustomSplit, key: str, cache_dir: str | Path,
+def read_split(files: Mapping[str, tuple[str, str | None]], key: str, cache_dir: str | Path,
                allow_download: bool = True) -> SplitText:
-    """Fetch, check and read the files of ``split`` (params key ``key``); an error names the
-    file and the key (and, for a download, the URL it came from)."""
+    """Fetch, check and read a split's ``files`` (role ``src``/``tgt``/``tsv`` -> location and
+    expected sha256 or None, as ``config.prepare.CustomSplit.files()`` gives them; params key
+    ``key``); an error names the file and the key (and, for a download, the URL it came from)."""
     paths: dict[str, Path] = {}
     inputs: dict[str, dict[str, str]] = {}
     where = key
     try:
-        for role, (location, expected) in split.files().items():
+        for role, (location, expected) in files.items():
             where = f"{key}.{role}"
             paths[role], digest = fetch(location, expected, where, cache_dir, allow_download)
             inputs[role] = {"file": location, "sha256": digest}

@@ -41,7 +41,7 @@ def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], di
     """The raw pairs of ``split`` and where they came from: ``files`` (the paths read) and, for
     a custom corpus, ``inputs`` (each file as given and its sha256)."""
     if cfg.corpus == CUSTOM:
-        text = custom.read_split(getattr(cfg.custom, split), f"prepare.custom.{split}",
+        text = custom.read_split(getattr(cfg.custom, split).files(), f"prepare.custom.{split}",
                                  cfg.cache_dir, cfg.download)
         return text.src, text.tgt, {"files": text.paths, "inputs": text.inputs}
     corpus = get_corpus(cfg.corpus)
