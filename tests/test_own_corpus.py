@@ -223,19 +223,22 @@ def test_held_out_test_needs_a_size():
 
 
 @pytest.mark.slow
-def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tmp_path):
-    """The acceptance: the README's example layout (train as two files, dev as a gzipped TSV,
-    test held out of train), tiny, through the real DVC pipeline up to the report."""
+def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tmp_path, http_root):
+    """The acceptance: the README's example layout (train as two files, here served by URL
+    from 127.0.0.1; dev as a local gzipped TSV; test held out of train), tiny, through the real
+    DVC pipeline up to the report."""
     from test_pipeline_e2e import TINY
 
-    custom = {"train": {"src": "data/own/train.de", "tgt": "data/own/train.en"},
-              "dev": {"tsv": "data/own/dev.tsv.gz"}, "test": None}
-    prepare = {"corpus": "custom", "src_lang": "de", "tgt_lang": "en", "custom": custom}
-    one_cell = {**TINY["train"], "grid": {"models": ["search"], "max_lens": [20]}}
-    project = make_project(tmp_path, {**TINY, "prepare": {**TINY["prepare"], **prepare},
-                                      "train": one_cell})
+    served, url = http_root
     for lang in ("de", "en"):
-        write_text(project / f"data/own/train.{lang}", mirror_lines(f"train.{lang}.gz", 1000))
+        write_text(served / f"train.{lang}", mirror_lines(f"train.{lang}.gz", 1000))
+    custom = {"train": {"src": f"{url}/train.de", "tgt": f"{url}/train.en"},
+              "dev": {"tsv": "data/own/dev.tsv.gz"}, "test": None}
+    prepare = {"corpus": "custom", "src_lang": "de", "tgt_lang": "en", "custom": custom,
+               "download": True}
+    one_cell = {**TINY["train"], "grid": {"models": ["search"], "max_lens": [20]}}
+    project = make_project(tmp_path / "project", {**TINY, "prepare": {**TINY["prepare"], **prepare},
+                                                  "train": one_cell})
     dev = zip(mirror_lines("val.de.gz", 80), mirror_lines("val.en.gz", 80))
     tsv = write_text(project / "data/own/dev.tsv.gz", [f"{de}\t{en}" for de, en in dev])
     run_in(["dvc", "repro"], project)
@@ -245,4 +248,5 @@ def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tm
                                                                    "test": 60}
     assert metrics["dev"]["inputs"]["tsv"] == {"file": "data/own/dev.tsv.gz", "sha256": sha256(tsv)}
     assert metrics["test"]["held_out_from"] == "train"
-    assert metrics["train"]["inputs"]["src"]["sha256"] == sha256(project / "data/own/train.de")
+    assert metrics["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
+                                                 "sha256": sha256(served / "train.de")}
