@@ -85,8 +85,13 @@ def _workspace(root: Path) -> Path:
 
 def test_evaluate_stage(tmp_path):
     root = _workspace(tmp_path)
+    stale = root / "metrics/eval/search-30.json"     # an earlier grid's cell
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("{}")
     done = run_script("evaluate.py", "--cells", "encdec-50", "search-50", cwd=root)
     assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (root / "metrics/eval").iterdir()) == ["encdec-50.json",
+                                                                        "search-50.json"]
     beam = next(l for l in done.stdout.splitlines() if l.startswith("evaluate search-50 beam:"))
     for part in ("on all", "with no unknown word", "with <unk> deleted", "vs encdec-50"):
         assert part in beam, beam         # the no-UNK subset and the <unk>-deleted output apart

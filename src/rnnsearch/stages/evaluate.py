@@ -53,7 +53,8 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cells", nargs="*", help="default: every cell of train.grid")
+    parser.add_argument("--cells", nargs="*", help="default: every cell of train.grid (the "
+                        "metrics and plots folders then hold these cells only)")
     parser.add_argument("--translations", type=Path, default=Path("data/translations"))
     parser.add_argument("--prepared", type=Path, default=Path("data/prepared"))
     parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
@@ -82,13 +83,16 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     grid = read_grid(args.params)     # evaluate.baseline was checked against it on load
     cells = args.cells or [f"{model}-{n}" for model in grid.models for n in grid.max_lens]
     results = evaluate_cells(args, cfg, cells)
+    # Both folders are replaced whole: they hold exactly the cells evaluated now, never a file
+    # an earlier grid left (which the report would otherwise put into this grid's tables).
+    with ctx.output_dir(args.metrics) as metrics_dir, ctx.output_dir(args.plots) as plots_dir:
+        for cell, metrics in results.items():
+            ctx.write_metrics(metrics_dir / f"{cell}.json", metrics)
+            write_csv(plots_dir / f"{cell}.csv", length_rows(metrics))
     for cell, metrics in results.items():
-        path = args.metrics / f"{cell}.json"
-        ctx.write_metrics(path, metrics)
-        write_csv(args.plots / f"{cell}.csv", length_rows(metrics))
         for name, system in metrics["systems"].items():
             print(f"evaluate {cell} {name}: {summary_line(system)}")
-        log_cell(cell, metrics, cfg, path, ctx)
+        log_cell(cell, metrics, cfg, args.metrics / f"{cell}.json", ctx)
 
 
 def summary_line(system: dict[str, Any]) -> str:
