@@ -105,7 +105,7 @@ def test_killed_run_resumes_to_the_same_end(lm_data_dir, tmp_path):
     unbroken = train_lm(tiny_config(), data, tmp_path / "a")
     with pytest.raises((KeyboardInterrupt, SystemExit)):
         train_lm(tiny_config(), data, tmp_path / "b", callbacks=[_Kill()])
-    stamp = torch.load(tmp_path / "b" / "last.ckpt", weights_only=False)
+    stamp = torch.load(tmp_path / "b" / "last.ckpt", weights_only=True)
     assert stamp["global_step"] == 6  # the last checkpoint before the kill
     resumed = train_lm(tiny_config(), data, tmp_path / "b")
     assert resumed.resumed and not unbroken.resumed

@@ -291,10 +291,16 @@ def write_bad_checkpoint(path: Path, kind: str, marker: Path) -> None:
 
 
 def test_the_crafted_checkpoint_would_run_code(tmp_path):
-    """The control: loaded the unsafe way, the payload does create its marker."""
+    """The control: unpickled without the weights-only restriction (plain ``pickle`` on the
+    archive's data.pkl; it holds no tensors), the payload does create its marker."""
+    import pickle
+    import zipfile
+
     marker = tmp_path / "ran"
     write_bad_checkpoint(tmp_path / "x.ckpt", "crafted", marker)
-    torch.load(tmp_path / "x.ckpt", weights_only=False)
+    with zipfile.ZipFile(tmp_path / "x.ckpt") as archive:
+        data = archive.read(next(n for n in archive.namelist() if n.endswith("/data.pkl")))
+    pickle.loads(data)
     assert marker.exists()
 
 

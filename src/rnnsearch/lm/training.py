@@ -166,7 +166,7 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
         trainer.fit(LMTask(model, cfg.lr), train, dev, weights_only=True,  # never run a pickle
                     ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
     if not trainer.interrupted:  # a rerun or a bigger budget continues from the true end
-        trainer.save_checkpoint(ckpt_dir / "last.ckpt", weights_only=False)   # full state
+        trainer.save_checkpoint(ckpt_dir / "last.ckpt")   # the full state, to resume from
     select_best(model, dev, best)
     return LMRun(model, trainer.global_step, coverage, stamp is not None, run_id)
 

@@ -198,11 +198,11 @@ class LastCheckpoint(Checkpoint):
         # before a Checkpoint, may have asked to stop: Lightning then validates too)
         validates = loop._should_check_val_fx(trainer.fit_loop._data_fetcher)
         if self._due(trainer) and not validates:
-            trainer.save_checkpoint(self.path, weights_only=False)   # the full resume state
+            trainer.save_checkpoint(self.path)   # the full resume state (not weights only)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._due(trainer):
-            trainer.save_checkpoint(self.path, weights_only=False)   # the full resume state
+            trainer.save_checkpoint(self.path)   # the full resume state (not weights only)
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
