@@ -1,0 +1,88 @@
+"""The gold set as the pipeline sees it, and the EM aligners run on it plus the training text."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rnnsearch.alignment.aer import alignment_scores, diagonal_links
+from rnnsearch.alignment.gold import GoldPair
+from rnnsearch.alignment.ibm1 import DiagonalPrior, train_model1, viterbi
+from rnnsearch.alignment.mapping import Mapped, gold_links
+from rnnsearch.alignment.symmetrize import links_from_choices, symmetrise
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class GoldCorpus:
+    """Gold pairs with both sides mapped to pipeline tokens (``en``/``fr`` :class:`Mapped`)."""
+
+    pairs: list[GoldPair]
+    en: list[Mapped]
+    fr: list[Mapped]
+
+    def to_gold(self, links: Sequence[set[Link]]) -> list[set[Link]]:
+        """Per sentence, links between pipeline tokens -> links between gold words."""
+        return [gold_links(l, e.cover, f.cover) for l, e, f in zip(links, self.en, self.fr)]
+
+    def score(self, links: Sequence[set[Link]]) -> dict[str, float | int]:
+        """AER, precision, recall of pipeline-token links against the gold."""
+        return alignment_scores(self.to_gold(links), [p.sure for p in self.pairs],
+                                [p.possible for p in self.pairs])
+
+    def diagonal(self) -> dict[str, float | int]:
+        """The diagonal baseline's scores (on the gold tokens themselves)."""
+        return alignment_scores([diagonal_links(len(p.en), len(p.fr)) for p in self.pairs],
+                                [p.sure for p in self.pairs], [p.possible for p in self.pairs])
+
+    def records(self) -> list[dict[str, Any]]:
+        """JSON-able sentences: ids, gold words and links, pipeline tokens and their covers."""
+        return [{"id": p.ident, "gold_en": list(p.en), "gold_fr": list(p.fr),
+                 "sure": sorted(p.sure), "possible": sorted(p.possible),
+                 "en": list(e.tokens), "fr": list(f.tokens),
+                 "en_cover": [list(c) for c in e.cover], "fr_cover": [list(c) for c in f.cover]}
+                for p, e, f in zip(self.pairs, self.en, self.fr)]
+
+
+@dataclass(frozen=True)
+class EMJob:
+    """One aligner in one direction: target words of ``tgt`` choose among ``src`` words."""
+
+    model: str
+    direction: str                  # "<tgt lang>|<src lang>", e.g. "fr|en"
+    src: Sequence[Sequence[str]]
+    tgt: Sequence[Sequence[str]]
+    iterations: int
+    prior: DiagonalPrior | None
+    keep: int                       # Viterbi alignments of the first ``keep`` sentences
+
+
+def run_job(job: EMJob) -> dict[str, Any]:
+    """Train by EM; the log-likelihood curve, the kept sentences' Viterbi choices, seconds."""
+    started = time.perf_counter()
+    model, groups = train_model1(job.src, job.tgt, job.iterations, job.prior,
+                                 desc=f"EM {job.model} {job.direction}")
+    choices = viterbi(model, groups, job.keep)
+    return {"model": job.model, "direction": job.direction, "choices": choices,
+            "log_likelihood": model.log_likelihood, "parameters": len(model.t),
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def run_jobs(jobs: Sequence[EMJob], processes: int) -> list[dict[str, Any]]:
+    """Every job, ``processes`` at a time (forked workers share the corpus copy-on-write)."""
+    if processes <= 1 or len(jobs) <= 1:
+        return [run_job(job) for job in jobs]
+    with mp.get_context("fork").Pool(min(processes, len(jobs))) as pool:
+        return pool.map(run_job, jobs, chunksize=1)
+
+
+def symmetrised(choices_fe: Sequence[Sequence[int]], choices_ef: Sequence[Sequence[int]],
+                names: Sequence[str]) -> dict[str, list[set[Link]]]:
+    """Per sentence ``(en, fr)`` links of both directions and of each symmetrisation."""
+    fe = [links_from_choices(c, target_is_f=True) for c in choices_fe]
+    ef = [links_from_choices(c, target_is_f=False) for c in choices_ef]
+    out = {"fr|en": fe, "en|fr": ef}
+    out.update({name: [symmetrise(name, a, b) for a, b in zip(fe, ef)] for name in names})
+    return out

@@ -1,0 +1,35 @@
+"""The ``align`` section of params.yaml: EM word aligners and alignment quality (AER)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rnnsearch.config.base import check_non_negative, check_positive, require
+
+Aligner = Literal["ibm1", "fast_align"]
+Symmetrisation = Literal["intersection", "union", "grow-diag-final"]
+
+
+@dataclass(frozen=True)
+class AlignConfig:
+    """IBM Model 1 / fast_align by EM (both directions, symmetrised) and attention as alignment,
+    scored against the human links of the 447 Hansard gold sentences."""
+
+    models: tuple[Aligner, ...] = ("ibm1", "fast_align")
+    iterations: int = 5
+    p_null: float = 0.08
+    tension: float = 4.0
+    max_pairs: int = 0
+    symmetrize: tuple[Symmetrisation, ...] = ("intersection", "union", "grow-diag-final")
+    attention_threshold: float = 0.3
+    figure_sentence: str = "109"
+    batch_size: int = 32
+
+    def check(self, key: str) -> None:
+        require(len(self.models) > 0, f"{key}.models", "name at least one aligner (ibm1, fast_align)")
+        require(len(set(self.models)) == len(self.models), f"{key}.models", "lists an aligner twice")
+        check_positive(self, key, "iterations", "batch_size")
+        check_non_negative(self, key, "max_pairs", "tension")
+        require(0.0 < self.p_null < 1.0, f"{key}.p_null", f"must be in (0, 1), got {self.p_null}")
+        require(0.0 < self.attention_threshold <= 1.0, f"{key}.attention_threshold",
+                f"must be in (0, 1], got {self.attention_threshold}")

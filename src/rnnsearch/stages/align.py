@@ -1,0 +1,174 @@
+"""DVC stage ``align``: IBM Model 1 and fast_align trained by EM on the training pairs, in both
+directions, symmetrised, and scored (AER) against the human links of the Hansard gold set.
+
+The 447 gold sentence pairs (English-French; ``align`` looks them up like a corpus: the mirror,
+the download cache, then upstream) are mapped onto the pipeline's tokens
+(:mod:`rnnsearch.alignment.mapping`) and added, unannotated, to the EM corpus, as is usual for
+unsupervised aligners: their words need translation probabilities. Writes
+
+* ``data/align/gold.json``: the gold sentences with their pipeline tokens and which gold words
+  each token covers (the attention models' alignments are scored from it);
+* ``data/align/<model>.<links>.wa``: predicted links of every gold sentence in the gold file
+  format (``id e f``, 1-based gold positions), for other AER tools;
+* ``metrics/align.json``: the log-likelihood per EM iteration, AER / precision / recall of each
+  direction and symmetrisation, the diagonal baseline, the mapping statistics, the times.
+
+A language pair without gold alignments (not English-French) still trains the aligners and logs
+their log-likelihood; the AER is then absent, and the metrics say why.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from rnnsearch.alignment.corpus import EMJob, GoldCorpus, run_jobs, symmetrised
+from rnnsearch.alignment.gold import GOLD_LANGS, GoldPair, locate_gold, read_gold
+from rnnsearch.alignment.ibm1 import DiagonalPrior
+from rnnsearch.alignment.mapping import NgramCounts, map_corpus
+from rnnsearch.config.align import AlignConfig
+from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.tokenize import TokenizeConfig
+from rnnsearch.data.meta import read_languages
+from rnnsearch.data.textio import read_lines
+from rnnsearch.stages.runner import Stage, StageContext
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, default=Path("data/tokenized"),
+                        help="train.{src,tgt}: the tokenised training pairs")
+    parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"))
+    parser.add_argument("--out", type=Path, default=Path("data/align"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/align.json"))
+    parser.add_argument("--processes", type=int, default=2, help="EM runs in parallel")
+
+
+def load_gold(ctx: StageContext, langs: dict[str, str], lines: dict[str, list[str]]
+              ) -> GoldCorpus | None:
+    """The gold set mapped to pipeline tokens, or None when the pair is not English-French."""
+    if sorted(langs.values()) != sorted(GOLD_LANGS):
+        return None
+    prepare = ctx.section(PrepareConfig, "prepare")
+    lowercase = ctx.section(TokenizeConfig, "tokenize").lowercase
+    pairs: list[GoldPair] = read_gold(locate_gold(prepare.mirror, prepare.cache_dir, prepare.download))
+    side = {lang: s for s, lang in langs.items()}
+    mapped = {lang: map_corpus([getattr(p, lang) for p in pairs], lang, lowercase,
+                               NgramCounts(lines[side[lang]])) for lang in GOLD_LANGS}
+    return GoldCorpus(pairs, mapped["en"], mapped["fr"])
+
+
+def em_jobs(cfg: AlignConfig, e: list[list[str]], f: list[list[str]], names: tuple[str, str],
+            keep: int) -> list[EMJob]:
+    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages)."""
+    jobs = []
+    for model in cfg.models:
+        prior = DiagonalPrior(cfg.p_null, cfg.tension) if model == "fast_align" else None
+        jobs.append(EMJob(model, f"{names[1]}|{names[0]}", e, f, cfg.iterations, prior, keep))
+        jobs.append(EMJob(model, f"{names[0]}|{names[1]}", f, e, cfg.iterations, prior, keep))
+    return jobs
+
+
+def training_text(lines: dict[str, list[str]], langs: dict[str, str], max_pairs: int
+                  ) -> tuple[list[list[str]], list[list[str]], tuple[str, str]]:
+    """(e sentences, f sentences, (e lang, f lang)): English first when the pair has it."""
+    first, second = ("src", "tgt") if langs["tgt"] == "fr" or langs["src"] == "en" else ("tgt", "src")
+    n = len(lines[first]) if max_pairs == 0 else min(max_pairs, len(lines[first]))
+    e = [line.split() for line in lines[first][:n]]
+    f = [line.split() for line in lines[second][:n]]
+    return e, f, (langs[first], langs[second])
+
+
+def write_links(path: Path, gold: GoldCorpus, links: list[set[tuple[int, int]]]) -> None:
+    """Links in the gold file format: ``id e f`` per line, 1-based gold positions."""
+    rows = [f"{p.ident} {e + 1} {f + 1}" for p, sentence in zip(gold.pairs, gold.to_gold(links))
+            for e, f in sorted(sentence)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: AlignConfig,
+                  out: Path | None) -> dict[str, Any]:
+    """Per aligner: curves, times and (with a gold set) the scores of every link set."""
+    models: dict[str, Any] = {}
+    for result in results:
+        entry = models.setdefault(result["model"], {"log_likelihood": {}, "seconds": {},
+                                                    "parameters": {}})
+        for key in ("log_likelihood", "seconds", "parameters"):
+            entry[key][result["direction"]] = result[key]
+    if gold is None:
+        return models
+    for name, entry in models.items():
+        by_direction = {r["direction"]: r["choices"] for r in results if r["model"] == name}
+        link_sets = symmetrised(by_direction["fr|en"], by_direction["en|fr"], cfg.symmetrize)
+        entry["scores"] = {key: gold.score(links) for key, links in link_sets.items()}
+        if out is not None:
+            for key, links in link_sets.items():
+                write_links(out / f"{name}.{key.replace('|', '-given-')}.wa", gold, links)
+    return models
+
+
+def mapping_stats(gold: GoldCorpus) -> dict[str, Any]:
+    """How the gold tokens map onto the pipeline's (tokens on each side, tokens merged)."""
+    stats: dict[str, Any] = {"sentences": len(gold.pairs)}
+    for lang, mapped in (("en", gold.en), ("fr", gold.fr)):
+        stats[lang] = {"gold_tokens": sum(len(getattr(p, lang)) for p in gold.pairs),
+                       "pipeline_tokens": sum(len(m.tokens) for m in mapped),
+                       "tokens_covering_several": sum(len(c) > 1 for m in mapped for c in m.cover)}
+    stats["sure_links"] = sum(len(p.sure) for p in gold.pairs)
+    stats["possible_links"] = sum(len(p.possible) for p in gold.pairs)
+    return stats
+
+
+def log_metrics(ctx: StageContext, cfg: AlignConfig, metrics: dict[str, Any]) -> None:
+    """The EM curves (step = iteration) and every AER as MLflow metrics."""
+    import mlflow
+
+    with ctx.mlflow_run(cfg):
+        for model, entry in metrics["models"].items():
+            for direction, curve in entry["log_likelihood"].items():
+                for step, value in enumerate(curve):
+                    mlflow.log_metric(f"{model}/{direction.replace('|', '_given_')}/log_likelihood",
+                                      value, step=step)
+            for links, scores in entry.get("scores", {}).items():
+                for score in ("aer", "precision", "recall"):
+                    mlflow.log_metric(f"{model}/{links.replace('|', '_given_')}/{score}",
+                                      scores[score])
+        if "diagonal" in metrics:
+            mlflow.log_metric("diagonal/aer", metrics["diagonal"]["aer"])
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Map the gold set, train the aligners, score them; then write outputs and metrics."""
+    cfg = ctx.section(AlignConfig)
+    started = time.perf_counter()
+    langs = read_languages(args.meta)
+    lines = {side: read_lines(args.data / f"train.{side}") for side in ("src", "tgt")}
+    gold = load_gold(ctx, langs, lines)
+    e, f, names = training_text(lines, langs, cfg.max_pairs)
+    if gold is not None:
+        e = [list(m.tokens) for m in gold.en] + e
+        f = [list(m.tokens) for m in gold.fr] + f
+    keep = len(gold.pairs) if gold is not None else 0
+    results = run_jobs(em_jobs(cfg, e, f, names, keep), args.processes)
+    metrics: dict[str, Any] = {"languages": {"e": names[0], "f": names[1]},
+                               "training_pairs": len(e) - keep, "gold_pairs_added": keep}
+    with ctx.output_dir(args.out) as tmp:
+        metrics["models"] = score_results(results, gold, cfg, tmp)
+        if gold is not None:
+            ctx.write_json(tmp / "gold.json", gold.records())
+    if gold is None:
+        metrics["gold"] = f"no gold alignments for {names[0]}-{names[1]} (only English-French)"
+    else:
+        metrics["gold"] = mapping_stats(gold)
+        metrics["diagonal"] = gold.diagonal()
+    metrics["seconds"] = round(time.perf_counter() - started, 1)
+    ctx.write_metrics(args.metrics, metrics)
+    for model, entry in metrics["models"].items():
+        for links, scores in entry.get("scores", {}).items():
+            print(f"align {model} {links}: AER {scores['aer']:.3f} precision "
+                  f"{scores['precision']:.3f} recall {scores['recall']:.3f}")
+    print(f"align: {metrics['seconds']} s")
+    log_metrics(ctx, cfg, metrics)
+
+
+STAGE = Stage("align", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)
