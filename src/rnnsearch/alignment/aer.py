@@ -28,5 +28,6 @@ def alignment_scores(predicted: Iterable[set[Link]], sure: Iterable[frozenset[Li
 
 
 def diagonal_links(e_len: int, f_len: int) -> set[Link]:
-    """The diagonal baseline: French word ``j`` aligned to English position ``j * |e| / |f|``."""
-    return {(min(int(j * e_len / f_len), e_len - 1), j) for j in range(f_len)} if e_len else set()
+    """The diagonal baseline: French word ``j`` aligned to English position ``j * |e| / |f|``
+    (0-based, rounded half up)."""
+    return {(min(int(j * e_len / f_len + 0.5), e_len - 1), j) for j in range(f_len)} if e_len else set()

@@ -23,6 +23,25 @@ class GoldCorpus:
     en: list[Mapped]
     fr: list[Mapped]
 
+    @classmethod
+    def from_records(cls, records: Sequence[dict[str, Any]]) -> "GoldCorpus":
+        """The inverse of :meth:`records` (``data/align/gold.json``)."""
+        def mapped(r: dict[str, Any], lang: str) -> Mapped:
+            return Mapped(tuple(r[lang]), tuple(tuple(c) for c in r[f"{lang}_cover"]))
+
+        pairs = [GoldPair(r["id"], tuple(r["gold_en"]), tuple(r["gold_fr"]),
+                          frozenset(map(tuple, r["sure"])), frozenset(map(tuple, r["possible"])))
+                 for r in records]
+        return cls(pairs, [mapped(r, "en") for r in records], [mapped(r, "fr") for r in records])
+
+    def pipeline_links(self, index: int, kind: str) -> list[Link]:
+        """Sentence ``index``'s Sure (``kind="sure"``) or Possible links between pipeline tokens:
+        every token pair covering a gold link."""
+        gold = getattr(self.pairs[index], kind)
+        e_cover, f_cover = self.en[index].cover, self.fr[index].cover
+        return sorted((i, j) for i, ci in enumerate(e_cover) for j, cj in enumerate(f_cover)
+                      if any((e, f) in gold for e in ci for f in cj))
+
     def to_gold(self, links: Sequence[set[Link]]) -> list[set[Link]]:
         """Per sentence, links between pipeline tokens -> links between gold words."""
         return [gold_links(l, e.cover, f.cover) for l, e, f in zip(links, self.en, self.fr)]

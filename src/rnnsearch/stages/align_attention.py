@@ -1,0 +1,117 @@
+"""DVC stage ``align_attention``: attention as alignment, scored against the human links.
+
+Every attention model of the grid force-decodes the gold French (or English) sentences of
+``data/align/gold.json`` (teacher forcing: the model reads the gold target, not its own output),
+and its attention weights become links in two ways: each target word's most attended source word
+(``argmax``), and every source word whose weight reaches ``align.attention_threshold``. Both are
+mapped back onto the gold words and scored (AER, precision, recall) into
+``metrics/align_attention.json``, with the weights of ``align.figure_sentence`` and its gold
+links for the report's overlay figure. A model without attention (RNNencdec) is listed as such.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
+from rnnsearch.alignment.corpus import GoldCorpus
+from rnnsearch.config.align import AlignConfig
+from rnnsearch.config.sections import grid_cells
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.data.meta import read_languages
+from rnnsearch.data.textio import read_json
+from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.stages.runner import Stage, StageContext, StageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gold", type=Path, default=Path("data/align/gold.json"))
+    parser.add_argument("--models", type=Path, default=Path("data/models"))
+    parser.add_argument("--tokenized", type=Path, default=Path("data/tokenized"))
+    parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/align_attention.json"))
+
+
+def score_cell(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
+               cfg: AlignConfig) -> dict[str, Any]:
+    """Scores of both link variants and the figure sentence's weights for one model."""
+    target = "fr" if source == "en" else "en"
+    src_words = [m.tokens for m in getattr(gold, source)]
+    tgt_words = [m.tokens for m in getattr(gold, target)]
+    matrices = forced_attention(model, [vocabs["src"].encode(w) for w in src_words],
+                                [vocabs["tgt"].encode(w) for w in tgt_words], cfg.batch_size)
+    variants = {"argmax": argmax_links,
+                f"threshold {cfg.attention_threshold}":
+                    lambda w: threshold_links(w, cfg.attention_threshold)}
+    result: dict[str, Any] = {"scores": {}}
+    for name, links_of in variants.items():
+        links = [links_of(w) for w in matrices]                         # (source, target)
+        if source == "fr":
+            links = [{(j, i) for i, j in sentence} for sentence in links]
+        result["scores"][name] = gold.score(links)
+    result["figure"] = figure_record(gold, matrices, source, cfg.figure_sentence)
+    return result
+
+
+def figure_record(gold: GoldCorpus, matrices: list[np.ndarray], source: str, ident: str
+                  ) -> dict[str, Any] | None:
+    """Words, weights (target x source) and gold links of sentence ``ident`` for the overlay."""
+    index = next((k for k, p in enumerate(gold.pairs) if p.ident == ident), None)
+    if index is None:
+        return None
+    flip = source == "fr"
+    links = {kind: [[j, i] if not flip else [i, j] for i, j in gold.pipeline_links(index, kind)]
+             for kind in ("sure", "possible")}                          # [target, source]
+    return {"id": ident, "source": list(getattr(gold, source)[index].tokens),
+            "target": list(getattr(gold, "fr" if source == "en" else "en")[index].tokens),
+            "weights": np.round(matrices[index], 3).tolist(), **links}
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Score every attention cell of the grid; write the metrics and one MLflow run."""
+    from rnnsearch.models import load_model
+
+    cfg = ctx.section(AlignConfig, "align")
+    train = ctx.section(TrainConfig, "train")
+    cells = grid_cells(train)
+    langs = read_languages(args.meta)
+    if not args.gold.is_file():
+        raise StageError(f"{args.gold}: not found: run the align stage first")
+    gold = GoldCorpus.from_records(read_json(args.gold))
+    if not gold.pairs:
+        ctx.write_metrics(args.metrics, {"gold": f"no gold alignments for {langs['src']}-"
+                                                 f"{langs['tgt']} (only English-French)"})
+        print(f"align_attention: no gold alignments for {langs['src']}-{langs['tgt']}")
+        return
+    vocabs = {side: Vocabulary.load(args.tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
+    metrics: dict[str, Any] = {"sentences": len(gold.pairs), "threshold": cfg.attention_threshold,
+                               "cells": {}}
+    for cell in cells:
+        if train.model_config(cell.rpartition("-")[0]).model == "encdec":
+            metrics["cells"][cell] = {"attention": False}      # nothing to read: not loaded
+            continue
+        model = load_model(args.models / cell / "model.pt")
+        metrics["cells"][cell] = {"attention": True,
+                                  **score_cell(model, gold, vocabs, langs["src"], cfg)}
+        for variant, scores in metrics["cells"][cell]["scores"].items():
+            print(f"align_attention {cell} {variant}: AER {scores['aer']:.3f} precision "
+                  f"{scores['precision']:.3f} recall {scores['recall']:.3f}")
+    ctx.write_metrics(args.metrics, metrics)
+    log_metrics(ctx, cfg, metrics)
+
+
+def log_metrics(ctx: StageContext, cfg: AlignConfig, metrics: dict[str, Any]) -> None:
+    """Every cell's AER, precision and recall per link variant."""
+    import mlflow
+
+    with ctx.mlflow_run(cfg):
+        for cell, entry in metrics["cells"].items():
+            for variant, scores in entry.get("scores", {}).items():
+                for score in ("aer", "precision", "recall"):
+                    mlflow.log_metric(f"{cell}/{variant.split()[0]}/{score}", scores[score])
+
+
+STAGE = Stage("align_attention", __doc__, add_arguments, lambda a: [a.metrics], body)

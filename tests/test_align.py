@@ -1,0 +1,232 @@
+"""Word alignment: EM for IBM Model 1 / fast_align, symmetrisation, AER, the gold reader, the
+gold-to-pipeline token mapping and attention links from forced decoding."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rnnsearch.alignment.aer import alignment_scores, diagonal_links
+from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
+from rnnsearch.alignment.gold import read_gold, read_links, read_sentences
+from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, train_model1, viterbi
+from rnnsearch.alignment.mapping import NgramCounts, map_corpus, map_sentence
+from rnnsearch.alignment.symmetrize import grow_diag_final, links_from_choices, symmetrise
+from rnnsearch.data.textio import DataError
+from rnnsearch.data.vocab import BOS_ID, PAD_ID
+
+CORPUS = [("the house", "la maison"), ("the book", "le livre"), ("a book", "un livre"),
+          ("a house", "une maison"), ("the small house", "la petite maison"),
+          ("small book", "petit livre")]
+
+
+def split(pairs):
+    return [e.split() for e, _ in pairs], [f.split() for _, f in pairs]
+
+
+@pytest.mark.parametrize("prior", [None, DiagonalPrior()], ids=["ibm1", "fast_align"])
+def test_em_learns_the_obvious_translations_and_likelihood_never_decreases(prior):
+    e, f = split(CORPUS)
+    model, groups = train_model1(e, f, iterations=30, prior=prior, progress=False)
+    table = model.table()
+    for src, tgt in (("house", "maison"), ("book", "livre")):
+        best = max((p, word) for (s, word), p in table.items() if s == src)
+        assert best[1] == tgt and best[0] > 0.8, (src, best)
+    ll = model.log_likelihood
+    assert len(ll) == 31
+    assert all(b >= a - 1e-12 for a, b in zip(ll, ll[1:])), ll
+    assert ll[-1] > ll[0]
+    assert viterbi(model, groups, 1) == [[0, 1]]       # la -> the, maison -> house
+
+
+def test_em_table_is_a_distribution_per_source_word():
+    e, f = split(CORPUS)
+    model, _ = train_model1(e, f, iterations=3, progress=False)
+    totals = np.bincount(model.pair_src, model.t)
+    assert np.allclose(totals[totals > 0], 1.0)
+
+
+def test_dense_ids_agree_with_numpy_unique():
+    rng = np.random.default_rng(0)
+    for high in (50, 2 ** 60):
+        keys = rng.integers(0, high, 5000)
+        unique, ids = dense_ids(keys)
+        expected_unique, expected_ids = np.unique(keys, return_inverse=True)
+        assert np.array_equal(unique, expected_unique) and np.array_equal(ids, expected_ids)
+
+
+def test_aer_equals_a_hand_computation_and_zero_for_the_gold():
+    sure = frozenset({(0, 0), (1, 1)})
+    possible = frozenset({(0, 0), (1, 1), (1, 2)})
+    predicted = {(0, 0), (1, 2), (2, 2)}
+    # |A| = 3, |S| = 2, |A∩S| = 1, |A∩P| = 2: AER = 1 - 3/5, precision 2/3, recall 1/2
+    scores = alignment_scores([predicted], [sure], [possible])
+    assert scores["aer"] == pytest.approx(0.4)
+    assert scores["precision"] == pytest.approx(2 / 3)
+    assert scores["recall"] == pytest.approx(0.5)
+    assert alignment_scores([set(sure)], [sure], [possible])["aer"] == 0.0
+
+
+def test_diagonal_links_follow_the_length_ratio():
+    assert diagonal_links(2, 4) == {(0, 0), (1, 1), (1, 2), (1, 3)}   # 0.5 rounds up
+
+
+def test_symmetrisations_on_a_hand_made_example():
+    e2f = {(0, 0), (1, 1), (2, 3)}
+    f2e = {(0, 0), (1, 1), (1, 2), (3, 3)}
+    assert symmetrise("intersection", e2f, f2e) == {(0, 0), (1, 1)}
+    assert symmetrise("union", e2f, f2e) == e2f | f2e
+    # grow: (1, 2) neighbours (1, 1) and French word 2 is unaligned; final adds (2, 3) (both
+    # unaligned) and then (3, 3) (English word 3 still unaligned)
+    assert grow_diag_final(e2f, f2e) == {(0, 0), (1, 1), (1, 2), (2, 3), (3, 3)}
+    assert links_from_choices([1, -1, 0], target_is_f=True) == {(1, 0), (0, 2)}
+    assert links_from_choices([1, -1, 0], target_is_f=False) == {(0, 1), (2, 0)}
+
+
+def write_gold(folder: Path, links: str) -> dict[str, Path]:
+    (folder / "test.e").write_bytes("<s snum=0001> i am here .  </s>\n<s snum=0002> « yes »  </s>\n"
+                                    .encode("latin-1"))
+    (folder / "test.f").write_bytes("<s snum=0001> je suis ici .  </s>\n<s snum=0002> oui  </s>\n"
+                                    .encode("latin-1"))
+    (folder / "test.wa.nonullalign").write_text(links, encoding="ascii")
+    return {"test.e": folder / "test.e", "test.f": folder / "test.f",
+            "test.wa.nonullalign": folder / "test.wa.nonullalign"}
+
+
+def test_gold_reader_reads_sure_and_possible_links(tmp_path):
+    gold = read_gold(write_gold(tmp_path, "0001 1 1 S\n0001 2 2 P\n0001 0 3 P\n0002 2 1 S\n"))
+    assert [g.ident for g in gold] == ["1", "2"]
+    assert gold[1].en == ("«", "yes", "»")
+    assert gold[0].sure == {(0, 0)} and gold[0].possible == {(0, 0), (1, 1)}   # NULL link skipped
+    assert gold[1].sure == {(1, 0)}
+
+
+@pytest.mark.parametrize("line, message", [
+    ("0001 5 1 S", "test.wa.nonullalign:2: link 5-1 is outside sentence 1"),
+    ("0003 1 1 S", "test.wa.nonullalign:2: sentence 3 is not in the gold text"),
+    ("0001 1 1 X", "test.wa.nonullalign:2: link type 'X' is neither S nor P"),
+    ("0001 one 1", r"test.wa.nonullalign:2: expected 'sentence e f \[S\|P\]'"),
+])
+def test_gold_reader_rejects_a_bad_link_naming_its_line(tmp_path, line, message):
+    with pytest.raises(DataError, match=message):
+        read_gold(write_gold(tmp_path, f"0001 1 1 S\n{line}\n"))
+
+
+def test_gold_text_reader_names_a_malformed_line(tmp_path):
+    path = tmp_path / "test.e"
+    path.write_bytes(b"<s snum=0001> fine </s>\nno wrapper here\n")
+    with pytest.raises(DataError, match=r"test.e:2: expected '<s snum=ID> tokens </s>'"):
+        read_sentences(path)
+
+
+def test_mapping_restores_contractions_elisions_and_hyphens_by_the_training_text():
+    training = ["le rapport du comité", "afin de le faire", "l' heure", "peut-être pas",
+                "c' est-à-dire", "de le faire"]
+    counts = NgramCounts(training)
+    [mapped] = map_corpus([["le", "rapport", "de", "le", "comité", "à", "le", "heure", "peut",
+                            "-", "être", "de", "le", "faire", "ce", "est", "-", "à", "-", "dire"]],
+                          "fr", False, counts)
+    assert mapped.tokens == ("Le", "rapport", "du", "comité", "à", "l'", "heure", "peut-être",
+                             "de", "le", "faire", "c'", "est-à-dire")
+    assert mapped.cover[2] == (2, 3)               # du = de + le
+    assert mapped.cover[5] == (6,) and mapped.cover[6] == (7,)
+    assert mapped.cover[7] == (8, 9, 10)
+    assert mapped.cover[8:11] == ((11,), (12,), (13,))   # "de le faire": le is a pronoun here
+    assert mapped.cover[12] == (15, 16, 17, 18, 19)
+
+
+def test_mapping_capitalises_the_first_word_or_lowercases_everything():
+    counts = NgramCounts([])
+    assert map_sentence(["i", "am", "Mr.", "Smith", "."], "en", False, counts).tokens == \
+        ("I", "am", "Mr.", "Smith", ".")
+    assert map_sentence(["i", "am", "Mr.", "Smith", "."], "en", True, counts).tokens == \
+        ("i", "am", "mr.", "smith", ".")
+
+
+class ScriptedModel:
+    """``forward`` returns fixed attention: target word j attends to source position
+    ``attend[j]`` (weight 0.7) and spreads 0.3 over the others."""
+
+    def __init__(self, attend: list[int]) -> None:
+        self.attend, self.calls = attend, []
+
+    def __call__(self, src, src_len, tgt_in):
+        self.calls.append((src.clone(), src_len.clone(), tgt_in.clone()))
+        batch, steps, width = src.size(0), tgt_in.size(1), src.size(1)
+        weights = torch.zeros(batch, steps, width)
+        for b in range(batch):
+            n = int(src_len[b])
+            for j in range(steps):
+                weights[b, j, :n] = 0.3 / max(n - 1, 1)
+                weights[b, j, self.attend[j] % n] = 0.7
+        return None, weights
+
+
+def test_forced_decoding_alignments_pick_the_attended_positions():
+    model = ScriptedModel([2, 0, 1, 1])
+    [matrix] = forced_attention(model, [[5, 6, 7]], [[8, 9, 10]])
+    src, src_len, tgt_in = model.calls[0]
+    assert tgt_in.tolist() == [[BOS_ID, 8, 9, 10]] and src_len.tolist() == [3]   # teacher forcing
+    assert matrix.shape == (3, 3)                  # </s> row left out
+    assert argmax_links(matrix) == {(2, 0), (0, 1), (1, 2)}
+    assert threshold_links(matrix, 0.15) == {(i, j) for i in range(3) for j in range(3)}
+    assert threshold_links(matrix, 0.5) == argmax_links(matrix)
+
+
+def test_forced_decoding_pads_a_batch_and_trims_each_matrix():
+    model = ScriptedModel([0, 1, 0, 1])
+    matrices = forced_attention(model, [[5, 6], [5, 6, 7, 8]], [[9], [9, 9, 9]], batch_size=8)
+    src, _, tgt_in = model.calls[0]
+    assert src[0].tolist() == [5, 6, PAD_ID, PAD_ID] and tgt_in[0].tolist() == [BOS_ID, 9, 0, 0]
+    assert [m.shape for m in matrices] == [(1, 2), (3, 4)]
+
+
+def tiny_tokenized(root: Path, src_lang: str, tgt_lang: str) -> None:
+    """``data/tokenized/train.*`` and ``meta.json`` of a four-pair corpus."""
+    (root / "tok").mkdir()
+    (root / "tok/train.src").write_text("\n".join(e for e, _ in CORPUS) + "\n", encoding="utf-8")
+    (root / "tok/train.tgt").write_text("\n".join(f for _, f in CORPUS) + "\n", encoding="utf-8")
+    (root / "meta.json").write_text(f'{{"src_lang": "{src_lang}", "tgt_lang": "{tgt_lang}"}}')
+
+
+def test_align_stage_without_gold_trains_and_says_why_there_is_no_aer(tmp_path, monkeypatch):
+    import json
+
+    from conftest import run_script
+
+    tiny_tokenized(tmp_path, "de", "en")
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    result = run_script("align.py", "--data", str(tmp_path / "tok"), "--meta",
+                        str(tmp_path / "meta.json"), "--out", str(tmp_path / "align"),
+                        "--metrics", str(tmp_path / "align.json"), "--processes", "1", env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = json.loads((tmp_path / "align.json").read_text())
+    assert metrics["gold"] == "no gold alignments for en-de (only English-French)"
+    assert set(metrics["models"]) == {"ibm1", "fast_align"}
+    assert len(metrics["models"]["ibm1"]["log_likelihood"]["de|en"]) == 6   # 5 iterations + start
+    assert json.loads((tmp_path / "align/gold.json").read_text()) == []
+    result = run_script("align_attention.py", "--gold", str(tmp_path / "align/gold.json"),
+                        "--meta", str(tmp_path / "meta.json"),
+                        "--metrics", str(tmp_path / "attention.json"), env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "no gold alignments for de-en" in json.loads((tmp_path / "attention.json").read_text())["gold"]
+
+
+def test_align_stage_refuses_a_bad_param_naming_it(tmp_path):
+    import yaml
+
+    from conftest import REPO, run_script
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["align"]["p_null"] = 1.5
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    tiny_tokenized(tmp_path, "en", "fr")
+    result = run_script("align.py", "--params", str(tmp_path / "params.yaml"), "--data",
+                        str(tmp_path / "tok"), "--meta", str(tmp_path / "meta.json"),
+                        "--out", str(tmp_path / "align"), "--metrics", str(tmp_path / "a.json"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == \
+        "align: error: align.p_null: must be in (0, 1), got 1.5"
+    assert not (tmp_path / "align").exists() and not (tmp_path / "a.json").exists()
