@@ -7,7 +7,7 @@ the download cache, then upstream) are mapped onto the pipeline's tokens
 unsupervised aligners: their words need translation probabilities. Writes
 
 * ``data/align/gold.json``: the gold sentences with their pipeline tokens and which gold words
-  each token covers (the attention models' alignments are scored from it);
+  each token covers (the attention models' alignments are scored from it; empty without gold);
 * ``data/align/<model>.<links>.wa``: predicted links of every gold sentence in the gold file
   format (``id e f``, 1-based gold positions), for other AER tools;
 * ``metrics/align.json``: the log-likelihood per EM iteration, AER / precision / recall of each
@@ -154,8 +154,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                                "training_pairs": len(e) - keep, "gold_pairs_added": keep}
     with ctx.output_dir(args.out) as tmp:
         metrics["models"] = score_results(results, gold, cfg, tmp)
-        if gold is not None:
-            ctx.write_json(tmp / "gold.json", gold.records())
+        ctx.write_json(tmp / "gold.json", gold.records() if gold is not None else [])
     if gold is None:
         metrics["gold"] = f"no gold alignments for {names[0]}-{names[1]} (only English-French)"
     else:
