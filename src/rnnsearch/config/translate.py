@@ -2,12 +2,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from rnnsearch.config.base import check_non_negative, check_positive, require
 
 METHODS = ("greedy", "beam")
 LengthPenalty = Literal["none", "mean", "gnmt"]
+Device = Literal["auto", "cpu", "cuda"]
+DEVICES: tuple[str, ...] = get_args(Device)
+
+
+def resolve_device(name: str, key: str = "translate.device") -> str:
+    """The torch device ``name`` stands for on this machine: ``auto`` is ``cuda`` when torch sees
+    a CUDA GPU, else ``cpu``. ``cuda`` on a machine without one (or a name not in
+    :data:`DEVICES`) is a :class:`ConfigError` naming ``key``."""
+    import torch   # here, not at the top: validating params must not need torch
+
+    require(name in DEVICES, key, f"must be one of {list(DEVICES)}, got {name!r}")
+    has_gpu = torch.cuda.is_available()
+    if name == "auto":
+        return "cuda" if has_gpu else "cpu"
+    require(name == "cpu" or has_gpu, key,
+            f"cuda asked for, but torch {torch.__version__} sees no CUDA GPU on this machine "
+            "(auto decodes on the GPU when there is one, else on the CPU)")
+    return name
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,9 @@ class TranslateConfig:
 
     search: SearchOptions = field(default_factory=SearchOptions)
     methods: tuple[str, ...] = METHODS       # greedy and/or beam (search.beam_size wide)
-    batch_size: int = 64                     # sentences decoded together
+    device: Device = "auto"                  # auto (cuda when torch sees a GPU, else cpu) | cpu | cuda
+    batch_size: int = 64                     # sentences decoded together on the CPU
+    batch_size_cuda: int = 512               # ... and on a CUDA GPU (launch-bound: wider is faster)
     source_eos: bool = False                 # append </s> to each source (training does not)
     unk_replace: bool = True                 # also write <method>_unk outputs (attention models)
     attention: Literal["none", "samples", "all"] = "samples"  # matrices kept in attention.npz
@@ -53,5 +73,13 @@ class TranslateConfig:
                     f"must be one of {list(METHODS)}, got {method!r}")
         require(len(set(self.methods)) == len(self.methods) and self.methods, f"{key}.methods",
                 "must list each method once, at least one")
-        check_positive(self, key, "batch_size", "sample_max_len")
+        check_positive(self, key, "batch_size", "batch_size_cuda", "sample_max_len")
         check_non_negative(self, key, "samples", "speed_sentences", "max_sentences")
+
+    def check_runtime(self, key: str) -> None:
+        """``device: cuda`` needs a GPU that torch can use on this machine."""
+        resolve_device(self.device, f"{key}.device")
+
+    def batch_size_for(self, device: str) -> int:
+        """Sentences decoded together on ``device`` (``cpu`` or ``cuda``)."""
+        return self.batch_size_cuda if device == "cuda" else self.batch_size

@@ -8,6 +8,9 @@ Reads one sentence per line from FILE (or stdin), tokenises it as the pipeline d
 from params.yaml unless overridden here) and prints the detokenised translation, one line per
 input line; ``--nbest N`` prints the N best instead (each with its normalised score, a tab, the
 text); ``--align`` adds the attention matrix as text (percent, target rows x source columns).
+``--device`` (default ``translate.device``: the GPU when torch sees one) says where to decode;
+the batch size defaults to ``translate.batch_size`` on the CPU, ``translate.batch_size_cuda`` on a
+GPU.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import Any, Callable, Sequence, TextIO
 import numpy as np
 
 from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, from_dict, read_params
+from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
 from rnnsearch.data.tokenize import detokenize, tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
@@ -57,13 +61,28 @@ def read_cli_params(path: str | None) -> dict[str, Any]:
     return read_params(DEFAULT_PARAMS) if Path(DEFAULT_PARAMS).is_file() else {}
 
 
-def _settings(args: argparse.Namespace) -> tuple[str, str, bool, bool, SearchOptions]:
-    """Languages, lowercasing, source </s> and search options: params.yaml, then the command
-    line."""
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the command line decodes with: params.yaml, then the options given."""
+
+    src_lang: str
+    tgt_lang: str
+    lowercase: bool
+    source_eos: bool
+    search: SearchOptions
+    device: str          # cpu or cuda (resolved on this machine)
+    batch_size: int
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """Languages, lowercasing, source </s>, search options, device and batch size:
+    params.yaml, then the command line."""
     params = read_cli_params(args.params)
     prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
-    translate = params.get("translate", {})
-    search = from_dict(SearchOptions, translate.get("search", {}), "translate.search")
+    translate = from_dict(TranslateConfig, params.get("translate", {}), "translate")
+    device = (resolve_device(args.device, "--device") if args.device
+              else resolve_device(translate.device))
+    search = translate.search
     # One line per input unless --nbest asks for more: translate.search.nbest is the size of the
     # translate stage's n-best files, not what a user typing a sentence wants to read.
     overrides: dict[str, int] = {"nbest": args.nbest or 1}
@@ -73,9 +92,9 @@ def _settings(args: argparse.Namespace) -> tuple[str, str, bool, bool, SearchOpt
         overrides.update(beam_size=1, nbest=1)
     search = dataclasses.replace(search, **overrides)
     search.check("command line")
-    return (prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
-            bool(tokenize.get("lowercase", False)), bool(translate.get("source_eos", False)),
-            search)
+    return Settings(prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
+                    bool(tokenize.get("lowercase", False)), translate.source_eos, search, device,
+                    args.batch_size or translate.batch_size_for(device))
 
 
 def _print_translation(out: TextIO, translator: Translator, words: list[str], hypotheses:
@@ -104,22 +123,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")
-    parser.add_argument("--batch-size", type=count(1), default=32,
-                        help="sentences decoded together")
+    parser.add_argument("--batch-size", type=count(1), default=0,
+                        help="sentences decoded together (default: translate.batch_size, or "
+                             "translate.batch_size_cuda on a GPU)")
+    parser.add_argument("--device", choices=DEVICES, default=None,
+                        help="where to decode (default: translate.device; auto = the GPU when "
+                             "torch sees one, else the CPU)")
     args = parser.parse_args(argv)
     try:
-        src_lang, tgt_lang, lowercase, source_eos, options = _settings(args)
-        translator = Translator.load(args.model, args.vocab_dir, source_eos)
+        settings = _settings(args)
+        translator = Translator.load(args.model, args.vocab_dir, settings.source_eos,
+                                     settings.device)
         handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
         with handle:
-            sentences = [tokenize_line(line.strip(), src_lang, lowercase) for line in handle]
+            sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
+                         for line in handle]
     except (ConfigError, OSError, ValueError) as err:
         print(f"rnnsearch-translate: error: {err}", file=sys.stderr)
         return 2
-    result = translator.translate(sentences, args.method, options, args.batch_size,
+    result = translator.translate(sentences, args.method, settings.search, settings.batch_size,
                                   progress=False)
     for words, translation in zip(sentences, result.translations):
-        _print_translation(sys.stdout, translator, words, translation.hypotheses, tgt_lang, args)
+        _print_translation(sys.stdout, translator, words, translation.hypotheses,
+                           settings.tgt_lang, args)
     return 0
 
 

@@ -11,8 +11,14 @@ Files written under the cell's output folder (``data/translations/<cell>/``):
 * ``beam.nbest.txt``: Moses n-best format ``index ||| hypothesis ||| score ||| normalised``;
 * ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices (sample sentences
   or all, per ``translate.attention``);
-* ``meta.json``: the cell, its model config, the systems, the search options and the decode
-  speed (sentences/s, batched and one sentence at a time).
+* ``meta.json``: the cell, its model config, the device it was decoded on, the systems, the
+  search options and the decode speed (sentences/s, batched and one sentence at a time).
+
+The device is ``translate.device`` (``auto``: the GPU when torch sees one, else the CPU), with
+``translate.batch_size`` sentences a batch on the CPU and ``translate.batch_size_cuda`` on a GPU.
+Hypotheses do not depend on the batch size; on a GPU they match the CPU's up to floating-point
+ties (a near-tie between two words can fall the other way). Decoders return tokens, scores and
+attention matrices on the CPU, so everything written here is device-independent.
 
 Besides, :func:`alignment_samples` returns a small JSON-able record of a few sentences' words
 and attention, which the stage writes to ``metrics/alignments/<cell>.json`` so the report can
@@ -29,7 +35,7 @@ import numpy as np
 
 from rnnsearch import tracking
 from rnnsearch.config.prepare import PrepareConfig
-from rnnsearch.config.translate import TranslateConfig
+from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.data.textio import read_lines, write_json, write_lines
 from rnnsearch.data.tokenize import detokenize
 from rnnsearch.decoding.corpus import CorpusResult
@@ -38,11 +44,21 @@ from rnnsearch.decoding.translator import Translator
 from rnnsearch.stages.runner import Stage, StageContext
 
 
-def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
-               ) -> dict[str, CorpusResult]:
-    """Each method of ``cfg.methods`` over every source (beam: ``cfg.search`` as given)."""
-    return {method: translator.translate(sources, method, _options(cfg, method), cfg.batch_size)
+def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig,
+               batch_size: int) -> dict[str, CorpusResult]:
+    """Each method of ``cfg.methods`` over every source, ``batch_size`` sentences at a time
+    (beam: ``cfg.search`` as given)."""
+    return {method: translator.translate(sources, method, _options(cfg, method), batch_size)
             for method in cfg.methods}
+
+
+def warm_up(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
+            ) -> None:
+    """Decode one sentence with every method before anything is timed, so that one-off set-up
+    (on a GPU: the CUDA context, cuBLAS handles, kernels loaded on first use) is not counted in
+    the decode speed."""
+    for method in cfg.methods:
+        translator.translate(sources[:1], method, _options(cfg, method), 1, progress=False)
 
 
 def _options(cfg: TranslateConfig, method: str) -> SearchOptions:
@@ -53,14 +69,16 @@ def _options(cfg: TranslateConfig, method: str) -> SearchOptions:
 
 
 def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
-                  results: dict[str, CorpusResult], cfg: TranslateConfig) -> dict[str, Any]:
-    """Sentences/s of each method batched (the full run) and one sentence at a time."""
+                  results: dict[str, CorpusResult], cfg: TranslateConfig, batch_size: int
+                  ) -> dict[str, Any]:
+    """Sentences/s of each method batched (the full run, ``batch_size`` a batch) and one
+    sentence at a time."""
     speed: dict[str, Any] = {}
     subset = list(sources[: cfg.speed_sentences])
     for method, result in results.items():
         speed[method] = {"sentences_per_s": round(result.sentences_per_second, 2),
                          "seconds": round(result.seconds, 2), "sentences": len(sources),
-                         "batch_size": cfg.batch_size}
+                         "batch_size": batch_size}
         if subset:
             alone = translator.translate(subset, method, _options(cfg, method), 1, progress=False)
             speed[f"{method}_unbatched"] = {
@@ -133,11 +151,12 @@ def alignment_samples(translator: Translator, sources: Sequence[Sequence[str]],
 
 def write_meta(path: Path, cell: str, translator: Translator, cfg: TranslateConfig,
                systems: list[str], speed: dict[str, Any], n_sentences: int) -> dict[str, Any]:
-    """``meta.json``: what was decoded, how, and how fast."""
+    """``meta.json``: what was decoded, on which device, how, and how fast."""
     config = getattr(translator.model, "config", None)
     meta = {"cell": cell,
             "model": dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {},
-            "has_attention": translator.has_attention, "sentences": n_sentences,
+            "has_attention": translator.has_attention, "device": translator.device,
+            "sentences": n_sentences,
             "systems": systems, "search": dataclasses.asdict(cfg.search), "speed": speed}
     write_json(path, meta)
     return meta
@@ -153,9 +172,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Translator,
                   sources: list[list[str]], results: dict[str, CorpusResult],
-                  cfg: TranslateConfig, tgt_lang: str) -> dict[str, Any]:
-    """The cell's translations folder (atomically) and its alignment samples; returns the speed."""
-    speed = measure_speed(translator, sources, results, cfg)
+                  cfg: TranslateConfig, tgt_lang: str, speed: dict[str, Any]) -> None:
+    """The cell's translations folder (atomically) and its alignment samples."""
     indices = sample_indices(sources, cfg)
     with ctx.output_dir(args.out / args.cell) as tmp:
         systems = write_systems(tmp, translator, sources, results, cfg, tgt_lang)
@@ -165,23 +183,29 @@ def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Trans
     ctx.write_json(args.alignments / f"{args.cell}.json",
                    {"cell": args.cell,
                     "samples": alignment_samples(translator, sources, results, indices)})
-    return speed
 
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
-    """Decode the test set with every method, write the outputs, log the decode speed."""
-    cfg = ctx.section(TranslateConfig)
+    """Decode the test set with every method on the configured device, write the outputs, log
+    the decode speed."""
+    cfg = ctx.section(TranslateConfig)          # translate.device: cuda without a GPU fails here
     tgt_lang = ctx.section(PrepareConfig, "prepare").tgt_lang
+    device = resolve_device(cfg.device)
+    batch_size = cfg.batch_size_for(device)
     translator = Translator.load(args.models / args.cell / "model.pt", args.tokenized,
-                                 cfg.source_eos)
+                                 cfg.source_eos, device)
     lines = read_lines(args.tokenized / "test.src")
     sources = [line.split() for line in lines[: cfg.max_sentences or None]]
-    results = decode_all(translator, sources, cfg)
-    speed = write_outputs(args, ctx, translator, sources, results, cfg, tgt_lang)
+    warm_up(translator, sources, cfg)
+    results = decode_all(translator, sources, cfg, batch_size)
+    speed = measure_speed(translator, sources, results, cfg, batch_size)
+    write_outputs(args, ctx, translator, sources, results, cfg, tgt_lang, speed)
     for name, row in speed.items():
         print(f"translate {args.cell}: {name}: {row['sentences_per_s']} sentences/s "
-              f"(batch {row['batch_size']}, {row['sentences']} sentences)")
-    with ctx.mlflow_run(cfg, run_name=f"translate-{args.cell}", tags={"cell": args.cell}):
+              f"(batch {row['batch_size']}, {row['sentences']} sentences, {device})")
+    params = {**dataclasses.asdict(cfg), "device_used": device, "batch_size_used": batch_size}
+    with ctx.mlflow_run(params, run_name=f"translate-{args.cell}",
+                        tags={"cell": args.cell, "device": device}):
         tracking.log_numeric_metrics({"speed": speed})
 
 

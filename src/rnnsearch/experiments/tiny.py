@@ -1,0 +1,82 @@
+"""A tiny trained model with its vocabularies and test sentences, no corpus needed.
+
+    python -m rnnsearch.experiments.tiny --out /tmp/tiny [--steps 300]
+
+Trains a small RNNsearch (embedding 32, hidden 64) for ``--steps`` steps on the synthetic
+reversal task of :mod:`rnnsearch.experiments.synthetic` (sequences of 5-40 of 20 symbols) and
+writes, in the layout of the train and tokenize stages:
+
+* ``model.pt`` (as the train stage saves it);
+* ``vocab.src.txt`` and ``vocab.tgt.txt`` (the symbols are the words ``s0 .. s19``);
+* ``test.src``: held-out sequences, one a line, as ``data/tokenized/test.src``.
+
+Anything that reads a cell's model and the tokenised test set runs on it: the GPU session
+(``scripts/gpu_session.sh``) compares CPU and GPU translations on it with
+``python -m rnnsearch.decoding.compare``. A trained model has peaked word distributions, as a real
+one has, so floating-point near-ties are as rare as they are in real decoding; an untrained
+model's flat ones make them more frequent.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.textio import write_lines
+from rnnsearch.data.vocab import SPECIALS, Vocabulary
+from rnnsearch.experiments.synthetic import sample_batch, train
+from rnnsearch.models import build_model, save_model
+
+SYMBOLS, MIN_LEN, MAX_LEN = 20, 5, 40
+
+
+def symbol_vocabulary(symbols: int = SYMBOLS) -> Vocabulary:
+    """The specials, then one word per symbol: ``s0`` has id :data:`FIRST_SYMBOL`."""
+    words = SPECIALS + tuple(f"s{i}" for i in range(symbols))
+    return Vocabulary(words, (0,) * len(words))
+
+
+def make_tiny(out: Path, steps: int = 300, sentences: int = 300, seed: int = 1234) -> dict:
+    """Train the tiny model and write ``model.pt``, both vocabularies and ``test.src`` into
+    ``out``; returns what was made (steps, seconds, sentences)."""
+    torch.manual_seed(seed)
+    vocab = symbol_vocabulary()
+    config = ModelConfig(model="search", embedding_size=32, hidden_size=64, attention_size=64,
+                         output_size=64)
+    model = build_model(config, len(vocab), len(vocab))
+    settings = types.SimpleNamespace(lr=0.003, steps=steps, max_minutes=10.0, batch=64,
+                                     symbols=SYMBOLS, min_len=MIN_LEN, max_len=MAX_LEN,
+                                     task="reverse")
+    done, seconds = train(model, settings, torch.Generator().manual_seed(seed))
+    save_model(model.eval(), out / "model.pt")
+    vocab.save(out / "vocab.src.txt")
+    vocab.save(out / "vocab.tgt.txt")
+    test = sample_batch(torch.Generator().manual_seed(seed + 1), sentences, SYMBOLS, MIN_LEN,
+                        MAX_LEN, "reverse")
+    lines = [" ".join(vocab.decode(row[:length].tolist()))
+             for row, length in zip(test.src, test.src_len.tolist())]
+    write_lines(out / "test.src", lines)
+    return {"steps": done, "seconds": round(seconds, 1), "sentences": len(lines)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rnnsearch.experiments.tiny",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="folder to write into")
+    parser.add_argument("--steps", type=int, default=300, help="training steps (batch 64)")
+    parser.add_argument("--sentences", type=int, default=300, help="test sentences")
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args(argv)
+    made = make_tiny(args.out, args.steps, args.sentences, args.seed)
+    print(f"tiny: {made['steps']} steps in {made['seconds']} s, {made['sentences']} test "
+          f"sentences in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
