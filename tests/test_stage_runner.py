@@ -94,3 +94,20 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_relative_params_paths_are_the_repositorys_also_in_a_temporary_experiment(tmp_path,
+                                                                                  monkeypatch):
+    from rnnsearch.stages.runner import StageContext
+
+    root = tmp_path / "repo"
+    (root / ".dvc/tmp/exps/tmpab12").mkdir(parents=True)
+    (root / "dvc.yaml").write_text("stages: {}\n")
+    monkeypatch.delenv("RNNSEARCH_ROOT", raising=False)
+    monkeypatch.chdir(root)                      # plain dvc repro: paths stay as written
+    assert StageContext.project_path("../shared/corpora") == "../shared/corpora"
+    monkeypatch.chdir(root / ".dvc/tmp/exps/tmpab12")   # dvc exp run --temp
+    assert StageContext.project_path("../shared/corpora") == str(root / "../shared/corpora")
+    assert StageContext.project_path(".cache/corpora") == str(root / ".cache/corpora")
+    assert StageContext.project_path("/data/mirror") == "/data/mirror"
+    assert StageContext.project_path(None) is None

@@ -51,7 +51,9 @@ def load_gold(ctx: StageContext, langs: dict[str, str], lines: dict[str, list[st
         return None
     prepare = ctx.section(PrepareConfig, "prepare")
     lowercase = ctx.section(TokenizeConfig, "tokenize").lowercase
-    pairs: list[GoldPair] = read_gold(locate_gold(prepare.mirror, prepare.cache_dir, prepare.download))
+    paths = locate_gold(ctx.project_path(prepare.mirror), ctx.project_path(prepare.cache_dir),
+                        prepare.download)
+    pairs: list[GoldPair] = read_gold(paths)
     side = {lang: s for s, lang in langs.items()}
     mapped = {lang: map_corpus([getattr(p, lang) for p in pairs], lang, lowercase,
                                NgramCounts(lines[side[lang]])) for lang in GOLD_LANGS}

@@ -13,6 +13,7 @@ removed, so train and test never share a pair.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Prepare every split into ``args.out`` (atomically), then metrics and the MLflow run."""
     cfg = ctx.section(PrepareConfig)
+    cfg = dataclasses.replace(cfg, mirror=ctx.project_path(cfg.mirror),
+                              cache_dir=ctx.project_path(cfg.cache_dir))
     with ctx.output_dir(args.out) as tmp:
         meta = prepare_corpus(cfg, tmp)
         ctx.write_json(tmp / "meta.json", meta)

@@ -78,6 +78,20 @@ class StageContext:
         return load_section(cls, key or self.stage, self.params)
 
     @staticmethod
+    def project_path(path: str | None) -> str | None:
+        """A params path as the stage should read it: a relative one is relative to the
+        repository, which is the working directory of a plain ``dvc repro`` (returned as given)
+        but not of ``dvc exp run --temp``/queued experiments, which run in a copy under
+        ``.dvc/tmp/exps/`` (there the path is resolved against the repository they came from,
+        so ``../shared/corpora`` and the download cache are the repository's own)."""
+        from rnnsearch.tracking import repo_root
+
+        if path is None or Path(path).expanduser().is_absolute() or "://" in path:
+            return path
+        root = repo_root()
+        return path if root == Path.cwd().resolve() else str(root / path)
+
+    @staticmethod
     def output_dir(path: Path) -> contextlib.AbstractContextManager[Path]:
         """A temporary directory that replaces ``path`` only when the block succeeds."""
         return atomic_dir(path)
