@@ -140,17 +140,21 @@ def link_probabilities(group: LengthGroup, t: np.ndarray) -> np.ndarray:
     return prob * group.prior
 
 
-def expected_counts(groups: list[LengthGroup], t: np.ndarray) -> tuple[np.ndarray, float, int]:
-    """E-step: expected link counts per parameter, total log-likelihood, target tokens."""
-    posts, log_likelihood, tokens = [], 0.0, 0
+def expected_counts(groups: list[LengthGroup], t: np.ndarray, ids: np.ndarray,
+                    posts: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """E-step: expected link counts per parameter, total log-likelihood, target tokens.
+
+    ``ids``: every group's ``params`` flattened in order; ``posts``: a buffer of the same size
+    that receives the link posteriors (reused across iterations)."""
+    log_likelihood, tokens, start = 0.0, 0, 0
     for group in groups:
-        prob = link_probabilities(group, t)
+        prob = link_probabilities(group, t)                                # tokens x (l + 1)
         z = prob.sum(1, keepdims=True)                                     # tokens x 1
         log_likelihood += float(np.log(z).sum())
         tokens += len(z)
-        posts.append((prob / z).ravel())
-    ids = np.concatenate([g.params.ravel() for g in groups])
-    return np.bincount(ids, np.concatenate(posts), minlength=len(t)), log_likelihood, tokens
+        np.divide(prob, z, out=posts[start:start + prob.size].reshape(prob.shape))
+        start += prob.size
+    return np.bincount(ids, posts, minlength=len(t)), log_likelihood, tokens
 
 
 def normalise(counts: np.ndarray, pair_src: np.ndarray, n_src: int) -> np.ndarray:
@@ -171,8 +175,10 @@ def train_model1(src_sentences: Sequence[Sequence[str]], tgt_sentences: Sequence
     pair_src, pair_tgt = keys // max(len(tgt_words), 1), keys % max(len(tgt_words), 1)
     t = np.ones(len(keys))
     model = Model1(src_words, tgt_words, pair_src, pair_tgt, t)
+    ids = np.concatenate([g.params.ravel() for g in groups])
+    posts = np.empty(len(ids))
     for step in tqdm(range(iterations + 2), desc=desc, unit="iteration", disable=not progress):
-        counts, log_likelihood, tokens = expected_counts(groups, model.t)
+        counts, log_likelihood, tokens = expected_counts(groups, model.t, ids, posts)
         if step > 0:
             model.log_likelihood.append(log_likelihood / max(tokens, 1))
         if step <= iterations:
