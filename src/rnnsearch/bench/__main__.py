@@ -3,6 +3,11 @@
 Writes ``reports/bench.json`` and ``reports/bench.md`` and prints the table. Each measurement
 runs in a fresh process so that its peak memory is its own. ``--tiny`` runs a seconds-long
 version (few steps, small sets) used by the tests; its numbers mean nothing.
+
+``--device cuda`` (or ``cpu``, or ``auto``) runs the device benchmark instead
+(:mod:`rnnsearch.bench.device`: the train stage's Trainer at the default and the paper's width,
+GEMM rates, decoding on the device) and writes ``reports/bench_gpu.{json,md}`` on a GPU; it needs
+neither the corpora mirror nor sacremoses.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import torch
 from rnnsearch.bench import parts
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.workload import tokenized_multi30k
+from rnnsearch.config.base import ConfigError
+from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.tracking import repo_root
 
@@ -76,6 +83,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def run_device(args: argparse.Namespace) -> int:
+    """The device benchmark: ``reports/bench_gpu.{json,md}`` (``bench_device_cpu`` on a CPU)."""
+    from rnnsearch.bench import device, device_report    # only when the device bench is asked for
+
+    try:
+        name = resolve_device(args.device, "--device")
+    except ConfigError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    out = (args.out or repo_root() / "reports") / device.report_name(name)
+
+    def save(results: dict[str, Any]) -> str:
+        results["machine"].update(command=" ".join(["python -m rnnsearch.bench", *sys.argv[1:]]),
+                                  bench_seconds=round(time.perf_counter() - start, 1))
+        report = device_report.markdown_report(results)
+        write_json(out.with_suffix(".json"), results)
+        atomic_write_text(out.with_suffix(".md"), report)
+        return report
+
+    print(save(device.run(name, args.tiny, save=save)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="default: <repo>/reports")
@@ -84,8 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--skip-hansard", action="store_true", help="skip the 1M-pair tokenisation")
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
+    parser.add_argument("--device", choices=DEVICES, default=None,
+                        help="run the device benchmark there (bench_gpu.* on a GPU)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.device:
+        return run_device(args)
     start = time.perf_counter()
     results = run(args)
     results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)

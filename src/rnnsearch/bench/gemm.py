@@ -4,6 +4,9 @@ For every product of :func:`rnnsearch.bench.flops.model_gemms` the rate of ``tor
 exact ``[m x k] @ [k x n]`` shape is measured (median of several timed windows after warm-up).
 The roofline is the training throughput the model would reach if it did nothing but those
 products at those rates: ``1 / sum_i(3 * flops_i / rate_i)`` target tokens per second.
+
+On a GPU (``device="cuda"``) products are queued asynchronously: each timed window ends when the
+device has finished every product queued in it, so the rate counts execution, launches included.
 """
 from __future__ import annotations
 
@@ -24,31 +27,42 @@ class GemmRate:
     gflops: float  # achieved GFLOP/s
 
 
+def synchronize(device: str | torch.device) -> None:
+    """Wait until ``device`` has finished the work queued on it (a no-op on the CPU)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
-                 window_s: float = 0.05, windows: int = 5) -> float:
-    """Median GFLOP/s of ``torch.mm`` on ``[m x k] @ [k x n]`` in ``dtype``."""
-    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+                 window_s: float = 0.05, windows: int = 5, device: str = "cpu") -> float:
+    """Median GFLOP/s of ``torch.mm`` on ``[m x k] @ [k x n]`` in ``dtype`` on ``device``."""
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
     for _ in range(3):  # warm-up
         torch.mm(a, b)
+    synchronize(device)
     rates = []
     for _ in range(windows):
         calls, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < window_s:
+        while time.perf_counter() - start < window_s:
             torch.mm(a, b)
             calls += 1
-        rates.append(2.0 * m * k * n * calls / elapsed / 1e9)
+        synchronize(device)
+        rates.append(2.0 * m * k * n * calls / (time.perf_counter() - start) / 1e9)
     return statistics.median(rates)
 
 
 def measure_model_gemms(gemms: list[Gemm], dtype: torch.dtype = torch.float32,
-                        window_s: float = 0.05, windows: int = 5) -> list[GemmRate]:
-    """The rate of each distinct GEMM shape of a model (shapes measured once)."""
+                        window_s: float = 0.05, windows: int = 5, device: str = "cpu"
+                        ) -> list[GemmRate]:
+    """The rate of each distinct GEMM shape of a model on ``device`` (shapes measured once)."""
     cache: dict[tuple[int, int, int], float] = {}
     rates = []
     for gemm in gemms:
         key = (gemm.m, gemm.k, gemm.n)
         if key not in cache:
-            cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s, windows=windows)
+            cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s, windows=windows,
+                                      device=device)
         rates.append(GemmRate(gemm, cache[key]))
     return rates
 

@@ -23,7 +23,6 @@ from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_tr
                                       new_training, reference_config, train_step)
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
-from rnnsearch.data.tokenize import tokenize_lines
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models.attention import Attention
@@ -192,6 +191,8 @@ def attention_scaling(lengths: list[int], batch: int = 64, repeats: int = 5) -> 
 
 def hansard_tokenization(mirror: str, workers: int = 2) -> dict[str, Any]:
     """Seconds to Moses-tokenise both sides of the million-pair Hansard train split."""
+    from rnnsearch.data.tokenize import tokenize_lines   # sacremoses: only this part needs it
+
     out: dict[str, Any] = {"workers": workers}
     total = 0.0
     for lang in ("en", "fr"):

@@ -6,7 +6,8 @@ from typing import Any
 JOEY = {"train": 1670, "greedy": 244, "beam": 77}  # Joey NMT 2.3.0 on these machines (design.md)
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table's lines: the header, the separator, one line per row."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return lines
@@ -71,10 +72,10 @@ def _profile_section(ref: dict[str, Any]) -> list[str]:
     lines = ["", "## Where the time goes (torch.profiler, self time by operator category)", "",
              f"Training step of the reference model (mean of {training['repeats']} steps, "
              f"{training['ms_per_repeat']:.0f} ms per step; phases: {phases}):", ""]
-    lines += _table(["category", "ms per step", "share"], _profile_rows(training))
+    lines += markdown_table(["category", "ms per step", "share"], _profile_rows(training))
     lines += ["", f"Batched beam 5 over the test set (batches of 64, "
                   f"{beam['ms_per_repeat'] / 1e3:.1f} s):", ""]
-    lines += _table(["category", "ms", "share"], _profile_rows(beam))
+    lines += markdown_table(["category", "ms", "share"], _profile_rows(beam))
     return lines
 
 
@@ -89,9 +90,9 @@ def markdown_report(results: dict[str, Any]) -> str:
              "attention = output width 256, batch 64 sentences, fp32, real Multi30k de->en batches "
              "(bucketed, max length 50); throughput is the median of timed windows after warm-up.",
              "", "## Targets", ""]
-    lines += _table(["target", "required", "measured", "met"], target_rows(results))
+    lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
     lines += ["", "## Training", ""]
-    lines += _table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)", "GEMM GFLOP/s fp32",
+    lines += markdown_table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)", "GEMM GFLOP/s fp32",
                      "fp32 roofline tokens/s", "achieved/roofline", "bf16 roofline tokens/s",
                      "padding", "peak RSS MiB"], _training_rows(results["models"]))
     ref = results["models"]["search"]
@@ -105,14 +106,14 @@ def markdown_report(results: dict[str, Any]) -> str:
     lines += ["", f"## Decoding (search model, {ref['decoding']['test_sentences']} test sentences "
                   f"batched by 64; {ref['decoding']['single_sentences']} one at a time; peak RSS "
                   f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]
-    lines += _table(["method", "batched sentences/s", "one at a time", "speedup", "mean output tokens"],
+    lines += markdown_table(["method", "batched sentences/s", "one at a time", "speedup", "mean output tokens"],
                     _decoding_rows(ref["decoding"]))
     lines += _profile_section(ref)
     lines += ["", "## Scaling", ""]
-    lines += _table(["training pairs", "batches", "seconds per epoch"],
+    lines += markdown_table(["training pairs", "batches", "seconds per epoch"],
                     [[r["pairs"], r["batches"], f"{r['seconds']:.1f}"] for r in results["scaling"]["epochs"]])
     lines += [""]
-    lines += _table(["source = target length", "attention fwd+bwd ms (batch 64)", "us per (S x T) cell"],
+    lines += markdown_table(["source = target length", "attention fwd+bwd ms (batch 64)", "us per (S x T) cell"],
                     [[r["length"], f"{r['seconds'] * 1e3:.1f}", f"{r['us_per_cell']:.2f}"]
                      for r in results["scaling"]["attention"]])
     if results.get("seconds"):

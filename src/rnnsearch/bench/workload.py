@@ -20,9 +20,7 @@ from rnnsearch.config.base import from_dict
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
-from rnnsearch.stages.prepare import prepare_corpus
 from rnnsearch.data.textio import atomic_dir, write_json
-from rnnsearch.stages.tokenize import build_vocabularies, tokenize_splits
 from rnnsearch.data.vocab import PAD_ID, Vocabulary
 from rnnsearch.models import build_model
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs
@@ -43,6 +41,11 @@ def reference_config(model: str, hidden: int = 256) -> ModelConfig:
 
 def tokenized_multi30k(cache: Path, mirror: str | None) -> Path:
     """``cache/multi30k-de-en`` with tokenised splits and 8k vocabularies (built once)."""
+    # here, not at the top: tokenising needs sacremoses, which the GPU bench (and the GPU
+    # machine) does without
+    from rnnsearch.stages.prepare import prepare_corpus
+    from rnnsearch.stages.tokenize import build_vocabularies, tokenize_splits
+
     out = cache / "multi30k-de-en"
     if (out / "vocab.tgt.txt").is_file():
         return out

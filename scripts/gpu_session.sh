@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The checks a session with a lent GPU runs once, prepared so that they fit one device command
+# (10 minutes) and need nothing from the internet:
+#
+#   bash scripts/gpu_session.sh          # on the GPU machine; results under $OUT (default: out/)
+#   bash scripts/gpu_session.sh --cpu    # the same steps on this CPU at tiny sizes (a dry run)
+#
+# Steps (each under its own time limit, all within DEADLINE seconds, default 560; a failed step
+# is reported and the next one runs; the exit status is that of the first failure):
+#   1. environment: nvidia-smi, python, torch, CUDA, Lightning        -> session.log
+#   2. the CUDA tests: pytest -m cuda on the test files that hold them -> pytest-cuda.xml
+#      (a test's record_property says how many hypotheses differ between the devices)
+#   3. the GPU benchmark: python -m rnnsearch.bench --device cuda      -> bench_gpu.{json,md}
+#   4. a tiny trained model (python -m rnnsearch.experiments.tiny), its test sentences decoded
+#      on the CPU and on the GPU, hypotheses compared                  -> compare_tiny.json
+#   5. only if the real model and test set were carried along (CELL, default search-50:
+#      data/models/$CELL/model.pt and data/tokenized/{test.src,vocab.*.txt}): the same
+#      comparison on the first COMPARE_SENTENCES (default 2100) test sentences -> compare_test.json
+#
+# At most 8 files land in $OUT, none in a subfolder: what the device tool brings back. The GPU
+# machine's python3 has torch (CUDA), Lightning, numpy, PyYAML, tqdm, sacrebleu and pytest, not
+# mlflow, dvc, gensim or sacremoses: nothing here needs them. Wheels found in .whl/ (carried
+# along, see the device README) are installed first, without the network: with sacremoses and
+# mlflow there, the translate stage's own CUDA test runs too instead of skipping.
+set -u
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-out}
+CELL=${CELL:-search-50}
+DEADLINE=${DEADLINE:-560}
+COMPARE_SENTENCES=${COMPARE_SENTENCES:-2100}
+DEVICE=cuda TINY_ARGS=() TINY_STEPS=300 TINY_SENTENCES=300
+case "${1:-}" in
+  --cpu) DEVICE=cpu TINY_ARGS=(--tiny --threads 1) TINY_STEPS=10 TINY_SENTENCES=20 ;;
+  "") ;;
+  *) echo "usage: bash scripts/gpu_session.sh [--cpu]" >&2; exit 2 ;;
+esac
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/session.log
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+START=$SECONDS STATUS=0
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$WORK/site" .whl/*.whl && export PYTHONPATH="$PYTHONPATH:$WORK/site"
+fi
+
+# step NAME LIMIT COMMAND...: run COMMAND under min(LIMIT, time left), its output in the log
+step() {
+  local name=$1 limit=$2 left rc
+  shift 2
+  left=$((DEADLINE - (SECONDS - START)))
+  ((limit > left)) && limit=$left
+  if ((limit < 10)); then
+    echo "== $name: skipped, the session's $DEADLINE s are spent" | tee -a "$LOG"
+    ((STATUS == 0)) && STATUS=124
+    return
+  fi
+  echo "== $name (at most $limit s): $*" | tee -a "$LOG"
+  timeout "$limit" "$@" 2>&1 | tee -a "$LOG"
+  rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc after $((SECONDS - START)) s in all" | tee -a "$LOG"
+  ((rc != 0 && STATUS == 0)) && STATUS=$rc
+  return 0
+}
+
+VERSIONS='import platform, torch, pytorch_lightning as pl
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+print(f"python {platform.python_version()}, torch {torch.__version__} (CUDA {torch.version.cuda}),",
+      f"Lightning {pl.__version__}, GPU: {gpu}")'
+
+: >"$LOG"
+echo "gpu_session: device $DEVICE, results in $OUT" | tee -a "$LOG"
+if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1 | tee -a "$LOG"; fi
+step environment 60 "$PYTHON" -c "$VERSIONS"
+step cuda-tests 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rA -m cuda \
+  --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py
+step bench 330 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
+step tiny-model 90 "$PYTHON" -m rnnsearch.experiments.tiny --out "$WORK/tiny" \
+  --steps "$TINY_STEPS" --sentences "$TINY_SENTENCES"
+step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.compare --model "$WORK/tiny/model.pt" \
+  --vocab-dir "$WORK/tiny" --sources "$WORK/tiny/test.src" --devices cpu "$DEVICE" \
+  --out "$OUT/compare_tiny.json"
+if [[ -f data/models/$CELL/model.pt && -f data/tokenized/test.src ]]; then
+  step compare-test 120 "$PYTHON" -m rnnsearch.decoding.compare \
+    --model "data/models/$CELL/model.pt" --vocab-dir data/tokenized \
+    --sources data/tokenized/test.src --max-sentences "$COMPARE_SENTENCES" \
+    --devices cpu "$DEVICE" --out "$OUT/compare_test.json"
+else
+  echo "== compare-test: skipped (no data/models/$CELL/model.pt or data/tokenized/test.src)" \
+    | tee -a "$LOG"
+fi
+echo "gpu_session: done in $((SECONDS - START)) s, exit $STATUS; files:" $(ls "$OUT") | tee -a "$LOG"
+exit "$STATUS"

@@ -1,0 +1,436 @@
+"""``python -m rnnsearch.bench --device cuda``: training and decoding speed on one device.
+
+Writes ``reports/bench_gpu.json`` and ``reports/bench_gpu.md`` (``--device cpu``:
+``bench_device_cpu.*``). ``--tiny`` shrinks every size so that the same code runs in seconds on
+a CPU (its numbers mean nothing); the tests run it that way.
+
+Two models: the default run's (params.yaml's ``train``: RNNsearch, embedding = hidden = 256, 10k
+vocabularies, Adam) and the paper's width (``presets/paper.yaml``: E620, H1000, maxout 500, 30k
+vocabularies, Adadelta). For each:
+
+* **training the train stage's way**: Lightning's Trainer from the stage's own
+  :func:`~rnnsearch.training.run.make_trainer` (deterministic as in params.yaml, gradient clipping)
+  over its :class:`~rnnsearch.training.module.TranslationTask` and bucketed
+  :class:`~rnnsearch.training.data.TranslationDataModule`, without MLflow, at each batch size of
+  the plan (the paper's 80 and larger ones) and each precision (``32-true``, ``bf16-mixed``).
+  Target tokens/s over the timed steps after a warm-up, wall clock (data loading and Lightning's
+  loop included, the GPU drained at both ends), and the peak memory
+  (``torch.cuda.max_memory_allocated``; on a CPU the process' peak resident memory, which only
+  grows);
+* **arithmetic**: FLOPs per target token (:mod:`rnnsearch.bench.flops`); times tokens/s, the rate
+  achieved, against the card's GEMM rate (a large square product, measured) and against the
+  roofline of the model's own GEMM shapes measured on the device (:mod:`rnnsearch.bench.gemm`);
+* **decoding** on the device: greedy and beam 5 over a test set shaped like the default run's
+  (300 sentences per source-length bucket 1-10, ..., 51-60, 61-80: 2,100), at each decode batch
+  size of the plan (the fastest is the candidate for ``translate.batch_size_cuda``), with the
+  peak memory; for the default model, how many best hypotheses differ from the CPU's on a
+  quarter of those sentences.
+
+The data are synthetic: random words of the model's vocabulary; training pairs with lengths drawn
+like the default run's Hansard sample (source median 15, mean 17 words; target 1.13 times as long;
+at most 50 words, the max-50 cell). Speed depends on shapes, not on which words they are. The
+models are not trained to translate, and an untrained model rarely ends a sentence: decoding runs
+to its length limit, set to the source length + 1 (``max_len_a: 1``, ``max_len_b: 1``), about as
+long as real translations.
+
+Nothing here imports what the GPU machine lacks (mlflow, dvc, gensim, sacremoses).
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Checkpoint
+
+from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
+from rnnsearch.bench.gemm import (effective_gflops, measure_gemm, measure_model_gemms,
+                                  roofline_tokens_per_second, synchronize)
+from rnnsearch.config.base import from_dict, read_params
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.data.vocab import SPECIALS, Vocabulary
+from rnnsearch.decoding.compare import differences
+from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.models import build_model
+from rnnsearch.presets import load_preset, merge
+from rnnsearch.tracking import repo_root
+from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.run import make_trainer
+
+MAX_LEN = 50                                   # the max-50 cell's training pairs
+TEST_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 80))
+METHODS = {"greedy": 1, "beam5": 5}            # name -> beam size
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The sizes one bench run uses (:func:`plan_for`)."""
+
+    batches: tuple[int, ...]          # training batch sizes besides each model's own (pairs)
+    precisions: tuple[str, ...]       # Lightning precisions
+    warmup_steps: int                 # untimed steps before the timed ones
+    steps: int                        # timed training steps
+    train_pairs: int                  # synthetic training pairs per vocabulary
+    per_bucket: int                   # decode sentences per source-length bucket
+    decode_batches: tuple[int, ...]   # decode batch sizes
+    gemm_size: int                    # n of the n x n x n product that measures the card
+    gemm_window_s: float              # timing window of each GEMM measurement (3 windows)
+    tiny_width: int = 0               # > 0: every model this wide (the smoke run)
+    tiny_vocab: int = 0               # > 0: every vocabulary this large
+
+
+def plan_for(tiny: bool) -> Plan:
+    """The full plan (sized for a GPU and about four minutes), or the seconds-long smoke run."""
+    if tiny:
+        return Plan(batches=(16,), precisions=("32-true",), warmup_steps=1, steps=2,
+                    train_pairs=200, per_bucket=2, decode_batches=(4, 16), gemm_size=64,
+                    gemm_window_s=0.002, tiny_width=16, tiny_vocab=64)
+    return Plan(batches=(80, 256, 512, 1024), precisions=("32-true", "bf16-mixed"),
+                warmup_steps=5, steps=20, train_pairs=40_000, per_bucket=300,
+                decode_batches=(64, 256, 512, 1024), gemm_size=8192, gemm_window_s=0.05)
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchModel:
+    """One model of the bench: its name, the train section it trains under, its vocabulary."""
+
+    name: str
+    train: TrainConfig
+    vocab: int
+
+    @property
+    def config(self) -> ModelConfig:
+        """The RNNsearch variant of this train section."""
+        return self.train.model_config("search")
+
+
+def bench_models(plan: Plan, params_path: Path) -> list[BenchModel]:
+    """The default run's model (``params_path``) and the paper's (``presets/paper.yaml`` merged
+    over it), shrunk to ``plan.tiny_width`` for the smoke run."""
+    params = read_params(params_path)
+    models = []
+    for name, merged in (("default", params), ("paper", merge(params, load_preset("paper")))):
+        train = from_dict(TrainConfig, merged["train"], f"{name}.train")
+        vocab = merged["tokenize"]["vocab_size_tgt"]
+        if plan.tiny_width:
+            width = plan.tiny_width
+            base = dataclasses.replace(
+                train.base_model, embedding_size=width, hidden_size=width, attention_size=width,
+                output_size=width // 2 if train.base_model.maxout else width)
+            train, vocab = dataclasses.replace(train, base_model=base), plan.tiny_vocab
+        models.append(BenchModel(name, train, vocab))
+    return models
+
+
+# ---- synthetic data -----------------------------------------------------------------------------
+
+def synthetic_vocabulary(size: int) -> Vocabulary:
+    """The specials and ``size - 4`` made-up words ``w0 w1 ...``."""
+    words = SPECIALS + tuple(f"w{i}" for i in range(size - len(SPECIALS)))
+    return Vocabulary(words, (0,) * len(words))
+
+
+def training_lengths(rng: random.Random) -> tuple[int, int]:
+    """A (source, target) length pair shaped like the default run's Hansard sample: a gamma
+    distribution of median about 15 and mean about 17 words, targets about 1.13 times longer."""
+    src = max(1, round(rng.gammavariate(2.2, 7.8)))
+    tgt = max(1, round(src * 1.13 * rng.uniform(0.85, 1.15)))
+    return src, tgt
+
+
+def write_synthetic_corpus(out: Path, vocab_size: int, pairs: int, seed: int = 0) -> Shape:
+    """``train``/``dev`` ``.src``/``.tgt`` of random words and both vocabularies in ``out`` (the
+    tokenize stage's layout); returns the mean lengths of the pairs the max-50 cell keeps."""
+    rng = random.Random(seed)
+    vocab = synthetic_vocabulary(vocab_size)
+    words = vocab.words[len(SPECIALS):]
+    out.mkdir(parents=True, exist_ok=True)
+    vocab.save(out / "vocab.src.txt")
+    vocab.save(out / "vocab.tgt.txt")
+    kept = [0, 0, 0]                                       # pairs, source and target words
+    for split, count in (("train", pairs), ("dev", max(8, pairs // 100))):
+        lines: dict[str, list[str]] = {"src": [], "tgt": []}
+        for _ in range(count):
+            src, tgt = training_lengths(rng)
+            lines["src"].append(" ".join(rng.choices(words, k=src)))
+            lines["tgt"].append(" ".join(rng.choices(words, k=tgt)))
+            if split == "train" and max(src, tgt) <= MAX_LEN:
+                kept = [kept[0] + 1, kept[1] + src, kept[2] + tgt]
+        for side, text in lines.items():
+            (out / f"{split}.{side}").write_text("\n".join(text) + "\n", encoding="utf-8")
+    return Shape(src_len=kept[1] / kept[0], tgt_len=kept[2] / kept[0] + 1, tgt_vocab=vocab_size)
+
+
+def stratified_sources(vocab_size: int, per_bucket: int, seed: int = 1) -> list[list[int]]:
+    """Source id lists stratified like the default run's test set: ``per_bucket`` sentences of
+    uniformly drawn length in each bucket of :data:`TEST_BUCKETS`."""
+    rng = random.Random(seed)
+    first = len(SPECIALS)
+    return [[rng.randrange(first, vocab_size) for _ in range(rng.randint(low, high))]
+            for low, high in TEST_BUCKETS for _ in range(per_bucket)]
+
+
+# ---- training -----------------------------------------------------------------------------------
+
+class StepTimer(pl.Callback):
+    """Wall-clock target tokens/s of the training steps after ``warmup`` steps: everything
+    between the start of the first timed step and the end of the last (data loading, Lightning's
+    loop, the optimizer), the device drained at both ends."""
+
+    def __init__(self, warmup: int, device: str) -> None:
+        self.warmup, self.device = warmup, device
+        self.start, self.seconds, self.steps = 0.0, 0.0, 0
+        self.tokens_before = self.tokens = 0
+
+    @staticmethod
+    def _tokens(module: pl.LightningModule) -> int:
+        # the task's own count of target tokens (taken on the host in its training_step): a
+        # count here would add a device synchronisation to every step
+        return int(getattr(module, "_tokens_seen"))
+
+    def on_train_batch_start(self, trainer: pl.Trainer, module: pl.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        if trainer.global_step == self.warmup and not self.start:
+            synchronize(self.device)
+            self.start, self.tokens_before = time.perf_counter(), self._tokens(module)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, module: pl.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int) -> None:
+        if self.start and trainer.global_step == trainer.max_steps:
+            synchronize(self.device)
+            self.seconds = time.perf_counter() - self.start
+            self.steps = trainer.global_step - self.warmup
+            self.tokens = self._tokens(module) - self.tokens_before
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+def reset_peak_memory(device: str) -> None:
+    """Start counting the peak memory afresh (a GPU's; a CPU process' peak cannot be reset)."""
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_mib(device: str) -> float:
+    """Peak GPU memory allocated by tensors since :func:`reset_peak_memory` (MiB); on a CPU the
+    process' peak resident memory so far."""
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def release(device: str) -> None:
+    """Free what the last measurement left, so that the next one's peak is its own."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def stage_config(model: BenchModel, device: str, batch: int, precision: str, plan: Plan
+                 ) -> TrainConfig:
+    """``model.train`` with the bench's device, precision, batch size and step budget (no
+    validation, no time limit)."""
+    t = model.train
+    steps = plan.warmup_steps + plan.steps
+    trainer = dataclasses.replace(t.trainer, accelerator="gpu" if device == "cuda" else "cpu",
+                                  devices=1, num_nodes=1, strategy="auto", precision=precision)
+    budget = dataclasses.replace(t.budget, max_steps=steps, max_epochs=-1, max_minutes=0.0,
+                                 val_every_steps=steps + 1, early_stopping_patience=0)
+    return dataclasses.replace(t, trainer=trainer, budget=budget,
+                               data=dataclasses.replace(t.data, batch_size=batch))
+
+
+def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, precision: str,
+                plan: Plan, work_dir: Path) -> dict[str, Any]:
+    """One Lightning run of ``plan.warmup_steps + plan.steps`` steps; its timed tokens/s and
+    peak memory (or the error that stopped it, e.g. out of memory)."""
+    config = stage_config(model, device, batch, precision, plan)
+    row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision}
+    reset_peak_memory(device)
+    pl.seed_everything(config.seed, verbose=False)
+    data = TranslationDataModule(data_dir, MAX_LEN, batch, config.data.max_padding, 0,
+                                 config.seed)
+    task = TranslationTask(build_model(model.config, model.vocab, model.vocab), config.optim,
+                           log_every_steps=config.trainer.log_every_steps)
+    timer = StepTimer(plan.warmup_steps, device)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    trainer = make_trainer(config, work_dir, False, [timer])
+    # the stage's Trainer less the checkpoint Lightning adds by default: the bench keeps no
+    # weights (a paper-width checkpoint with optimiser state is about a gigabyte)
+    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
+    try:
+        trainer.fit(task, datamodule=data)
+    except torch.cuda.OutOfMemoryError as err:
+        row["error"] = f"out of memory: {' '.join(str(err).split())[:200]}"
+    else:
+        row.update(tokens_per_s=timer.tokens_per_second, steps=timer.steps,
+                   ms_per_step=1e3 * timer.seconds / max(timer.steps, 1))
+    finally:   # Lightning's deterministic flag is process-wide: decoding must not inherit it
+        torch.use_deterministic_algorithms(deterministic)
+    row["peak_memory_mib"] = peak_memory_mib(device)
+    del trainer, task, data
+    release(device)
+    return row
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+def card_gemm(device: str, plan: Plan) -> dict[str, float]:
+    """TFLOP/s of one large square product on the device, fp32 and bf16 (the card's peak as
+    this torch reaches it; fp32 without TF32, torch's default)."""
+    n = plan.gemm_size
+    return {f"tflops_{name}": measure_gemm(n, n, n, dtype, plan.gemm_window_s, 3, device) / 1e3
+            for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+
+
+def arithmetic(model: BenchModel, shape: Shape, batch: int, device: str, plan: Plan
+               ) -> dict[str, Any]:
+    """FLOPs per target token at ``batch``, and the roofline of the model's own GEMM shapes
+    measured on the device, fp32 and bf16."""
+    shape = dataclasses.replace(shape, batch=batch)
+    gemms = model_gemms(model.config, shape)
+    result: dict[str, Any] = {"batch": batch, "src_len": shape.src_len, "tgt_len": shape.tgt_len,
+                              "mflop_per_token": training_flops_per_token(model.config, shape) / 1e6}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        rates = measure_model_gemms(gemms, dtype, plan.gemm_window_s, 3, device)
+        result[f"gemm_gflops_{name}"] = effective_gflops(rates)
+        result[f"roofline_tokens_per_s_{name}"] = roofline_tokens_per_second(rates)
+    return result
+
+
+# ---- decoding -----------------------------------------------------------------------------------
+
+def decode_options(beam: int) -> SearchOptions:
+    """Beam ``beam``, outputs at most one token longer than the source (see the module doc)."""
+    return SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1)
+
+
+def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
+           device: str) -> CorpusResult:
+    """Decode ``sources`` on ``device`` (greedy for ``beam`` 1), one batch warm-up first."""
+    method = "greedy" if beam == 1 else "beam"
+    with torch.inference_mode():
+        translate_corpus(model, sources[:batch], method, decode_options(beam), batch, device,
+                         progress=False)
+        synchronize(device)
+        return translate_corpus(model, sources, method, decode_options(beam), batch, device,
+                                progress=False)
+
+
+def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan: Plan
+                 ) -> tuple[list[dict[str, Any]], dict[str, CorpusResult]]:
+    """Sentences/s and output tokens/s of each method at each decode batch size, with the
+    peak memory; also the results at the largest batch size (for :func:`agreement`)."""
+    torch.manual_seed(0)
+    net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
+    rows, last = [], {}
+    for method, beam in METHODS.items():
+        for batch in plan.decode_batches:
+            reset_peak_memory(device)
+            result = decode(net, sources, beam, batch, device)
+            tokens = sum(len(t.best.tokens) for t in result.translations)
+            rows.append({"model": model.name, "method": method, "batch": batch,
+                         "sentences_per_s": result.sentences_per_second,
+                         "tokens_per_s": tokens / result.seconds if result.seconds else 0.0,
+                         "mean_output_tokens": tokens / max(len(sources), 1),
+                         "peak_memory_mib": peak_memory_mib(device)})
+            last[method] = result
+    del net
+    release(device)
+    return rows, last
+
+
+def agreement(model: BenchModel, sources: list[list[int]], on_device: dict[str, CorpusResult],
+              every: int = 4) -> dict[str, Any]:
+    """How many best hypotheses of every ``every``-th sentence differ between the device's
+    decoding (``on_device``) and the CPU's, per method (the same seeded weights)."""
+    torch.manual_seed(0)
+    net = build_model(model.config, model.vocab, model.vocab).eval()
+    subset = sources[::every]
+    report = {}
+    for method, beam in METHODS.items():
+        cpu = decode(net, subset, beam, 64, "cpu")
+        picked = CorpusResult(on_device[method].translations[::every], 0.0)
+        report[method] = differences(cpu, picked)
+    return report
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+def machine(device: str) -> dict[str, Any]:
+    """The device and software the numbers were measured with."""
+    info: dict[str, Any] = {"device": device, "torch": torch.__version__,
+                            "lightning": pl.__version__, "threads": torch.get_num_threads(),
+                            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                    cuda=torch.version.cuda, multiprocessors=props.multi_processor_count)
+    return info
+
+
+def best_rows(rows: list[dict[str, Any]], key: str, *group: str) -> list[dict[str, Any]]:
+    """The row with the highest ``key`` in each group of equal ``group`` fields."""
+    best: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        name = tuple(row[g] for g in group)
+        if key in row and (name not in best or row[key] > best[name][key]):
+            best[name] = row
+    return list(best.values())
+
+
+def run(device: str, tiny: bool, params_path: Path | None = None,
+        save: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """Every measurement of the plan on ``device``; JSON-ready. ``save`` is called with the
+    results so far after each model, so that a run stopped by a time limit leaves what it had."""
+    plan = plan_for(tiny)
+    models = bench_models(plan, params_path or repo_root() / "params.yaml")
+    results: dict[str, Any] = {"machine": machine(device), "plan": dataclasses.asdict(plan),
+                               "card": card_gemm(device, plan), "training": [], "arithmetic": [],
+                               "decoding": [], "agreement": {}, "seconds": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-device-") as tmp:
+        for model in models:
+            start = time.perf_counter()
+            print(f"bench: {model.name} model on {device} ...", flush=True)
+            data_dir = Path(tmp) / f"data-{model.vocab}"
+            shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
+            batches = sorted({model.train.data.batch_size, *plan.batches})
+            for batch in batches:
+                for precision in plan.precisions:
+                    row = train_speed(model, data_dir, device, batch, precision, plan, Path(tmp))
+                    print(f"bench:   batch {batch} {precision}: "
+                          f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
+                    results["training"].append(row)
+            for batch in sorted({batches[0], batches[-1]}):
+                results["arithmetic"].append(
+                    {"model": model.name, **arithmetic(model, shape, batch, device, plan)})
+            sources = stratified_sources(model.vocab, plan.per_bucket)
+            rows, last = decode_speed(model, sources, device, plan)
+            results["decoding"] += rows
+            if model.name == "default":
+                results["agreement"] = agreement(model, sources, last)
+            results["seconds"][model.name] = round(time.perf_counter() - start, 1)
+            results["best_training"] = best_rows(results["training"], "tokens_per_s", "model")
+            results["best_decoding"] = best_rows(results["decoding"], "sentences_per_s", "model",
+                                                 "method")
+            if save:
+                save(results)
+    return results
+
+
+def report_name(device: str) -> str:
+    """The report files' stem: ``bench_gpu`` on a GPU, ``bench_device_cpu`` on the CPU."""
+    return "bench_gpu" if device == "cuda" else f"bench_device_{device}"

@@ -1,0 +1,137 @@
+"""The device benchmark's results (:mod:`rnnsearch.bench.device`) as a Markdown report."""
+from __future__ import annotations
+
+from typing import Any
+
+from rnnsearch.bench.table import markdown_table
+
+# Issue 12's targets on one H200: (what, model, batch (0: its best), required tokens/s)
+TRAINING_TARGETS = (("paper width, batch 80", "paper", 80, 100_000),
+                    ("paper width, best batch", "paper", 0, 300_000),
+                    ("default h256, batch 64", "default", 64, 100_000))
+DECODING_TARGETS = (("beam 5, 2,100 sentences", "beam5", 3_000), ("greedy", "greedy", 10_000))
+
+
+def _best(rows: list[dict[str, Any]], key: str, **match: Any) -> dict[str, Any] | None:
+    """The row of ``rows`` matching ``match`` with the highest ``key``, if any has it."""
+    fits = [r for r in rows if key in r and all(r[k] == v for k, v in match.items())]
+    return max(fits, key=lambda r: r[key]) if fits else None
+
+
+def _met(row: dict[str, Any] | None, key: str, required: float) -> list[str]:
+    if row is None:
+        return ["not measured", "-"]
+    return [f"{row[key]:,.0f} (batch {row['batch']}"
+            + (f", {row['precision']})" if "precision" in row else ")"),
+            "yes" if row[key] >= required else "**no**"]
+
+
+def target_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """Each target: required, measured (the best row that qualifies), met."""
+    rows = []
+    for what, model, batch, required in TRAINING_TARGETS:
+        match = {"model": model, **({"batch": batch} if batch else {})}
+        best = _best(results["training"], "tokens_per_s", **match)
+        rows.append([f"training tokens/s, {what}", f">= {required:,}",
+                     *_met(best, "tokens_per_s", required)])
+    for what, method, required in DECODING_TARGETS:
+        best = _best(results["decoding"], "sentences_per_s", model="default", method=method)
+        rows.append([f"decoding sentences/s, {what}", f">= {required:,}",
+                     *_met(best, "sentences_per_s", required)])
+    return rows
+
+
+def training_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """One row per training run: speed, achieved rate against the card and the roofline."""
+    flops = {a["model"]: a["mflop_per_token"] * 1e6 for a in results["arithmetic"]}
+    roofline = {(a["model"], a["batch"]): a for a in results["arithmetic"]}
+    card = results["card"]
+    rows = []
+    for r in results["training"]:
+        if "tokens_per_s" not in r:
+            rows.append([r["model"], r["batch"], r["precision"], r.get("error", "failed"),
+                         "", "", "", "", f"{r['peak_memory_mib']:,.0f}"])
+            continue
+        kind = "bf16" if r["precision"].startswith("bf16") else "fp32"
+        achieved = r["tokens_per_s"] * flops[r["model"]] / 1e12            # TFLOP/s
+        bound = roofline.get((r["model"], r["batch"]), {}).get(f"roofline_tokens_per_s_{kind}")
+        rows.append([r["model"], r["batch"], r["precision"], f"{r['tokens_per_s']:,.0f}",
+                     f"{r['ms_per_step']:.1f}", f"{achieved:.2f}",
+                     f"{achieved / card[f'tflops_{kind}']:.1%}",
+                     f"{r['tokens_per_s'] / bound:.0%}" if bound else "-",
+                     f"{r['peak_memory_mib']:,.0f}"])
+    return rows
+
+
+def arithmetic_rows(results: dict[str, Any]) -> list[list[Any]]:
+    return [[a["model"], a["batch"], f"{a['mflop_per_token']:.1f}",
+             f"{a['gemm_gflops_fp32']:,.0f}", f"{a['roofline_tokens_per_s_fp32']:,.0f}",
+             f"{a['gemm_gflops_bf16']:,.0f}", f"{a['roofline_tokens_per_s_bf16']:,.0f}"]
+            for a in results["arithmetic"]]
+
+
+def decoding_rows(results: dict[str, Any]) -> list[list[Any]]:
+    return [[d["model"], d["method"], d["batch"], f"{d['sentences_per_s']:,.0f}",
+             f"{d['tokens_per_s']:,.0f}", f"{d['mean_output_tokens']:.1f}",
+             f"{d['peak_memory_mib']:,.0f}"] for d in results["decoding"]]
+
+
+def agreement_lines(results: dict[str, Any]) -> list[str]:
+    """How many best hypotheses the device's decoding changed against the CPU's."""
+    if not results["agreement"]:
+        return []
+    lines = ["", "## Same hypotheses as on the CPU?", "",
+             "The default model's seeded weights, every fourth test sentence, decoded on the CPU "
+             "and on the device (an untrained model: flat word distributions, so near-ties are "
+             "more frequent than in a trained one):", ""]
+    for method, d in results["agreement"].items():
+        lines.append(f"- {method}: {d['differing']} of {d['sentences']} best hypotheses differ; "
+                     f"identical ones agree in score within {d['max_score_diff_identical']:.1e} "
+                     f"and in attention within {d['max_attention_diff_identical']:.1e}.")
+    return lines
+
+
+def header_lines(results: dict[str, Any]) -> list[str]:
+    m, plan = results["machine"], results["plan"]
+    where = (f"{m['gpu']} ({m['gpu_memory_gib']} GiB, {m['multiprocessors']} SMs), CUDA "
+             f"{m['cuda']}" if "gpu" in m else f"{m['device']} ({m['threads']} threads)")
+    return ["# Device benchmark" + (" (GPU)" if "gpu" in m else f" ({m['device']})"), "",
+            f"Device: {where}; torch {m['torch']}, Lightning {m['lightning']}. Command: "
+            f"`{m.get('command', 'python -m rnnsearch.bench')}` ({m['date']}, "
+            f"{m.get('bench_seconds', '?')} s).", "",
+            "Training runs the train stage's Trainer (make_trainer: deterministic, gradient "
+            f"clipping) on synthetic pairs shaped like the default Hansard sample: "
+            f"{plan['warmup_steps']} warm-up steps, then {plan['steps']} timed ones, wall clock. "
+            f"Decoding: {7 * plan['per_bucket']:,} synthetic sentences stratified like the "
+            "default test set (1-80 words), outputs one token longer than the source. See "
+            "`rnnsearch/bench/device.py` for why these stand for the real ones."]
+
+
+def markdown_report(results: dict[str, Any]) -> str:
+    """The whole report: device, targets, training, arithmetic, decoding, agreement."""
+    card = results["card"]
+    lines = header_lines(results) + ["", "## Targets (issue 12)", ""]
+    lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
+    lines += ["", "## Training (target tokens/s)", ""]
+    lines += markdown_table(["model", "batch", "precision", "tokens/s", "ms/step",
+                             "achieved TFLOP/s", "of the card's GEMM peak",
+                             "of the model's GEMM roofline", "peak memory MiB"],
+                            training_rows(results))
+    lines += ["", "## Arithmetic", "",
+              f"The card's GEMM rate ({results['plan']['gemm_size']}^3 product): fp32 "
+              f"{card['tflops_fp32']:,.1f} TFLOP/s, bf16 {card['tflops_bf16']:,.1f} TFLOP/s. "
+              "Roofline: the tokens/s if a step were nothing but the model's own products at "
+              "the rates measured for their shapes.", ""]
+    lines += markdown_table(["model", "batch", "MFLOP/token (fwd+bwd)", "GEMM GFLOP/s fp32",
+                             "roofline tokens/s fp32", "GEMM GFLOP/s bf16",
+                             "roofline tokens/s bf16"], arithmetic_rows(results))
+    lines += ["", "## Decoding", ""]
+    lines += markdown_table(["model", "method", "batch", "sentences/s", "output tokens/s",
+                             "mean output tokens", "peak memory MiB"], decoding_rows(results))
+    best = [f"{d['model']} {d['method']}: batch {d['batch']}" for d in results["best_decoding"]]
+    lines += ["", "Fastest decode batch (the candidate for `translate.batch_size_cuda`): "
+              + "; ".join(best) + "."]
+    lines += agreement_lines(results)
+    lines += ["", "Bench time by model: " + ", ".join(
+        f"{name} {seconds:.0f} s" for name, seconds in results["seconds"].items()) + "."]
+    return "\n".join(lines) + "\n"

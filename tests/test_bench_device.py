@@ -1,0 +1,122 @@
+"""The device benchmark (``python -m rnnsearch.bench --device ...``) and the prepared GPU session
+(``scripts/gpu_session.sh``), run here on the CPU at tiny sizes: the same code a GPU runs.
+
+The GPU machine lacks mlflow, dvc, gensim and sacremoses, so the bench runs here with those
+imports blocked.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO
+from rnnsearch.bench.device import (TEST_BUCKETS, best_rows, plan_for, stratified_sources,
+                                     training_lengths, write_synthetic_corpus)
+from rnnsearch.data.vocab import Vocabulary
+
+MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
+BLOCKER = f"""
+import importlib.abc, runpy, sys
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {MISSING_ON_THE_GPU!r}:
+            raise ImportError(f"{{name}} is not installed on the GPU machine")
+sys.meta_path.insert(0, Blocker())
+sys.argv = ["python -m rnnsearch.bench", *sys.argv[1:]]
+runpy.run_module("rnnsearch.bench", run_name="__main__")
+"""
+
+
+def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
+    """The tiny device bench in a subprocess whose imports of the packages the GPU machine
+    lacks fail."""
+    return subprocess.run([sys.executable, "-c", BLOCKER, "--device", device, "--tiny",
+                           "--threads", "1", "--out", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+
+
+def check_report(out: Path, name: str) -> dict:
+    """The report files are there and hold every part of the bench."""
+    results = json.loads((out / f"{name}.json").read_text())
+    assert {r["model"] for r in results["training"]} == {"default", "paper"}
+    assert all(r["tokens_per_s"] > 0 and r["peak_memory_mib"] > 0 for r in results["training"])
+    assert {(r["model"], r["batch"]) for r in results["training"]} >= {("default", 64),
+                                                                       ("paper", 80)}
+    assert all(a["mflop_per_token"] > 0 and a["roofline_tokens_per_s_fp32"] > 0
+               for a in results["arithmetic"])
+    assert results["card"]["tflops_fp32"] > 0
+    assert {(d["model"], d["method"]) for d in results["decoding"]} == {
+        (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
+    assert set(results["agreement"]) == {"greedy", "beam5"}
+    report = (out / f"{name}.md").read_text()
+    for heading in ("## Targets (issue 12)", "## Training", "## Arithmetic", "## Decoding",
+                    "## Same hypotheses as on the CPU?"):
+        assert heading in report
+    assert "--device" in report
+    return results
+
+
+def test_device_bench_runs_tiny_on_the_cpu_without_gpu_missing_packages(tmp_path):
+    done = run_bench(tmp_path, "cpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = check_report(tmp_path, "bench_device_cpu")
+    assert results["machine"]["device"] == "cpu"
+    assert all(d["differing"] == 0 for d in results["agreement"].values())   # CPU against CPU
+
+
+def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    src = sorted(training_lengths(rng)[0] for _ in range(20_000))
+    assert 13 <= src[len(src) // 2] <= 17 and 15.5 <= sum(src) / len(src) <= 19
+    shape = write_synthetic_corpus(tmp_path, 50, 300)
+    assert len(Vocabulary.load(tmp_path / "vocab.src.txt")) == 50
+    assert len((tmp_path / "train.src").read_text().splitlines()) == 300
+    assert shape.tgt_len > shape.src_len and shape.tgt_vocab == 50
+    sources = stratified_sources(50, 3)
+    assert len(sources) == 3 * len(TEST_BUCKETS) and max(map(len, sources)) <= 80
+    assert all(4 <= i < 50 for s in sources for i in s)
+
+
+def test_plans_and_best_rows():
+    full, tiny = plan_for(False), plan_for(True)
+    assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
+    assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
+    assert tiny.steps < full.steps and tiny.tiny_width
+    rows = [{"model": "a", "x": 1}, {"model": "a", "x": 3}, {"model": "b", "x": 2}, {"model": "b"}]
+    assert best_rows(rows, "x", "model") == [{"model": "a", "x": 3}, {"model": "b", "x": 2}]
+
+
+@pytest.mark.slow
+def test_gpu_session_script_dry_run_on_the_cpu(tmp_path):
+    """``scripts/gpu_session.sh --cpu``: every step at tiny sizes, at most 8 files in $OUT."""
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), "--cpu"],
+                          capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["bench_device_cpu.json", "bench_device_cpu.md", "compare_tiny.json",
+                     "pytest-cuda.xml", "session.log"], files
+    log = (out / "session.log").read_text()
+    for name in ("environment", "cuda-tests", "bench", "tiny-model", "compare-tiny"):
+        assert f"== {name}: exit 0" in log, log[-3000:]
+    assert "compare-test: skipped" in log
+    compare = json.loads((out / "compare_tiny.json").read_text())
+    assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_device_bench_runs_tiny_on_the_gpu(tmp_path):
+    done = run_bench(tmp_path, "cuda")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = check_report(tmp_path, "bench_gpu")
+    assert "gpu" in results["machine"]
