@@ -13,9 +13,10 @@
 #   3. the GPU benchmark: python -m rnnsearch.bench --device cuda      -> bench_gpu.{json,md}
 #   4. a tiny trained model (python -m rnnsearch.experiments.tiny), its test sentences decoded
 #      on the CPU and on the GPU, hypotheses compared                  -> compare_tiny.json
-#   5. only if the real model and test set were carried along (CELL, default search-50:
-#      data/models/$CELL/model.pt and data/tokenized/{test.src,vocab.*.txt}): the same
-#      comparison on the first COMPARE_SENTENCES (default 2100) test sentences -> compare_test.json
+#   5. only if the real model and test set were carried along (the device tool's carry:
+#      data/models/search-50/model.pt, data/tokenized/test.src, data/tokenized/vocab.src.txt,
+#      data/tokenized/vocab.tgt.txt; CELL picks another cell): the same comparison on the first
+#      COMPARE_SENTENCES (default 2100) test sentences               -> compare_test.json
 #
 # At most 8 files land in $OUT, none in a subfolder: what the device tool brings back. The GPU
 # machine's python3 has torch (CUDA), Lightning, numpy, PyYAML, tqdm, sacrebleu and pytest, not

@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Checkpoint
+from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
 
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (effective_gflops, measure_gemm, measure_model_gemms,
@@ -267,7 +267,9 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
                            log_every_steps=config.trainer.log_every_steps)
     timer = StepTimer(plan.warmup_steps, device)
     deterministic = torch.are_deterministic_algorithms_enabled()
-    trainer = make_trainer(config, work_dir, False, [timer])
+    # the progress bar the stage gets under dvc repro (a log file: refreshed every 50 steps)
+    progress = TQDMProgressBar(refresh_rate=max(config.trainer.log_every_steps, 50))
+    trainer = make_trainer(config, work_dir, False, [timer, progress])
     # the stage's Trainer less the checkpoint Lightning adds by default: the bench keeps no
     # weights (a paper-width checkpoint with optimiser state is about a gigabyte)
     trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
