@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -116,26 +117,51 @@ def test_configure_tags_new_and_old_experiments_as_model_training(monkeypatch):
     assert mlflow.get_experiment(hand).tags[tracking.KIND_TAG] == "finetuning"
 
 
-def test_ui_opens_on_the_runs_in_a_headless_browser(tmp_path):
-    browser = find_chromium()
-    if browser is None:
-        pytest.skip(f"no Chromium binary ({', '.join(BROWSERS)} or $CHROMIUM) for the "
-                    "headless browser check; install one, e.g. apt-get install chromium")
+@pytest.fixture
+def ui(tmp_path):
+    """``python -m rnnsearch.tracking ui`` (as ``make ui`` starts it) on a free port of
+    127.0.0.1 over a store holding a few stage runs; yields (base address, printed runs
+    address); stopped after the test."""
     log_stage_runs()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "ui.log"
     with open(log, "w", encoding="utf-8") as out:
-        ui = subprocess.Popen([sys.executable, "-m", "rnnsearch.tracking", "ui",
-                               "--host", "127.0.0.1", "--port", str(port)],
-                              env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=tmp_path,
-                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen([sys.executable, "-m", "rnnsearch.tracking", "ui",
+                                   "--host", "127.0.0.1", "--port", str(port)],
+                                  env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=tmp_path,
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        address = wait_for_runs_address(log, base, ui)
-        title, text = rendered_text(browser, address, tmp_path / "profile")
+        yield base, wait_for_runs_address(log, base, server)
     finally:
-        stop(ui)
-    assert address.startswith(f"{base}/#/experiments/")
+        stop(server)
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def test_the_bare_ui_address_redirects_to_the_runs_table(ui):
+    base, address = ui
+    assert address.startswith(f"{base}/?runs#/experiments/")
+    assert address.endswith("/runs?workflowType=machine_learning")
+    opener = urllib.request.build_opener(NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        opener.open(base + "/", timeout=10)
+    assert answer.value.code == 302
+    assert base + answer.value.headers["Location"] == address
+    with urllib.request.urlopen(base + "/health", timeout=10) as health:   # MLflow's own app
+        assert health.status == 200
+
+
+def test_ui_opens_on_the_runs_in_a_headless_browser(ui, tmp_path):
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip(f"no Chromium binary ({', '.join(BROWSERS)} or $CHROMIUM) for the "
+                    "headless browser check; install one, e.g. apt-get install chromium")
+    base, _ = ui
+    title, text = rendered_text(browser, base + "/", tmp_path / "profile")   # the bare address
     assert title.startswith("Runs"), (title, text[:2000])
     assert f"{len(RUN_NAMES)} matching runs" in text, text[:2000]
     for name in RUN_NAMES:

@@ -201,8 +201,8 @@ def log_json_artifact(data: Any, name: str, artifact_path: str | None = None) ->
         mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
 
-def runs_address(base: str) -> str:
-    """The address of the experiment's runs table in the MLflow UI served at ``base``.
+def runs_path() -> str:
+    """The path (from the UI's root) of the experiment's runs table in the MLflow UI.
 
     ``workflowType=machine_learning`` sets the UI's GenAI / Model training switch: MLflow 3.17
     chooses an experiment's landing page by that switch (stored per browser, GenAI at first).
@@ -212,19 +212,29 @@ def runs_address(base: str) -> str:
 
     configure()
     experiment = mlflow.get_experiment_by_name(experiment_name())
-    return f"{base}/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+    return f"/?runs#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+
+
+def runs_address(base: str) -> str:
+    """The address of the experiment's runs table in the MLflow UI served at ``base``."""
+    return base + runs_path()
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """Start ``mlflow ui`` on the project's store (foreground)."""
+    """Start the MLflow UI on the project's store (foreground). The server is MLflow's own,
+    run as the ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address redirects to the
+    runs table."""
+    from rnnsearch.ui_app import LANDING_ENV
+
     root = repo_root()
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(),
-           "--default-artifact-root", str(root / "mlartifacts"),
-           "--host", args.host, "--port", str(args.port)]
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri(),
+           "--default-artifact-root", str(root / "mlartifacts"), "--app-name", "rnnsearch-ui",
+           "--workers", "1", "--host", args.host, "--port", str(args.port)]
     base = f"http://{args.host}:{args.port}"
-    print(f"MLflow UI on {base}  (store: {tracking_uri()})", flush=True)
-    print(f"Runs of '{experiment_name()}': {runs_address(base)}", flush=True)
-    return subprocess.call(cmd)
+    landing = runs_path()
+    print(f"MLflow UI on {base}  (store: {tracking_uri()}; it opens on the runs)", flush=True)
+    print(f"Runs of '{experiment_name()}': {base}{landing}", flush=True)
+    return subprocess.call(cmd, env=dict(os.environ, **{LANDING_ENV: landing}))
 
 
 def main(argv: list[str] | None = None) -> int:
