@@ -111,3 +111,16 @@ def test_relative_params_paths_are_the_repositorys_also_in_a_temporary_experimen
     assert StageContext.project_path(".cache/corpora") == str(root / ".cache/corpora")
     assert StageContext.project_path("/data/mirror") == "/data/mirror"
     assert StageContext.project_path(None) is None
+
+
+def test_lightnings_checkpoint_notice_is_filtered_other_lines_kept(caplog):
+    import logging
+
+    from rnnsearch.stages.runner import quiet_known_noise
+
+    quiet_known_noise()
+    logger = logging.getLogger("pytorch_lightning.trainer.connectors.checkpoint_connector")
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        logger.info("`weights_only` was not set, defaulting to `False`.")
+        logger.info("Restored all states from the checkpoint")
+    assert [r.getMessage() for r in caplog.records] == ["Restored all states from the checkpoint"]

@@ -29,6 +29,7 @@ import ctypes
 import errno
 import fcntl
 import importlib
+import logging
 import os
 import shutil
 import signal
@@ -130,6 +131,7 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
     stage.arguments(parser)
     args = parser.parse_args(argv)
     die_with_parent()
+    quiet_known_noise()
     try:
         with contextlib.ExitStack() as stack:
             for path in stage.outputs(args) if is_main_process() else ():
@@ -143,6 +145,29 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
         print(f"{stage.name}: interrupted; the previous outputs are unchanged", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
+
+
+class _DropMessage(logging.Filter):
+    """Drop log records whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
+NOISE = {  # logger -> message prefix a stage's log does not need
+    # Lightning says so at every checkpoint it saves (the full state, its default, as intended)
+    "pytorch_lightning.trainer.connectors.checkpoint_connector": "`weights_only` was not set",
+}
+
+
+def quiet_known_noise() -> None:
+    """Filter out library log lines that repeat on every step or checkpoint and say nothing."""
+    for name, prefix in NOISE.items():
+        logging.getLogger(name).addFilter(_DropMessage(prefix))
 
 
 def describe(err: BaseException) -> str:
