@@ -12,8 +12,8 @@ SRC = REPO / "src" / "rnnsearch"
 BOTTOM = ("config", "data")                       # import nothing of the project above them
 LIBRARY = ("config", "data", "models", "training", "lm", "decoding", "evaluation",
            "reporting", "embeddings")             # never import a stage
-STAGES = ("prepare", "tokenize", "embed", "pretrain_lm", "train", "translate", "evaluate",
-          "report")
+STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "translate",
+          "evaluate", "report")
 
 
 def project_imports(path: Path) -> set[str]:

@@ -1,0 +1,127 @@
+"""DVC stage ``senses``: sense-split word vectors for ambiguous words (``data/senses``).
+
+For each side whose language has words in ``senses.words``: cluster every occurrence of those
+words by its context (mean of the embed stage's vectors of the words around it), relabel the
+occurrences ``word_1`` ... ``word_k``, retrain word2vec on the relabelled text with the ``embed``
+section's settings and report each sense's size, typical context words and nearest neighbours
+next to the single vector's (``metrics/senses.json``, an MLflow table and a PCA figure). The
+embed stage's outputs are read, never changed, so the stages that read them stay cached.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from gensim.models import KeyedVectors
+
+from rnnsearch import tracking
+from rnnsearch.config.embed import EmbedConfig
+from rnnsearch.config.senses import SensesConfig
+from rnnsearch.data.meta import read_languages
+from rnnsearch.data.textio import DataError
+from rnnsearch.embeddings.senses import (NotSplit, SplitWord, describe, find_occurrences,
+                                         relabel, split_word)
+from rnnsearch.embeddings.word2vec import read_sentences, train_word2vec
+from rnnsearch.reporting.senses import senses_figure, senses_table
+from rnnsearch.stages.runner import Stage, StageContext
+
+SIDES = ("src", "tgt")
+
+
+def load_vectors(path: Path) -> KeyedVectors:
+    """The embed stage's KeyedVectors; a missing file names itself and the stage to rerun."""
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; rerun the embed stage (dvc repro embed)")
+    return KeyedVectors.load(str(path))
+
+
+def split_words(sentences: list[list[str]], words: tuple[str, ...], kv: KeyedVectors,
+                cfg: SensesConfig, lang: str) -> tuple[list[SplitWord], dict[str, str]]:
+    """The words that split, and why each of the others did not (also printed)."""
+    splits, skipped = [], {}
+    for word, positions in find_occurrences(sentences, words).items():
+        try:
+            splits.append(split_word(sentences, word, positions, kv, cfg))
+        except NotSplit as why:
+            skipped[word] = str(why)
+            print(f"senses: {lang} '{word}' skipped: {why}")
+    return splits, skipped
+
+
+def write_assignments(path: Path, splits: list[SplitWord]) -> None:
+    """``<side>.senses.tsv``: the sense label given to every occurrence (sentence, token)."""
+    lines = ["sentence\ttoken\tlabel"]
+    for split in splits:
+        lines += [f"{i}\t{j}\t{split.label(int(s))}"
+                  for (i, j), s in zip(split.positions, split.senses)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def senses_side(cfg: SensesConfig, embed: EmbedConfig, args: argparse.Namespace, out_dir: Path,
+                side: str, lang: str) -> dict[str, Any]:
+    """Split, retrain (only when a word split) and describe one side; its metrics."""
+    words = getattr(cfg.words, lang, ())
+    result: dict[str, Any] = {"lang": lang, "retrained": False, "words": {}, "skipped": {}}
+    if not words:
+        return result
+    started = time.perf_counter()
+    sentences = read_sentences(args.data / f"train.{side}")
+    single = load_vectors(args.embed / f"{side}.kv")
+    splits, result["skipped"] = split_words(sentences, words, single, cfg, lang)
+    if splits:
+        model = train_word2vec(relabel(sentences, splits), embed, f"word2vec {lang} (senses)")
+        model.wv.lifecycle_events = None    # else gensim saves a timestamp: reruns would differ
+        model.wv.save(str(out_dir / f"{side}.kv"))
+        write_assignments(out_dir / f"{side}.senses.tsv", splits)
+        result["retrained"] = True
+        result["words"] = {s.word: describe(s, single, model.wv, cfg.neighbours) for s in splits}
+    print(f"senses: {lang} ({side}): {len(splits)} of {len(words)} words split in "
+          f"{time.perf_counter() - started:.0f} s")
+    return result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, default=Path("data/tokenized"),
+                        help="train.{src,tgt}")
+    parser.add_argument("--embed", type=Path, default=Path("data/embed"),
+                        help="the embed stage's {src,tgt}.kv")
+    parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"),
+                        help="the prepare stage's meta.json (src_lang, tgt_lang)")
+    parser.add_argument("--out", type=Path, default=Path("data/senses"))
+    parser.add_argument("--metrics", type=Path, default=Path("metrics/senses.json"))
+
+
+def log_result(metrics: dict[str, Any]) -> None:
+    """The sense table and the PCA figure, into the active MLflow run."""
+    import mlflow
+
+    table = senses_table(metrics)
+    if table.rows:
+        columns = {name: [row[i] for row in table.rows] for i, name in enumerate(table.header)}
+        mlflow.log_table(data=columns, artifact_file="senses/senses.json")
+    fig = senses_figure(metrics)
+    if fig is not None:
+        mlflow.log_figure(fig, "senses/pca.png")
+        plt.close(fig)
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Each side's sense vectors into ``args.out`` (atomically), then metrics and MLflow."""
+    cfg = ctx.section(SensesConfig)
+    embed = ctx.section(EmbedConfig, "embed")
+    langs = read_languages(args.meta)
+    with ctx.output_dir(args.out) as tmp:
+        metrics = {side: senses_side(cfg, embed, args, tmp, side, langs[side]) for side in SIDES}
+    ctx.write_metrics(args.metrics, metrics)
+    print(json.dumps({side: {w: [s["size"] for s in m["senses"]] for w, m in r["words"].items()}
+                      for side, r in metrics.items()}, ensure_ascii=False))
+    with ctx.mlflow_run(cfg):
+        tracking.log_numeric_metrics(metrics)
+        log_result(metrics)
+
+
+STAGE = Stage("senses", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)
