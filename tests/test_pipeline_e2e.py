@@ -28,6 +28,7 @@ TINY = {
               "init": {"embeddings": True}},
     "translate": {"search": {"beam_size": 3, "nbest": 2}, "speed_sentences": 4},
     "evaluate": {"bootstrap_samples": 50},
+    "align": {"iterations": 3},
 }
 
 
@@ -45,6 +46,7 @@ def test_repro_whole_pipeline_then_up_to_date(project):
         assert (project / f"data/models/{cell}/model.pt").is_file()
         assert json.loads((project / f"metrics/eval/{cell}.json").read_text())
     assert (project / "reports/README.md").is_file()
+    check_alignment_outputs(project)
     again = run_in(["dvc", "repro"], project)
     assert "up to date" in again.stdout
     shown = run_in(["dvc", "metrics", "show", "--json"], project).stdout
@@ -62,3 +64,20 @@ def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
     assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
     shown = json.loads(run_in(["dvc", "exp", "show", "--json"], project).stdout)
     assert shown  # the experiment is listed
+
+
+def check_alignment_outputs(project: Path) -> None:
+    """align and align_attention ran on the gold set: EM curves, scores, the report's table."""
+    align = json.loads((project / "metrics/align.json").read_text())
+    assert align["gold"]["sentences"] == 447
+    for model in ("ibm1", "fast_align"):
+        for curve in align["models"][model]["log_likelihood"].values():
+            assert all(b >= a - 1e-9 for a, b in zip(curve, curve[1:])), curve
+        for scores in align["models"][model]["scores"].values():
+            assert 0.0 < scores["aer"] < 1.0
+    attention = json.loads((project / "metrics/align_attention.json").read_text())
+    assert attention["cells"]["encdec-20"] == {"attention": False}
+    assert set(attention["cells"]["search-20"]["scores"]) == {"argmax", "threshold 0.3"}
+    table = (project / "reports/results/alignment_quality.md").read_text()
+    assert "IBM Model 1" in table and "RNNsearch-20" in table
+    assert (project / "reports/results/alignment_gold_search-20.png").is_file()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rnnsearch.config.align import AlignConfig
 from rnnsearch.config.base import (ConfigError, check_params, check_runtime, from_dict,
                                    read_params)
 from rnnsearch.config.embed import EmbedConfig
@@ -11,14 +12,16 @@ from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
 from rnnsearch.config.report import ReportConfig
+from rnnsearch.config.senses import SensesConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import TrainConfig, cell_name
 from rnnsearch.config.translate import TranslateConfig
 
 SECTIONS: dict[str, type] = {
     "prepare": PrepareConfig, "tokenize": TokenizeConfig, "embed": EmbedConfig,
+    "senses": SensesConfig,
     "pretrain_lm": PretrainLMConfig, "train": TrainConfig, "translate": TranslateConfig,
-    "evaluate": EvaluateConfig, "report": ReportConfig,
+    "evaluate": EvaluateConfig, "report": ReportConfig, "align": AlignConfig,
 }
 
 

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 Curve = Sequence[tuple[int, str, float | None]]   # (x = bucket upper edge, label, BLEU or None)
 
@@ -50,5 +51,28 @@ def alignment_figure(samples: Sequence[Mapping[str, Any]], title: str) -> Figure
     for ax in axes[0][len(samples):]:
         ax.axis("off")
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def gold_overlay_figure(record: Mapping[str, Any], title: str) -> Figure:
+    """Attention weights (target rows, source columns) of one gold sentence, its Sure links
+    drawn as squares and its Possible-only links as dots."""
+    weights = np.asarray(record["weights"], dtype=float)                  # tgt x src
+    height = max(3.5, 0.28 * len(record["target"]) + 1.5)
+    width = max(4.0, 0.28 * len(record["source"]) + 2.0)
+    fig, ax = plt.subplots(figsize=(width, height))
+    ax.imshow(weights, cmap="gray", vmin=0.0, vmax=1.0, aspect="auto")
+    sure = {tuple(link) for link in record["sure"]}
+    for j, i in sure:
+        ax.add_patch(Rectangle((i - 0.45, j - 0.45), 0.9, 0.9, fill=False,
+                               edgecolor="tab:red", linewidth=1.4))
+    possible = [link for link in record["possible"] if tuple(link) not in sure]
+    if possible:
+        ax.scatter([i for _, i in possible], [j for j, _ in possible], s=10, color="tab:orange")
+    ax.set_xticks(range(len(record["source"])), record["source"], rotation=90, fontsize=7)
+    ax.set_yticks(range(len(record["target"])), record["target"], fontsize=7)
+    ax.xaxis.tick_top()
+    ax.set_title(title, fontsize=9, pad=40)
     fig.tight_layout()
     return fig

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any, Callable, Container, Mapping
 
 from rnnsearch.data.textio import DataError
+from rnnsearch.reporting.senses import check_senses
 
 SYSTEM_KEYS = ("all", "by_length")                    # every system of metrics/eval/<cell>.json
 BUCKET_KEYS = ("n", "bleu", "step")                   # every by_length bucket
 SAMPLE_KEYS = ("index", "source", "target", "attention")   # every alignment sample
 RERUN = {"eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
          "train": "rerun the train stage", "embed": "rerun the embed stage",
-         "lm": "rerun the pretrain_lm stage"}
+         "lm": "rerun the pretrain_lm stage", "senses": "rerun the senses stage",
+         "align": "rerun the align stage", "align_attention": "rerun the align_attention stage"}
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
@@ -81,8 +83,15 @@ def _read_folder(folder: Path, check: Callable[[Path, dict[str, Any]], None] | N
     return files
 
 
-def _read_file(path: Path) -> dict[str, Any] | None:
-    return read_metrics_json(path, RERUN[path.stem]) if path.is_file() else None
+def _read_file(path: Path, check: Callable[[Path, dict[str, Any]], None] | None = None
+               ) -> dict[str, Any] | None:
+    """``path`` read (and checked by ``check``), or None when the stage never wrote it."""
+    if not path.is_file():
+        return None
+    data = read_metrics_json(path, RERUN[path.stem])
+    if check is not None:
+        check(path, data)
+    return data
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,9 @@ class ReportInputs:
     train: dict[str, dict[str, Any]] = field(default_factory=dict)       # metrics/train/<cell>.json
     embed: dict[str, Any] | None = None                   # metrics/embed.json
     lm: dict[str, Any] | None = None                      # metrics/lm.json
+    senses: dict[str, Any] | None = None                  # metrics/senses.json
+    align: dict[str, Any] | None = None                   # metrics/align.json
+    align_attention: dict[str, Any] | None = None         # metrics/align_attention.json
 
     @classmethod
     def load(cls, metrics: Path) -> "ReportInputs":
@@ -109,7 +121,10 @@ class ReportInputs:
                    alignments=_read_folder(metrics / "alignments", check_alignments, evals),
                    train=_read_folder(metrics / "train", only=evals),
                    embed=_read_file(metrics / "embed.json"),
-                   lm=_read_file(metrics / "lm.json"))
+                   lm=_read_file(metrics / "lm.json"),
+                   senses=_read_file(metrics / "senses.json", check_senses),
+                   align=_read_file(metrics / "align.json"),
+                   align_attention=_read_file(metrics / "align_attention.json"))
 
     def ordered_cells(self, baseline: str = "encdec") -> list[str]:
         """Cells by max length, the baseline model first, then by name (the paper's order)."""

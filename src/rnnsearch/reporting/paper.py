@@ -1,6 +1,8 @@
 """The numbers the papers report (spec section 7), for the tables' "paper" columns."""
 from __future__ import annotations
 
+from typing import Any
+
 # Bahdanau et al. 2015, Table 1: WMT'14 En->Fr newstest2014, beam search, BLEU (All, No UNK).
 BAHDANAU_TABLE1: dict[str, tuple[float, float]] = {
     "RNNencdec-30": (13.93, 24.19),
@@ -22,6 +24,23 @@ LUONG_VARIANTS: dict[tuple[str, str], tuple[float, float]] = {
     ("local_p", "general"): (19.0, 5.9),
 }
 LUONG_INPUT_FEEDING_GAIN = 1.3   # "input feeding adds about +1.3 BLEU"
+
+# Published alignment error rates: the diagonal baseline on this gold set, and the anchors the
+# alignment table prints beside ours (data set, AER).
+ALIGNMENT_ANCHORS: dict[str, Any] = {
+    "diagonal": "0.54 (measured when the gold set was added)",
+    "published": {
+        "Luong et al. 2015, global attention (location)": ("RWTH German-English, 508 sentences", "0.39"),
+        "Luong et al. 2015, local-m (general)": ("RWTH German-English, 508 sentences", "0.34"),
+        "Luong et al. 2015, local-p (general)": ("RWTH German-English, 508 sentences", "0.36"),
+        "Berkeley aligner (in Luong et al. 2015)": ("RWTH German-English, 508 sentences", "0.32"),
+    },
+    "note": ("Published anchors: Luong et al. 2015 (Table 6) scored their attention models' "
+             "alignments on German-English (RWTH gold set), not on these sentences. Och & Ney 2003 "
+             "report IBM-1, HMM and Model 4 on the 500 hand-aligned Hansard sentences this set was "
+             "drawn from; their numbers are not copied here, because they could not be checked "
+             "against the paper where this table was made."),
+}
 
 DISPLAY = {"encdec": "RNNencdec", "search": "RNNsearch"}
 

@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.data.textio import atomic_dir, atomic_write_text
-from rnnsearch.reporting import build
+from rnnsearch.reporting import alignment, build
+from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.tables import Table
 
@@ -41,6 +42,11 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
     if variants is not None:
         tables["variants"] = variants
     tables.update(build.other_tables(inputs))
+    if inputs.senses is not None:
+        tables["word_senses"] = senses_table(inputs.senses)
+    aligned = alignment.alignment_table(inputs.align, inputs.align_attention)
+    if aligned is not None:
+        tables["alignment_quality"] = aligned
     return tables
 
 
@@ -53,6 +59,13 @@ def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path) -> dic
     for cell, figure in build.figure3(inputs, cfg.alignment_sentences).items():
         figures[f"Figure 3: alignments, {cell}"] = f"figure3_{cell}.png"
         _save(figure, folder / f"figure3_{cell}.png")
+    for cell, figure in alignment.overlay_figures(inputs.align_attention).items():
+        figures[f"Attention against the gold links, {cell}"] = f"alignment_gold_{cell}.png"
+        _save(figure, folder / f"alignment_gold_{cell}.png")
+    senses = senses_figure(inputs.senses) if inputs.senses is not None else None
+    if senses is not None:
+        figures["Word senses: PCA of the sense vectors"] = "word_senses_pca.png"
+        _save(senses, folder / "word_senses_pca.png")
     return figures
 
 
