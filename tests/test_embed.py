@@ -106,3 +106,20 @@ def test_embed_script_fails_cleanly_on_a_bad_param(tokenized, tmp_path, capsys):
                       str(tmp_path / "meta.json"), "--out", str(tmp_path / "e")) == 2
     assert "embed.sg" in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_embed_outputs_are_byte_identical_across_runs(tokenized, tmp_path):
+    """Same params and seed, same files: gensim's lifecycle timestamps are not saved (DVC would
+    otherwise see a new data/embed each run and rerun what depends on it)."""
+    params = tmp_path / "params.yaml"
+    params.write_text("embed:\n  vector_size: 8\n  epochs: 1\n  min_count: 1\n  plot_words: 10\n")
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"src_lang": "en", "tgt_lang": "fr"}))
+    runs = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        assert embed_main("--params", str(params), "--data", str(tokenized), "--meta", str(meta),
+                          "--out", str(out), "--metrics", str(tmp_path / f"{run}.json")) == 0
+        runs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert runs[0].keys() == runs[1].keys() and "src.kv" in runs[0] and "tgt.w2v.model" in runs[0]
+    assert runs[0] == runs[1]

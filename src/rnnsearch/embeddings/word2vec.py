@@ -9,6 +9,7 @@ order that varies from run to run.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from gensim.models import KeyedVectors, Word2Vec
@@ -60,6 +61,17 @@ def vocab_arrays(kv: KeyedVectors, vocab: Vocabulary) -> tuple[np.ndarray, np.nd
     return vectors, mask
 
 
+def without_timestamps(obj: Any) -> Any:
+    """``obj`` (a gensim model or KeyedVectors) without the clock in it: gensim otherwise pickles
+    the date and time of every lifecycle event (``created``, ``saving``) and a model's
+    ``total_train_time`` (seconds of wall time), so the same params and seed would give files
+    that differ in every run."""
+    obj.lifecycle_events = None
+    if hasattr(obj, "total_train_time"):
+        obj.total_train_time = 0.0
+    return obj
+
+
 def save_side(model: Word2Vec, vocab: Vocabulary, out_dir: Path, side: str) -> np.ndarray:
     """Write ``<side>.kv``, ``<side>.w2v.model``, ``<side>.vocab.npy`` and ``<side>.mask.npy``.
 
@@ -67,8 +79,8 @@ def save_side(model: Word2Vec, vocab: Vocabulary, out_dir: Path, side: str) -> n
     the context vectors; the models load only the KeyedVectors or the aligned arrays. Returns the
     mask.
     """
-    model.wv.save(str(out_dir / f"{side}.kv"))
-    model.save(str(out_dir / f"{side}.w2v.model"))
+    without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))
+    without_timestamps(model).save(str(out_dir / f"{side}.w2v.model"))
     vectors, mask = vocab_arrays(model.wv, vocab)
     np.save(out_dir / f"{side}.vocab.npy", vectors)
     np.save(out_dir / f"{side}.mask.npy", mask)

@@ -25,7 +25,7 @@ from rnnsearch.data.meta import read_languages
 from rnnsearch.data.textio import DataError
 from rnnsearch.embeddings.senses import (NotSplit, SplitWord, describe, find_occurrences,
                                          relabel, split_word)
-from rnnsearch.embeddings.word2vec import read_sentences, train_word2vec
+from rnnsearch.embeddings.word2vec import read_sentences, train_word2vec, without_timestamps
 from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.stages.runner import Stage, StageContext
 
@@ -74,8 +74,7 @@ def senses_side(cfg: SensesConfig, embed: EmbedConfig, args: argparse.Namespace,
     splits, result["skipped"] = split_words(sentences, words, single, cfg, lang)
     if splits:
         model = train_word2vec(relabel(sentences, splits), embed, f"word2vec {lang} (senses)")
-        model.wv.lifecycle_events = None    # else gensim saves a timestamp: reruns would differ
-        model.wv.save(str(out_dir / f"{side}.kv"))
+        without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))   # reruns byte-identical
         write_assignments(out_dir / f"{side}.senses.tsv", splits)
         result["retrained"] = True
         result["words"] = {s.word: describe(s, single, model.wv, cfg.neighbours) for s in splits}
