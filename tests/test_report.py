@@ -138,3 +138,11 @@ def test_single_cell_grid_ignores_files_an_earlier_grid_left(tmp_path):
     assert not any(name.startswith("gain_") for name in files)       # no baseline to compare
     rows = {row[0]: row for row in table1(inputs).rows}
     assert rows["RNNsearch-50"][6] == "–"                              # no p without a baseline
+
+
+def test_stage_tables_leave_out_the_environment_block():
+    from rnnsearch.reporting.tables import key_value_table
+
+    table = key_value_table("Word vectors", {"src": {"coverage": 0.5},
+                                             "environment": {"cpu": "AMD EPYC", "threads": 2}})
+    assert table.rows == (("src.coverage", "0.5000"),)

@@ -70,6 +70,8 @@ def flat_items(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def key_value_table(title: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Table:
     """Any metrics file as a two-column table (for the word-vector and LM stages' metrics,
-    whose layout belongs to those stages)."""
-    rows = tuple((key, fmt(value, 4)) for key, value in flat_items(data))
+    whose layout belongs to those stages), without its ``environment`` block (the machine and
+    library versions: provenance, not results)."""
+    rows = tuple((key, fmt(value, 4)) for key, value in flat_items(data)
+                 if not key.startswith("environment."))
     return Table(title, ("metric", "value"), rows, tuple(notes))
