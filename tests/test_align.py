@@ -230,3 +230,35 @@ def test_align_stage_refuses_a_bad_param_naming_it(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == \
         "align: error: align.p_null: must be in (0, 1), got 1.5"
     assert not (tmp_path / "align").exists() and not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.parametrize("source, attend, figure_links", [
+    ("en", [2, 0, 1], [[1, 0], [2, 1], [0, 2]]),      # French word j attends English word i
+    ("fr", [1, 2, 0], [[0, 1], [1, 2], [2, 0]]),      # English word j attends French word i
+])
+def test_attention_links_are_scored_as_english_french_whichever_side_is_the_source(
+        source, attend, figure_links):
+    """Gold links (en, fr) = (0, 1), (1, 2), (2, 0): a scripted model attending exactly there
+    scores AER 0 in either translation direction, and the figure's links are [target, source]."""
+    from collections import Counter
+
+    from rnnsearch.alignment.corpus import GoldCorpus
+    from rnnsearch.alignment.gold import GoldPair
+    from rnnsearch.alignment.mapping import Mapped
+    from rnnsearch.config.align import AlignConfig
+    from rnnsearch.data.vocab import Vocabulary
+    from rnnsearch.stages.align_attention import score_cell
+
+    en, fr = ("a", "b", "c"), ("x", "y", "z")
+    links = frozenset({(0, 1), (1, 2), (2, 0)})
+    gold = GoldCorpus([GoldPair("1", en, fr, links, links)],
+                      [Mapped(en, ((0,), (1,), (2,)))], [Mapped(fr, ((0,), (1,), (2,)))])
+    words = {"en": en, "fr": fr}
+    target = "fr" if source == "en" else "en"
+    vocabs = {"src": Vocabulary.build(Counter(words[source]), 10),
+              "tgt": Vocabulary.build(Counter(words[target]), 10)}
+    result = score_cell(ScriptedModel(attend + [0]), gold, vocabs, source,
+                        AlignConfig(figure_sentence="1"))
+    assert result["scores"]["argmax"]["aer"] == 0.0
+    assert result["figure"]["source"] == list(words[source])
+    assert sorted(result["figure"]["sure"]) == sorted(figure_links)
