@@ -27,8 +27,8 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
-## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; it prints the address
-## that opens on the runs (MLflow 3.17 opens on its GenAI view otherwise).
+## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; the bare address
+## redirects to the experiment's runs table (MLflow 3.17 would open its GenAI view; rnnsearch.ui_app).
 ui: $(STAMP)
 	$(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 
