@@ -10,7 +10,7 @@ import torch
 
 from rnnsearch.alignment.aer import alignment_scores, diagonal_links
 from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
-from rnnsearch.alignment.gold import read_gold, read_links, read_sentences
+from rnnsearch.alignment.gold import read_gold, read_sentences
 from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, train_model1, viterbi
 from rnnsearch.alignment.mapping import NgramCounts, map_corpus, map_sentence
 from rnnsearch.alignment.symmetrize import grow_diag_final, links_from_choices, symmetrise
@@ -191,7 +191,7 @@ def tiny_tokenized(root: Path, src_lang: str, tgt_lang: str) -> None:
     (root / "meta.json").write_text(f'{{"src_lang": "{src_lang}", "tgt_lang": "{tgt_lang}"}}')
 
 
-def test_align_stage_without_gold_trains_and_says_why_there_is_no_aer(tmp_path, monkeypatch):
+def test_align_stage_without_gold_trains_and_says_why_there_is_no_aer(tmp_path):
     import json
 
     from conftest import run_script
