@@ -8,9 +8,11 @@
 # Steps (each under its own time limit, all within DEADLINE seconds, default 560; a failed step
 # is reported and the next one runs; the exit status is that of the first failure):
 #   1. environment: nvidia-smi, python, torch, CUDA, Lightning        -> session.log
-#   2. the CUDA tests: pytest -m cuda on the test files that hold them -> pytest-cuda.xml
+#   2. the CUDA tests: pytest -m cuda on the test files that hold them (decoding on the device,
+#      the bench, CUDA graphs of the decoder loop against the eager loop) -> pytest-cuda.xml
 #      (a test's record_property says how many hypotheses differ between the devices)
 #   3. the GPU benchmark: python -m rnnsearch.bench --device cuda      -> bench_gpu.{json,md}
+#      (eager and train.trainer.cuda_graphs, and torch.profiler's account of a step)
 #   4. a tiny trained model (python -m rnnsearch.experiments.tiny), its test sentences decoded
 #      on the CPU and on the GPU, hypotheses compared                  -> compare_tiny.json
 #   5. only if the real model and test set were carried along (the device tool's carry:
@@ -78,8 +80,9 @@ echo "gpu_session: device $DEVICE, results in $OUT" | tee -a "$LOG"
 if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1 | tee -a "$LOG"; fi
 step environment 60 "$PYTHON" -c "$VERSIONS"
 step cuda-tests 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rA -m cuda \
-  --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py
-step bench 330 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
+  --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py \
+  tests/test_cuda_graphs.py
+step bench 400 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
 step tiny-model 90 "$PYTHON" -m rnnsearch.experiments.tiny --out "$WORK/tiny" \
   --steps "$TINY_STEPS" --sentences "$TINY_SENTENCES"
 step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.compare --model "$WORK/tiny/model.pt" \

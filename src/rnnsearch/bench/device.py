@@ -54,6 +54,8 @@ from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (effective_gflops, measure_gemm, measure_model_gemms,
                                   roofline_tokens_per_second, synchronize)
+from rnnsearch.bench.profile import profile_device_steps
+from rnnsearch.bench.workload import train_step
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import TrainConfig
@@ -64,9 +66,11 @@ from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models import build_model
 from rnnsearch.presets import load_preset, merge
 from rnnsearch.tracking import repo_root
-from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.training.data import (Batch, TranslationDataModule, bucket_batches, collate,
+                                     pad_batch, read_pairs)
+from rnnsearch.training.graphs import enable_cuda_graphs
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.run import make_trainer
+from rnnsearch.training.run import graph_padding, make_trainer, use_cuda_graphs
 
 MAX_LEN = 50                                   # the max-50 cell's training pairs
 TEST_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 80))
@@ -79,6 +83,8 @@ class Plan:
 
     batches: tuple[int, ...]          # training batch sizes besides each model's own (pairs)
     precisions: tuple[str, ...]       # Lightning precisions
+    graph_precisions: tuple[str, ...] # precisions also run with train.trainer.cuda_graphs
+    profile_steps: int                # steps under the profiler, eager and graphed
     warmup_steps: int                 # untimed steps before the timed ones
     steps: int                        # timed training steps
     train_pairs: int                  # synthetic training pairs per vocabulary
@@ -93,10 +99,12 @@ class Plan:
 def plan_for(tiny: bool) -> Plan:
     """The full plan (sized for a GPU and about four minutes), or the seconds-long smoke run."""
     if tiny:
-        return Plan(batches=(16,), precisions=("32-true",), warmup_steps=1, steps=2,
+        return Plan(batches=(16,), precisions=("32-true",), graph_precisions=(),
+                    profile_steps=1, warmup_steps=1, steps=2,
                     train_pairs=200, per_bucket=2, decode_batches=(4, 16), gemm_size=64,
                     gemm_window_s=0.002, tiny_width=16, tiny_vocab=64)
-    return Plan(batches=(80, 256, 512, 1024), precisions=("32-true", "bf16-mixed"),
+    return Plan(batches=(80, 256, 1024), precisions=("32-true", "bf16-mixed"),
+                graph_precisions=("32-true", "bf16-mixed"), profile_steps=5,
                 warmup_steps=5, steps=20, train_pairs=40_000, per_bucket=300,
                 decode_batches=(64, 256, 512, 1024), gemm_size=8192, gemm_window_s=0.05)
 
@@ -188,10 +196,13 @@ class StepTimer(pl.Callback):
     between the start of the first timed step and the end of the last (data loading, Lightning's
     loop, the optimizer), the device drained at both ends."""
 
-    def __init__(self, warmup: int, device: str) -> None:
-        self.warmup, self.device = warmup, device
+    def __init__(self, warmup: int, device: str,
+                 excluded: Callable[[], float] = lambda: 0.0) -> None:
+        """``excluded``: a running total of seconds to leave out (graph captures)."""
+        self.warmup, self.device, self.excluded = warmup, device, excluded
         self.start, self.seconds, self.steps = 0.0, 0.0, 0
         self.tokens_before = self.tokens = 0
+        self.excluded_before = 0.0
 
     @staticmethod
     def _tokens(module: pl.LightningModule) -> int:
@@ -204,12 +215,14 @@ class StepTimer(pl.Callback):
         if trainer.global_step == self.warmup and not self.start:
             synchronize(self.device)
             self.start, self.tokens_before = time.perf_counter(), self._tokens(module)
+            self.excluded_before = self.excluded()
 
     def on_train_batch_end(self, trainer: pl.Trainer, module: pl.LightningModule, outputs: Any,
                            batch: Any, batch_idx: int) -> None:
         if self.start and trainer.global_step == trainer.max_steps:
             synchronize(self.device)
-            self.seconds = time.perf_counter() - self.start
+            excluded = self.excluded() - self.excluded_before
+            self.seconds = time.perf_counter() - self.start - excluded
             self.steps = trainer.global_step - self.warmup
             self.tokens = self._tokens(module) - self.tokens_before
 
@@ -239,14 +252,15 @@ def release(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def stage_config(model: BenchModel, device: str, batch: int, precision: str, plan: Plan
-                 ) -> TrainConfig:
-    """``model.train`` with the bench's device, precision, batch size and step budget (no
-    validation, no time limit)."""
+def stage_config(model: BenchModel, device: str, batch: int, precision: str, plan: Plan,
+                 graphs: bool = False) -> TrainConfig:
+    """``model.train`` with the bench's device, precision, batch size, CUDA graphs or not and
+    step budget (no validation, no time limit)."""
     t = model.train
     steps = plan.warmup_steps + plan.steps
     trainer = dataclasses.replace(t.trainer, accelerator="gpu" if device == "cuda" else "cpu",
-                                  devices=1, num_nodes=1, strategy="auto", precision=precision)
+                                  devices=1, num_nodes=1, strategy="auto", precision=precision,
+                                  cuda_graphs=graphs)
     budget = dataclasses.replace(t.budget, max_steps=steps, max_epochs=-1, max_minutes=0.0,
                                  val_every_steps=steps + 1, early_stopping_patience=0)
     return dataclasses.replace(t, trainer=trainer, budget=budget,
@@ -254,18 +268,27 @@ def stage_config(model: BenchModel, device: str, batch: int, precision: str, pla
 
 
 def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, precision: str,
-                plan: Plan, work_dir: Path) -> dict[str, Any]:
+                plan: Plan, work_dir: Path, graphs: bool = False) -> dict[str, Any]:
     """One Lightning run of ``plan.warmup_steps + plan.steps`` steps; its timed tokens/s and
-    peak memory (or the error that stopped it, e.g. out of memory)."""
-    config = stage_config(model, device, batch, precision, plan)
-    row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision}
+    peak memory (or the error that stopped it, e.g. out of memory).
+
+    With ``graphs`` (``train.trainer.cuda_graphs``) the time spent capturing new batch shapes
+    is left out of the timed steps and reported on its own: a real run captures each of its
+    few dozen shapes once, in its first minutes, while 20 bench steps meet new shapes often.
+    """
+    config = stage_config(model, device, batch, precision, plan, graphs)
+    row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision,
+                           "cuda_graphs": graphs}
     reset_peak_memory(device)
     pl.seed_everything(config.seed, verbose=False)
     data = TranslationDataModule(data_dir, MAX_LEN, batch, config.data.max_padding, 0,
                                  config.seed)
-    task = TranslationTask(build_model(model.config, model.vocab, model.vocab), config.optim,
-                           log_every_steps=config.trainer.log_every_steps)
-    timer = StepTimer(plan.warmup_steps, device)
+    net = build_model(model.config, model.vocab, model.vocab)
+    runner = use_cuda_graphs(config, net)
+    task = TranslationTask(net, config.optim, log_every_steps=config.trainer.log_every_steps,
+                           pad_to=graph_padding(config))
+    timer = StepTimer(plan.warmup_steps, device,
+                      (lambda: runner.capture_seconds) if runner else (lambda: 0.0))
     deterministic = torch.are_deterministic_algorithms_enabled()
     # the progress bar the stage gets under dvc repro (a log file: refreshed every 50 steps)
     progress = TQDMProgressBar(refresh_rate=max(config.trainer.log_every_steps, 50))
@@ -280,12 +303,65 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     else:
         row.update(tokens_per_s=timer.tokens_per_second, steps=timer.steps,
                    ms_per_step=1e3 * timer.seconds / max(timer.steps, 1))
+        if runner:
+            row.update(graph_shapes=runner.captured, capture_s=runner.capture_seconds)
     finally:   # Lightning's deterministic flag is process-wide: decoding must not inherit it
         torch.use_deterministic_algorithms(deterministic)
     row["peak_memory_mib"] = peak_memory_mib(device)
     del trainer, task, data
     release(device)
     return row
+
+
+def training_batches(model: BenchModel, plan: Plan) -> list[int]:
+    """The model's own batch size and the plan's, ascending."""
+    return sorted({model.train.data.batch_size, *plan.batches})
+
+
+def training_runs(model: BenchModel, plan: Plan, device: str) -> list[tuple[int, str, bool]]:
+    """(batch, precision, CUDA graphs) of every training measurement: each batch size in each
+    precision, eagerly and (on a GPU, RNNsearch) with its decoder loop replayed as graphs."""
+    graphed = plan.graph_precisions if device == "cuda" and model.config.model == "search" else ()
+    return [(batch, precision, graphs) for batch in training_batches(model, plan)
+            for precision, graphs in [(p, False) for p in plan.precisions] +
+            [(p, True) for p in graphed]]
+
+
+def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
+                     ) -> list[dict[str, Any]]:
+    """Profiler evidence of where a training step's time goes (:func:`profile_device_steps`):
+    the model's own batch size, fp32, a batch of median length from the bucketed data, model
+    and Adam as the train stage steps them, eagerly and (on a GPU) with CUDA graphs."""
+    batch = median_batch(data_dir, model.vocab, model.train.data.batch_size)
+    rows = []
+    for graphs in (False, True) if device == "cuda" else (False,):
+        torch.manual_seed(0)
+        net = build_model(model.config, model.vocab, model.vocab).to(device).train()
+        optimizer = torch.optim.Adam(net.parameters(), lr=1e-4)
+        step_batch = batch.to(device)
+        if graphs:
+            enable_cuda_graphs(net)
+            step_batch = pad_batch(batch, model.train.data.batch_size,
+                                   model.train.trainer.graph_length_multiple).to(device)
+        train_step(net, optimizer, step_batch)                  # capture (graphs), warm up
+        profiled = profile_device_steps(lambda: train_step(net, optimizer, step_batch),
+                                        plan.profile_steps, device)
+        rows.append({"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
+                     "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1), **profiled})
+        del net, optimizer
+        release(device)
+    return rows
+
+
+def median_batch(data_dir: Path, vocab_size: int, batch_size: int) -> Batch:
+    """The bucketed training batch of median target length (the train stage's bucketing)."""
+    vocab = synthetic_vocabulary(vocab_size)
+    pairs, _ = read_pairs(data_dir, "train", vocab, vocab, MAX_LEN)
+    lengths = [(len(s), len(t)) for s, t in pairs]
+    batches = bucket_batches(lengths, batch_size, 0.1, random.Random(0))
+    batches = [b for b in batches if len(b) == batch_size] or batches
+    batches.sort(key=lambda b: max(lengths[i][1] for i in b))
+    return collate([pairs[i] for i in batches[len(batches) // 2]])
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------
@@ -402,20 +478,21 @@ def run(device: str, tiny: bool, params_path: Path | None = None,
     models = bench_models(plan, params_path or repo_root() / "params.yaml")
     results: dict[str, Any] = {"machine": machine(device), "plan": dataclasses.asdict(plan),
                                "card": card_gemm(device, plan), "training": [], "arithmetic": [],
-                               "decoding": [], "agreement": {}, "seconds": {}}
+                               "decoding": [], "agreement": {}, "profile": [], "seconds": {}}
     with tempfile.TemporaryDirectory(prefix="bench-device-") as tmp:
         for model in models:
             start = time.perf_counter()
             print(f"bench: {model.name} model on {device} ...", flush=True)
             data_dir = Path(tmp) / f"data-{model.vocab}"
             shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
-            batches = sorted({model.train.data.batch_size, *plan.batches})
-            for batch in batches:
-                for precision in plan.precisions:
-                    row = train_speed(model, data_dir, device, batch, precision, plan, Path(tmp))
-                    print(f"bench:   batch {batch} {precision}: "
-                          f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
-                    results["training"].append(row)
+            batches = training_batches(model, plan)
+            for batch, precision, graphs in training_runs(model, plan, device):
+                row = train_speed(model, data_dir, device, batch, precision, plan, Path(tmp),
+                                  graphs)
+                print(f"bench:   batch {batch} {precision}{' graphs' if graphs else ''}: "
+                      f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
+                results["training"].append(row)
+            results["profile"] += profile_training(model, data_dir, device, plan)
             for batch in sorted({batches[0], batches[-1]}):
                 results["arithmetic"].append(
                     {"model": model.name, **arithmetic(model, shape, batch, device, plan)})

@@ -22,7 +22,8 @@ def _met(row: dict[str, Any] | None, key: str, required: float) -> list[str]:
     if row is None:
         return ["not measured", "-"]
     return [f"{row[key]:,.0f} (batch {row['batch']}"
-            + (f", {row['precision']})" if "precision" in row else ")"),
+            + (f", {row['precision']}" if "precision" in row else "")
+            + (", CUDA graphs)" if row.get("cuda_graphs") else ")"),
             "yes" if row[key] >= required else "**no**"]
 
 
@@ -48,19 +49,41 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
     card = results["card"]
     rows = []
     for r in results["training"]:
+        graphs = "yes" if r.get("cuda_graphs") else "no"
         if "tokens_per_s" not in r:
-            rows.append([r["model"], r["batch"], r["precision"], r.get("error", "failed"),
-                         "", "", "", "", f"{r['peak_memory_mib']:,.0f}"])
+            rows.append([r["model"], r["batch"], r["precision"], graphs, r.get("error", "failed"),
+                         "", "", "", "", "", f"{r['peak_memory_mib']:,.0f}"])
             continue
         kind = "bf16" if r["precision"].startswith("bf16") else "fp32"
         achieved = r["tokens_per_s"] * flops[r["model"]] / 1e12            # TFLOP/s
         bound = roofline.get((r["model"], r["batch"]), {}).get(f"roofline_tokens_per_s_{kind}")
-        rows.append([r["model"], r["batch"], r["precision"], f"{r['tokens_per_s']:,.0f}",
-                     f"{r['ms_per_step']:.1f}", f"{achieved:.2f}",
+        captured = (f"{r['graph_shapes']} in {r['capture_s']:.1f} s" if "graph_shapes" in r
+                    else "-")
+        rows.append([r["model"], r["batch"], r["precision"], graphs, f"{r['tokens_per_s']:,.0f}",
+                     f"{r['ms_per_step']:.1f}", captured, f"{achieved:.2f}",
                      f"{achieved / card[f'tflops_{kind}']:.1%}",
                      f"{r['tokens_per_s'] / bound:.0%}" if bound else "-",
                      f"{r['peak_memory_mib']:,.0f}"])
     return rows
+
+
+def profile_lines(results: dict[str, Any]) -> list[str]:
+    """The profiler's account of one training step (torch.profiler, CUDA activity)."""
+    rows = [[p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
+             "yes" if p["cuda_graphs"] else "no", f"{p['wall_ms_per_step']:.1f}",
+             f"{p['kernels_per_step']:,.0f}", f"{p['gpu_busy_ms_per_step']:.1f}",
+             f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
+             "; ".join(f"{k['name']} {k['ms']:.2f}" for k in p["top_kernels_ms"][:3])]
+            for p in results.get("profile", [])]
+    if not rows:
+        return []
+    return ["", "## Where a training step's time goes (torch.profiler)", "",
+            "One bucketed batch of median length, model + Adam as the train stage steps them "
+            "(fp32), profiled over several steps after a warm-up: kernels launched and GPU busy "
+            "time per step. A GPU idle most of the step is waiting for the host to launch "
+            "kernels (launch-bound), not computing.", ""] + markdown_table(
+        ["model", "batch", "padded src x tgt", "CUDA graphs", "wall ms/step", "kernels/step",
+         "GPU busy ms/step", "GPU idle", "top kernels (ms/step)"], rows)
 
 
 def arithmetic_rows(results: dict[str, Any]) -> list[list[Any]]:
@@ -113,10 +136,12 @@ def markdown_report(results: dict[str, Any]) -> str:
     lines = header_lines(results) + ["", "## Targets (issue 12)", ""]
     lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
     lines += ["", "## Training (target tokens/s)", ""]
-    lines += markdown_table(["model", "batch", "precision", "tokens/s", "ms/step",
+    lines += markdown_table(["model", "batch", "precision", "CUDA graphs", "tokens/s",
+                             "ms/step", "shapes captured (time left out)",
                              "achieved TFLOP/s", "of the card's GEMM peak",
                              "of the model's GEMM roofline", "peak memory MiB"],
                             training_rows(results))
+    lines += profile_lines(results)
     lines += ["", "## Arithmetic", "",
               f"The card's GEMM rate ({results['plan']['gemm_size']}^3 product): fp32 "
               f"{card['tflops_fp32']:,.1f} TFLOP/s, bf16 {card['tflops_bf16']:,.1f} TFLOP/s. "

@@ -13,6 +13,8 @@ from typing import Any, Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from rnnsearch.bench.gemm import synchronize
+
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "GEMM (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
     "log-softmax + NLL (fwd, bwd)": ("aten::_log_softmax", "aten::_log_softmax_backward_data",
@@ -61,3 +63,44 @@ def profile_shares(work: Callable[[], Any], repeats: int) -> dict[str, Any]:
                            for name, ms in sorted(by_category.items(), key=lambda kv: -kv[1])},
             "phases_ms": phases}
 
+
+
+def profile_device_steps(step: Callable[[], Any], repeats: int, device: str) -> dict[str, Any]:
+    """What a GPU does during ``repeats`` calls of ``step`` (the device drained before and after):
+    wall ms per step, kernels launched per step, the GPU's busy ms per step (kernel, copy and
+    fill time summed), hence how much of the step the GPU sits idle waiting for the host, and
+    the five kernels that take the most GPU time.
+
+    A step that launches thousands of short kernels and leaves the GPU mostly idle is bound by
+    the host (Python, the dispatcher, launches), not by arithmetic: the evidence issue 12 asks
+    for where a throughput target is missed.
+    """
+    gpu = device == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    synchronize(device)
+    with profile(activities=activities) as prof:
+        for _ in range(repeats):
+            step()
+        synchronize(device)
+    wall_ms = _span_ms(prof) / repeats
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy_ms = sum(e.time_range.elapsed_us() for e in kernels) / 1e3 / repeats
+    by_name: dict[str, float] = {}
+    for event in kernels:
+        ms = event.time_range.elapsed_us() / 1e3 / repeats
+        by_name[event.name] = by_name.get(event.name, 0.0) + ms
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:5]
+    return {"repeats": repeats, "wall_ms_per_step": wall_ms,
+            "kernels_per_step": len(kernels) / repeats, "gpu_busy_ms_per_step": busy_ms,
+            "gpu_idle_share": max(0.0, 1 - busy_ms / wall_ms) if gpu and wall_ms else None,
+            "top_kernels_ms": [{"name": name[:80], "ms": ms} for name, ms in top]}
+
+
+def _span_ms(prof: profile) -> float:
+    """Wall time from the first to the last recorded host event (ms)."""
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    if not events:
+        return 0.0
+    start = min(e.time_range.start for e in events)
+    end = max(e.time_range.end for e in events)
+    return (end - start) / 1e3

@@ -127,10 +127,14 @@ class TrainerConfig:
     deterministic: bool = True
     log_every_steps: int = 10
     threads: int = 0                # torch CPU threads per process (0: torch's default)
+    cuda_graphs: bool = False       # RNNsearch's decoder loop replayed as CUDA graphs (GPU only)
+    graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
 
     def check(self, key: str) -> None:
         """Values Lightning accepts anywhere (names from its own registries)."""
-        check_positive(self, key, "num_nodes", "log_every_steps")
+        check_positive(self, key, "num_nodes", "log_every_steps", "graph_length_multiple")
+        require(not self.cuda_graphs or self.accelerator in ("gpu", "cuda", "auto"),
+                f"{key}.cuda_graphs", f"needs a GPU (accelerator gpu), not {self.accelerator!r}")
         check_non_negative(self, key, "threads")
         require(_devices_ok(self.devices), f"{key}.devices",
                 f"must be a number of devices > 0, -1 (all of them), 'auto' or device indices "

@@ -26,7 +26,7 @@ decode reproduces the teacher-forced logits.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +39,8 @@ from rnnsearch.models.rnn import cell_step, layer_weights, make_rnn
 from rnnsearch.models.state import DecoderState, Memory
 
 Layers = list[Tensor]  # one batch x H tensor per layer
+# (word_gates batch x T x G*H, memory, state) -> (states batch x T x H, contexts, weights)
+LoopRunner = Callable[[Tensor, Memory, DecoderState], tuple[Tensor, Tensor, Tensor]]
 
 
 class StepWeights(NamedTuple):
@@ -59,6 +61,9 @@ class RecurrentDecoder(nn.Module):
         self.bridge = nn.Linear(summary_size, config.decoder_layers * config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
         self.output = nn.Linear(output_in, vocab_size)
+        # what runs the attention loop of teacher forcing instead of the eager ``attention_loop``
+        # (rnnsearch.training.graphs: CUDA graphs); None: eager
+        self.loop_runner: LoopRunner | None = None
 
     def init_state(self, memory: Memory) -> DecoderState:
         """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero.
@@ -174,6 +179,15 @@ class BahdanauDecoder(RecurrentDecoder):
             states = self._run_fused(torch.cat([embedded, context], -1), state)
             return self._logits(states, embedded, context), None
         embedded, word_gates = self._embed(tgt_in)                        # batch x T x E / G*H
+        run = self.loop_runner or self.attention_loop
+        states, contexts, alignments = run(word_gates, memory, state)
+        return self._logits(states, embedded, contexts), alignments
+
+    def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """The recurrence of teacher forcing, one target position at a time: the word part of
+        the input projection (batch x T x G*H) -> top-layer states batch x T x H, contexts
+        batch x T x C and attention weights batch x T x S."""
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
         tops, contexts, alignments = [], [], []
@@ -183,8 +197,7 @@ class BahdanauDecoder(RecurrentDecoder):
             tops.append(hidden[-1])
             contexts.append(context)
             alignments.append(weights)
-        states, contexts = torch.stack(tops, 1), torch.stack(contexts, 1)  # batch x T x H / C
-        return self._logits(states, embedded, contexts), torch.stack(alignments, 1)
+        return torch.stack(tops, 1), torch.stack(contexts, 1), torch.stack(alignments, 1)
 
     def _context(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
         """``c_i`` from ``s_{i-1}`` (batch x H): batch x C and weights batch x S."""

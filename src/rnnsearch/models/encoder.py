@@ -32,10 +32,11 @@ class Encoder(nn.Module):
         (``[h_fwd_N; h_bwd_1]`` when bidirectional), the mask batch x src_len and the lengths
         (clamped to at least 1 so that an empty source still has one, padding, position).
         """
-        lengths = src_len.clamp(min=1)
+        lengths = src_len.clamp(min=1)      # on the host (training batches) or the device
         embedded = self.dropout(self.embedding(src))                     # batch x src_len x E
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True,
                                       enforce_sorted=False)
+        lengths = _on_device(lengths, src.device)
         packed_out, final = self.rnn(packed)
         values, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=src.size(1))
         if isinstance(final, tuple):                                     # LSTM: (h_n, c_n)
@@ -44,5 +45,15 @@ class Encoder(nn.Module):
         last = final.view(self.rnn.num_layers, directions, src.size(0), -1)[-1]  # dirs x batch x H
         summary = last.transpose(0, 1).reshape(src.size(0), -1)          # batch x D
         positions = torch.arange(src.size(1), device=src.device)
-        mask = positions.unsqueeze(0) < lengths.to(src.device).unsqueeze(1)  # batch x src_len
-        return values, summary, mask, lengths.to(src.device)
+        mask = positions.unsqueeze(0) < lengths.unsqueeze(1)             # batch x src_len
+        return values, summary, mask, lengths
+
+
+def _on_device(lengths: Tensor, device: torch.device) -> Tensor:
+    """``lengths`` on ``device``; from the host to a GPU through pinned memory without waiting
+    for the GPU (a plain copy would wait for every kernel queued before it)."""
+    if lengths.device == device:
+        return lengths
+    if device.type == "cuda" and lengths.device.type == "cpu":
+        return lengths.pin_memory().to(device, non_blocking=True)
+    return lengths.to(device)

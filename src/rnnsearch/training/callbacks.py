@@ -77,7 +77,8 @@ def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: V
         with torch.no_grad():
             for start in range(0, len(sample), batch_size):
                 batch = collate(sample[start: start + batch_size]).to(device)
-                for translation in greedy(model, batch.src, batch.src_len, options):
+                src_len = batch.src_len.to(device)       # greedy keeps its limits there
+                for translation in greedy(model, batch.src, src_len, options):
                     hypotheses.append(" ".join(tgt_vocab.decode(translation.best.tokens)))
         model.train(training)
         # Tokenised on purpose (no detokeniser in the loop): force=True tells sacreBLEU so,

@@ -18,6 +18,7 @@ from typing import Iterator, Sequence
 
 import pytorch_lightning as pl
 import torch
+import torch.nn.functional as F
 from torch.utils.data import DataLoader, Sampler
 
 from rnnsearch.data.textio import read_lines
@@ -29,17 +30,26 @@ Pair = tuple[list[int], list[int]]
 
 @dataclass(frozen=True)
 class Batch:
+    """A padded batch. ``src_len`` and ``target_tokens`` stay on the host when the id tensors
+    move to a GPU: the encoder packs by host lengths and the loss divides by a host count, so
+    neither waits for the device in the middle of a training step."""
+
     src: torch.Tensor       # batch x src_len ids
-    src_len: torch.Tensor   # batch
+    src_len: torch.Tensor   # batch (host)
     tgt_in: torch.Tensor    # batch x tgt_len: <s> y_1 .. y_n (padded)
     tgt_out: torch.Tensor   # batch x tgt_len: y_1 .. y_n </s> (padded)
+    target_tokens: int      # real target tokens (``</s>`` included), counted when collated
 
-    def to(self, device: torch.device | str) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out)))
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        """The id tensors on ``device`` (``non_blocking`` from pinned memory)."""
+        ids = (t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out))
+        src, tgt_in, tgt_out = ids
+        return Batch(src, self.src_len, tgt_in, tgt_out, self.target_tokens)
 
-    @property
-    def target_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+    def pin_memory(self) -> "Batch":
+        """Page-locked host copies, so that copies to a GPU run without holding the host."""
+        return Batch(*(t.pin_memory() for t in (self.src, self.src_len, self.tgt_in, self.tgt_out)),
+                     self.target_tokens)
 
 
 def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
@@ -129,7 +139,33 @@ def collate(pairs: Sequence[Pair]) -> Batch:
         src[row, : len(s)] = torch.tensor(s)
         tgt_in[row, : len(t) + 1] = torch.tensor([BOS_ID] + t)
         tgt_out[row, : len(t) + 1] = torch.tensor(t + [EOS_ID])
-    return Batch(src, src_len, tgt_in, tgt_out)
+    return Batch(src, src_len, tgt_in, tgt_out, sum(len(t) + 1 for _, t in pairs))
+
+
+def round_up(length: int, multiple: int) -> int:
+    """``length`` rounded up to a multiple of ``multiple`` (at least one multiple)."""
+    return max(multiple, -(-length // multiple) * multiple)
+
+
+def pad_batch(batch: Batch, rows: int, multiple: int) -> Batch:
+    """``batch`` padded to ``rows`` sentences and to lengths that are multiples of ``multiple``.
+
+    Added rows have an empty source (the encoder reads one padding word) and no target words;
+    ``target_tokens`` is unchanged. Shapes: src rows x S', tgt_in/tgt_out rows x T'.
+    """
+    count, src_len, tgt_len = batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1)
+    if count > rows:
+        raise ValueError(f"a batch of {count} sentences does not fit the {rows} rows captured")
+    extra_rows = rows - count
+    src_pad = round_up(src_len, multiple) - src_len
+    tgt_pad = round_up(tgt_len, multiple) - tgt_len
+
+    def pad(ids: torch.Tensor, columns: int) -> torch.Tensor:   # rows x (length + columns)
+        return F.pad(ids, (0, columns, 0, extra_rows), value=PAD_ID)
+
+    lengths = F.pad(batch.src_len, (0, extra_rows), value=0)
+    return Batch(pad(batch.src, src_pad), lengths, pad(batch.tgt_in, tgt_pad),
+                 pad(batch.tgt_out, tgt_pad), batch.target_tokens)
 
 
 class TranslationDataModule(pl.LightningDataModule):
@@ -172,4 +208,8 @@ class TranslationDataModule(pl.LightningDataModule):
         return self._loader(self.dev_pairs, shuffle=False)
 
     def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
+        """To a GPU through pinned memory without waiting (the step's kernels queue behind the
+        copy); on the CPU the batch stays as it is."""
+        if device.type == "cuda":
+            return batch.pin_memory().to(device, non_blocking=True)
         return batch.to(device)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models import Seq2Seq
-from rnnsearch.training.data import Batch
+from rnnsearch.training.data import Batch, pad_batch
 
 BleuScorer = Callable[[Seq2Seq], float]
 
@@ -26,10 +26,13 @@ class TranslationTask(pl.LightningModule):
     """Trains ``model`` (a :class:`Seq2Seq`) with teacher forcing."""
 
     def __init__(self, model: Seq2Seq, optim: OptimConfig, hparams: dict[str, Any] | None = None,
-                 dev_bleu: BleuScorer | None = None, log_every_steps: int = 10) -> None:
+                 dev_bleu: BleuScorer | None = None, log_every_steps: int = 10,
+                 pad_to: tuple[int, int] | None = None) -> None:
+        """``pad_to``: (rows, length multiple) training batches are padded to, so that their
+        shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come."""
         super().__init__()
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
-        self.log_every_steps = log_every_steps
+        self.log_every_steps, self.pad_to = log_every_steps, pad_to
         self.save_hyperparameters(hparams or {})
         self.validated_at_step = -1
         self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
@@ -45,6 +48,8 @@ class TranslationTask(pl.LightningModule):
         return total, batch.target_tokens
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        if self.pad_to is not None:
+            batch = pad_batch(batch, *self.pad_to)
         total, tokens = self.token_losses(batch)
         loss = total / max(tokens, 1)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch.src.size(0))

@@ -43,6 +43,7 @@ from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import log, resume_point
 from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
@@ -192,6 +193,22 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         enable_progress_bar=True, enable_model_summary=is_main_process())
 
 
+def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:
+    """With ``train.trainer.cuda_graphs``: the model's decoder loop replayed as CUDA graphs
+    (:mod:`rnnsearch.training.graphs`); fails naming the key without a GPU."""
+    if not config.trainer.cuda_graphs:
+        return None
+    require(torch.cuda.is_available(), "train.trainer.cuda_graphs",
+            "true, but torch sees no CUDA GPU on this machine")
+    return enable_cuda_graphs(model)
+
+
+def graph_padding(config: TrainConfig) -> tuple[int, int] | None:
+    """(rows, length multiple) training batches are padded to under CUDA graphs, else None."""
+    t = config.trainer
+    return (config.data.batch_size, t.graph_length_multiple) if t.cuda_graphs else None
+
+
 def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
           embed_dir: str | Path | None, lm_path: str | Path | None
           ) -> tuple[TranslationDataModule, Seq2Seq, dict[str, float]]:
@@ -238,9 +255,10 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
             "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
     fp = fingerprint(config, model_name, max_len, data_dir)
     previous = resumable_run(out_dir, fp)
+    graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
-        config.trainer.log_every_steps)
+        config.trainer.log_every_steps, pad_to=graph_padding(config))
     saver, timer, callbacks = make_callbacks(config, out_dir)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
@@ -263,6 +281,8 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                "train_minutes": timer.time_elapsed("train") / 60,
                "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(model),
                "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
+    if graphs is not None:
+        metrics["cuda_graph_shapes"] = graphs.captured
     if trainer.is_global_zero:
         logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
                            {"train/tokens_per_s_mean": task.tokens_per_second},

@@ -1,0 +1,128 @@
+"""CUDA graphs for the attention decoder's training loop (``train.trainer.cuda_graphs``).
+
+Why: teacher forcing through RNNsearch's decoder runs one small step per target word (attention
+over the source, the GRU update), a few dozen kernels forward and backward each. On a GPU a step
+at batch 80 then costs about the same ~40 ms at width 256 as at the paper's width 1000: the time
+goes to launching kernels from Python, not to arithmetic (measured on an H200, issue 12).
+
+What: the loop (:meth:`~rnnsearch.models.decoder.BahdanauDecoder.attention_loop`) is captured
+once per batch shape with :func:`torch.cuda.make_graphed_callables`, forward and backward; a
+training step then replays two graphs instead of launching the loop's kernels one by one. The
+rest of the step (embeddings, the cuDNN encoder, the output layer and loss over all positions at
+once, the optimizer) stays as it was: few, large kernels.
+
+Shapes: a graph replays fixed shapes, so each training batch is padded
+(:func:`rnnsearch.training.data.pad_batch`) to
+``rows`` sentences and to source and target lengths rounded up to a multiple of ``multiple``:
+a few dozen shapes for a whole run, each captured the first time it comes. Padding changes no
+number that matters: padded target positions come after the real ones (the loop is causal) and
+are ignored by the loss, padded source positions are masked out of attention, and padded rows
+have no target tokens.
+
+Memory: every shape's graphs share one memory pool. That is safe because a step replays the
+forward graph of one shape and then its backward graph, never interleaved with another shape's.
+
+Validation and decoding (no gradient, or eval mode) and the CPU run the eager loop: the CPU
+path, and with it the default run's numbers, are exactly what they were.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from rnnsearch.config.base import ConfigError
+from rnnsearch.models import Seq2Seq
+from rnnsearch.models.decoder import BahdanauDecoder
+from rnnsearch.models.state import DecoderState, Memory
+
+
+class LoopModule(nn.Module):
+    """The attention loop as a module of tensors only (what a graph capture takes).
+
+    Its parameters are the decoder's ``attention`` and ``rnn`` (shared, not copied), so the
+    gradients a replay computes flow to the decoder's own parameters.
+    """
+
+    def __init__(self, decoder: BahdanauDecoder) -> None:
+        super().__init__()
+        self.attention, self.rnn = decoder.attention, decoder.rnn
+        object.__setattr__(self, "decoder", decoder)        # not a submodule: no extra params
+
+    def forward(self, word_gates: Tensor, keys: Tensor, values: Tensor, mask: Tensor,
+                lengths: Tensor, *state: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``state``: the hidden state batch x layers x H (and the LSTM cell)."""
+        hidden, cell = state[0], (state[1] if len(state) > 1 else None)
+        memory = Memory(values, keys, mask, lengths, hidden)        # summary unused by the loop
+        start = DecoderState(hidden, cell, None, lengths.new_zeros(lengths.shape))
+        return self.decoder.attention_loop(word_gates, memory, start)
+
+
+def _autocast_without_cache() -> Any:
+    """The active CUDA autocast (bf16-mixed) with its weight cache off, which graph capture
+    requires; a no-op context when autocast is off."""
+    enabled = torch.is_autocast_enabled("cuda")
+    dtype = torch.get_autocast_dtype("cuda") if enabled else torch.bfloat16
+    return torch.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=False)
+
+
+class GraphedLoops:
+    """Runs :meth:`BahdanauDecoder.attention_loop` through one captured graph per input shape
+    (a ``loop_runner`` of the decoder); falls back to the eager loop off the GPU, in eval mode
+    and without gradients."""
+
+    def __init__(self, decoder: BahdanauDecoder, warmup: int = 2) -> None:
+        self.decoder, self.warmup = decoder, warmup
+        self.graphs: dict[tuple, Any] = {}
+        self.pool: Any = None
+        self.capture_seconds = 0.0          # wall time spent warming up and capturing
+
+    def applies(self, word_gates: Tensor) -> bool:
+        return word_gates.is_cuda and self.decoder.training and torch.is_grad_enabled()
+
+    def __call__(self, word_gates: Tensor, memory: Memory, state: DecoderState
+                 ) -> tuple[Tensor, Tensor, Tensor]:
+        if not self.applies(word_gates):
+            return self.decoder.attention_loop(word_gates, memory, state)
+        inputs = (word_gates, memory.keys, memory.values, memory.mask, memory.lengths,
+                  state.hidden, *(() if state.cell is None else (state.cell,)))
+        key = tuple((tuple(t.shape), t.dtype, t.requires_grad) for t in inputs)
+        with _autocast_without_cache():
+            graphed = self.graphs.get(key) or self._capture(key, inputs)
+            return graphed(*inputs)
+
+    def _capture(self, key: tuple, inputs: tuple[Tensor, ...]) -> Any:
+        """Capture the loop's forward and backward for these shapes (the sample arguments are
+        detached copies: warm-up and capture change no parameter and no gradient)."""
+        torch.cuda.synchronize()              # the steps queued so far are not the capture's
+        start = time.perf_counter()
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        samples = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
+        graphed = torch.cuda.make_graphed_callables(
+            LoopModule(self.decoder), samples, num_warmup_iters=self.warmup,
+            allow_unused_input=True, pool=self.pool)
+        torch.cuda.synchronize()
+        self.graphs[key] = graphed
+        self.capture_seconds += time.perf_counter() - start
+        return graphed
+
+    @property
+    def captured(self) -> int:
+        """How many shapes have a graph."""
+        return len(self.graphs)
+
+
+def enable_cuda_graphs(model: Seq2Seq, key: str = "train.trainer.cuda_graphs") -> GraphedLoops:
+    """Make ``model``'s teacher forcing replay CUDA graphs of its attention loop; returns the
+    runner (its ``captured`` count goes to the metrics). Models without the loop fail naming
+    ``key``: RNNencdec already runs the fused cuDNN GRU, Luong's decoder is not graphed yet."""
+    decoder = model.decoder
+    if not isinstance(decoder, BahdanauDecoder) or decoder.attention is None:
+        raise ConfigError(f"{key}: only RNNsearch (model: search) has a graphed decoder loop; "
+                          f"{model.config.model!r} runs as it is (set it to false)")
+    runner = GraphedLoops(decoder)
+    decoder.loop_runner = runner
+    return runner

@@ -1,0 +1,165 @@
+"""``train.trainer.cuda_graphs``: RNNsearch's decoder loop replayed as CUDA graphs.
+
+On the CPU: the padding that gives graphs repeating shapes changes neither the loss nor any
+gradient, the loop as a module of tensors computes what the decoder computes, the runner falls
+back to the eager loop off the GPU, and a bad setting fails naming its key. The tests marked
+``cuda`` (skipped without a GPU; ``scripts/gpu_session.sh`` runs them) check the graphs
+themselves: the same loss and gradients as the eager loop, and a short real training run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+import torch
+
+from conftest import REPO
+from rnnsearch.config.base import ConfigError, load_section
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
+from rnnsearch.data.vocab import PAD_ID
+from rnnsearch.models import build_model
+from rnnsearch.training.data import collate, pad_batch, round_up
+from rnnsearch.training.graphs import GraphedLoops, LoopModule, enable_cuda_graphs
+from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.run import use_cuda_graphs
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+VOCAB = 40
+
+
+def small_model(model: str = "search", **changes) -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = ModelConfig(model=model, embedding_size=12, hidden_size=16, attention_size=10,
+                         output_size=8, maxout=True, dropout=0.0, **changes)
+    return build_model(config, VOCAB, VOCAB)
+
+
+def random_pairs(count: int, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    rng = random.Random(seed)
+    return [([rng.randrange(4, VOCAB) for _ in range(rng.randint(1, 11))],
+             [rng.randrange(4, VOCAB) for _ in range(rng.randint(1, 13))]) for _ in range(count)]
+
+
+def loss_and_grads(model: torch.nn.Module, batch) -> tuple[float, dict[str, torch.Tensor]]:
+    """The summed token cross-entropy of ``batch`` and every parameter's gradient."""
+    model.zero_grad(set_to_none=True)
+    task = TranslationTask(model, OptimConfig())
+    total, _ = task.token_losses(batch)
+    total.backward()
+    return total.item(), {n: p.grad.clone() for n, p in model.named_parameters()
+                          if p.grad is not None}
+
+
+def test_round_up_and_pad_batch_shapes():
+    assert [round_up(n, 8) for n in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 24]
+    batch = collate(random_pairs(5))
+    padded = pad_batch(batch, rows=8, multiple=8)
+    assert padded.src.shape == (8, round_up(batch.src.size(1), 8))
+    assert padded.tgt_in.shape == padded.tgt_out.shape == (8, round_up(batch.tgt_in.size(1), 8))
+    assert padded.src_len.tolist() == batch.src_len.tolist() + [0, 0, 0]
+    assert padded.target_tokens == batch.target_tokens == int((batch.tgt_out != PAD_ID).sum())
+    assert (padded.tgt_out[5:] == PAD_ID).all() and (padded.src[5:] == PAD_ID).all()
+    with pytest.raises(ValueError, match="does not fit the 4 rows"):
+        pad_batch(batch, rows=4, multiple=8)
+
+
+def test_padding_to_graph_shapes_changes_no_loss_and_no_gradient():
+    """What the graphs train on (padded rows and lengths) gives the eager loop's numbers."""
+    model = small_model().train()          # dropout 0: the two passes compare
+    batch = collate(random_pairs(6))
+    loss, grads = loss_and_grads(model, batch)
+    padded_loss, padded_grads = loss_and_grads(model, pad_batch(batch, rows=9, multiple=8))
+    assert padded_loss == pytest.approx(loss, rel=1e-5)
+    assert padded_grads.keys() == grads.keys()
+    for name, grad in grads.items():
+        torch.testing.assert_close(padded_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_loop_module_computes_the_decoders_loop():
+    model = small_model().train()
+    batch = collate(random_pairs(4))
+    memory = model.encode(batch.src, batch.src_len)
+    state = model.init_state(memory)
+    _, word_gates = model.decoder._embed(batch.tgt_in)
+    expected = model.decoder.attention_loop(word_gates, memory, state)
+    module = LoopModule(model.decoder)
+    got = module(word_gates, memory.keys, memory.values, memory.mask, memory.lengths, state.hidden)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b)
+    names = {n for n, _ in module.named_parameters()}
+    assert names and all(n.startswith(("attention.", "rnn.")) for n in names)
+
+
+def test_runner_falls_back_to_the_eager_loop_off_the_gpu():
+    model = small_model().train()
+    batch = collate(random_pairs(3))
+    eager, _ = model(batch.src, batch.src_len, batch.tgt_in)
+    runner = enable_cuda_graphs(model)
+    assert model.decoder.loop_runner is runner and isinstance(runner, GraphedLoops)
+    through_runner, _ = model(batch.src, batch.src_len, batch.tgt_in)
+    torch.testing.assert_close(through_runner, eager, rtol=0, atol=0)
+    assert runner.captured == 0
+
+
+def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatch):
+    with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: only RNNsearch"):
+        enable_cuda_graphs(small_model("encdec"))
+    with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: needs a GPU"):
+        TrainerConfig(accelerator="cpu", cuda_graphs=True).check("train.trainer")
+    with pytest.raises(ConfigError, match=r"graph_length_multiple: must be > 0"):
+        TrainerConfig(graph_length_multiple=0).check("train.trainer")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = load_section(TrainConfig, "train", REPO / "params.yaml")
+    config = dataclasses.replace(config, trainer=TrainerConfig(accelerator="gpu", cuda_graphs=True))
+    with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: true, but torch sees no"):
+        use_cuda_graphs(config, small_model())
+
+
+@needs_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", [torch.float32, torch.bfloat16])
+def test_graphed_loop_gives_the_eager_loss_and_gradients(precision):
+    """Replays of two shapes, each twice (the second replay reuses the capture), against the
+    eager loop on the same padded batches."""
+    model = small_model().cuda().train()
+    runner = GraphedLoops(model.decoder)
+    for seed in (1, 2, 1, 2):
+        batch = pad_batch(collate(random_pairs(6, seed)), rows=8, multiple=8).to("cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == torch.bfloat16):
+            model.decoder.loop_runner = None
+            loss, grads = loss_and_grads(model, batch)
+            model.decoder.loop_runner = runner
+            graphed_loss, graphed_grads = loss_and_grads(model, batch)
+        tolerance = 1e-4 if precision == torch.float32 else 2e-2
+        assert graphed_loss == pytest.approx(loss, rel=tolerance)
+        for name, grad in grads.items():
+            torch.testing.assert_close(graphed_grads[name], grad, rtol=tolerance, atol=tolerance,
+                                       msg=name)
+    assert runner.captured == 2
+
+
+@needs_gpu
+@pytest.mark.cuda
+def test_training_steps_with_graphs_follow_the_eager_ones():
+    """Twenty Adam steps over varied batches: the losses of the graphed run follow the eager
+    run's (the same data and initial weights; float differences only)."""
+    losses = {}
+    for graphs in (False, True):
+        model = small_model().cuda().train()
+        if graphs:
+            runner = enable_cuda_graphs(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        task = TranslationTask(model, OptimConfig())
+        losses[graphs] = []
+        for step in range(20):
+            batch = pad_batch(collate(random_pairs(6, step % 5)), rows=8, multiple=8).to("cuda")
+            optimizer.zero_grad(set_to_none=True)
+            total, tokens = task.token_losses(batch)
+            (total / tokens).backward()
+            optimizer.step()
+            losses[graphs].append((total / tokens).item())
+    assert runner.captured >= 1
+    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
+    assert losses[True][-1] < losses[True][0]
