@@ -212,3 +212,11 @@ def test_device_script_parses():
     done = subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_paper_curve.sh")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_cuda_graphs_without_a_gpu_fail_naming_the_key(work, tmp_path, capsys):
+    if paper_curve.torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["run", "--pack", str(work / PACK), "--out", str(tmp_path), "--device", "cpu",
+                 "--tiny", "--max-steps", "1", "--cuda-graphs"]) == 2
+    assert "train.trainer.cuda_graphs: true, but torch sees no CUDA GPU" in capsys.readouterr().err

@@ -65,7 +65,7 @@ from rnnsearch.presets import load_preset, merge
 from rnnsearch.stages.runner import EXIT_ERROR, EXPECTED, describe
 from rnnsearch.tracking import repo_root
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.run import build, make_trainer
+from rnnsearch.training.run import build, graph_padding, make_trainer, use_cuda_graphs
 
 PRESET = "gpu_curve"
 WORK = Path("data/paper_curve")
@@ -265,8 +265,9 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
     its Trainer less MLflow and checkpoints) until ``clock`` stops it; then the dev loss.
     Returns the model and what the run measured."""
     data, model, _ = build(config, model_name, MAX_LEN, data_dir, None, None)
+    graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, {"cell": clock.cell}, None,
-                           config.trainer.log_every_steps)
+                           config.trainer.log_every_steps, pad_to=graph_padding(config))
     reset_peak_memory(device)
     trainer = make_trainer(config, work, False, [clock, TQDMProgressBar(refresh_rate=0)])
     trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
@@ -284,6 +285,9 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
              "tokens_per_s": round(task.tokens_per_second, 1), "dev_loss": round(dev_loss, 4),
              "dev_ppl": round(math.exp(min(dev_loss, 50.0)), 3),
              "peak_memory_mib": round(peak_memory_mib(device), 1)}
+    if graphs is not None:
+        stats.update(cuda_graph_shapes=graphs.captured,
+                     cuda_graph_capture_seconds=round(graphs.capture_seconds, 1))
     return model, stats
 
 
@@ -344,7 +348,8 @@ def settings(args: argparse.Namespace, train: TrainConfig, translate: TranslateC
     """What this run trained and decoded with (run.json's ``settings``)."""
     return {"device": device, "tiny": args.tiny, "precision": train.trainer.precision,
             "tf32": device == "cuda" and not args.no_tf32,
-            "deterministic": train.trainer.deterministic, "batch_size": train.data.batch_size,
+            "deterministic": train.trainer.deterministic, "cuda_graphs": args.cuda_graphs,
+            "batch_size": train.data.batch_size,
             "optimizer": dataclasses.asdict(train.optim), "max_steps": args.max_steps,
             "budget_seconds": {"search": args.search_seconds, "encdec": args.encdec_seconds,
                                "total": args.total_seconds, "reserve_per_cell": args.reserve_seconds},
@@ -363,7 +368,10 @@ def run_cell(run: Run, model_name: str, cells_left: int, data_dir: Path, train: 
         return run.save()
     print(f"{cell}: training for at most {clock.seconds:.0f} s on {run.device} "
           f"({run.elapsed():.0f} s into the run)", flush=True)
-    model, stats = train_cell(train, model_name, data_dir, clock, data_dir / "work", run.device)
+    graphed = run.args.cuda_graphs and model_name == "search"    # RNNencdec: cuDNN's fused GRU
+    config = dataclasses.replace(train, trainer=dataclasses.replace(train.trainer,
+                                                                    cuda_graphs=graphed))
+    model, stats = train_cell(config, model_name, data_dir, clock, data_dir / "work", run.device)
     stats["decode"] = {}
     run.record["cells"][cell] = stats
     run.save()
@@ -442,6 +450,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kept per cell for set-up, the dev loss and decoding")
     parser.add_argument("--max-steps", type=int, default=-1, help="per cell (-1: time only)")
     parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="RNNsearch's decoder loop as CUDA graphs (train.trainer.cuda_graphs)")
     parser.add_argument("--no-tf32", action="store_true", help="full fp32 GEMMs on a GPU")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
     parser.add_argument("--progress-every", type=float, default=30.0, help="seconds")

@@ -191,7 +191,8 @@ def header(run: dict[str, Any], work: Path) -> list[str]:
         f"-50 cells' training set, {pack[f'train_target_tokens_max{MAX_LEN}']:,} target tokens "
         f"an epoch), vocabularies of {vocab['src']:,} / {vocab['tgt']:,} words, "
         f"{pack['pairs']['test']:,} test sentences; pack sha256 `{pack['sha256']}`.", "",
-        f"Training: batch {s['batch_size']}, {s['precision']}{' (TF32 GEMMs)' if s['tf32'] else ''}, "
+        f"Training: batch {s['batch_size']}, {s['precision']}{' (TF32 GEMMs)' if s['tf32'] else ''}"
+        f"{', CUDA graphs (RNNsearch)' if s.get('cuda_graphs') else ''}, "
         f"{s['optimizer']['optimizer']} lr {s['optimizer']['lr']}, at most "
         f"{s['budget_seconds']['search']:.0f} s (RNNsearch) and {s['budget_seconds']['encdec']:.0f} s "
         f"(RNNencdec) each. Decoding on the device: greedy and beam {s['search']['beam_size']}, "
