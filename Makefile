@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup repro test test-fast ui bench preset clean-venv
+.PHONY: setup repro test test-fast ui bench preset paper-curve-data paper-curve-report clean-venv
 
 setup: $(STAMP)
 
@@ -40,6 +40,15 @@ bench: $(STAMP)
 ## NAME=luong | NAME=paper (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>.
 preset: $(STAMP)
 	$(PY) -m rnnsearch.presets run $(NAME)
+
+## The paper-width curve (scripts/gpu_paper_curve.sh): its data, prepared and tokenised by the real
+## stages and packed for the GPU command (data/paper_curve/pack.tar.xz, about 2 minutes) ...
+paper-curve-data: $(STAMP)
+	$(PY) -m rnnsearch.experiments.paper_curve pack
+
+## ... and its report from the files the GPU run returned: make paper-curve-report RESULTS=<dir>
+paper-curve-report: $(STAMP)
+	$(PY) -m rnnsearch.experiments.paper_curve report --results $(RESULTS)
 
 clean-venv:
 	rm -rf .venv
