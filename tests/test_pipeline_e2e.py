@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import make_project, run_in
 
@@ -38,8 +40,18 @@ def project(tmp_path_factory) -> Path:
     return make_project(tmp_path_factory.mktemp("project"), TINY)
 
 
-def test_repro_whole_pipeline_then_up_to_date(project):
+@pytest.fixture(scope="module")
+def default_run(project) -> Path:
+    """The project after ``dvc repro``, its run committed (what a user has after a full run)."""
     run_in(["dvc", "repro"], project)
+    run_in(["git", "add", "metrics", "plots", "reports", "dvc.lock"], project)
+    run_in(["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm",
+            "default run"], project)
+    return project
+
+
+def test_repro_whole_pipeline_then_up_to_date(default_run):
+    project = default_run
     metrics = json.loads((project / "metrics/tokenize.json").read_text())
     assert metrics["pairs"]["train"] == 800
     for cell in ("encdec-20", "search-20"):
@@ -54,6 +66,27 @@ def test_repro_whole_pipeline_then_up_to_date(project):
         assert name in shown, name
     plots = run_in(["dvc", "plots", "show", "--json"], project).stdout
     assert "bleu_by_length" in plots
+
+
+def test_preset_run_leaves_the_committed_default_run_intact(default_run):
+    """A decoding-only preset after the committed default run: the workspace's params, lock,
+    metrics, plots and report are untouched, no model is retrained, and the preset's results
+    are an experiment (``dvc exp show``) and the branch ``preset/<name>``. (Here rather than in
+    test_presets.py, so that the suite runs the tiny pipeline once for both.)"""
+    root = default_run
+    (root / "presets" / "beam2.yaml").write_text("translate:\n  search: {beam_size: 2, nbest: 1}\n")
+    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "beam2"], root)
+    for stage in ("translate@search-20", "translate@encdec-20", "evaluate", "report"):
+        assert f"Running stage '{stage}'" in ran.stdout, stage
+    for stage in ("prepare", "pretrain_lm", "train@search-20"):   # copied into the temp copy
+        assert f"Stage '{stage}' didn't change" in ran.stdout, stage
+    status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
+                     "dvc.lock"], root).stdout
+    assert status == ""
+    assert "beam2" in run_in(["dvc", "exp", "show", "--json"], root).stdout
+    kept = yaml.safe_load(run_in(["git", "show", "preset/beam2:params.yaml"], root).stdout)
+    assert kept["translate"]["search"]["beam_size"] == 2
+    assert "Table" in run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout
 
 
 @pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])

@@ -1,13 +1,10 @@
 """Presets resolve to valid configurations (every section, the grid) without training."""
 from __future__ import annotations
 
-import sys
 
 import pytest
-import yaml
 
-from conftest import REPO, make_project, run_in
-from test_pipeline_e2e import TINY
+from conftest import REPO
 
 from rnnsearch import presets
 from rnnsearch.config import ConfigError
@@ -85,33 +82,3 @@ def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypat
 
 
 # A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.
-ONE_CELL = {"train": {"grid": {"models": ["search"], "max_lens": [20]},
-                      "budget": {"max_steps": 12, "val_every_steps": 6}},
-            "evaluate": {"baseline": "search"},
-            "embed": {"epochs": 1},
-            "pretrain_lm": {"max_steps": 10, "val_every": 5, "checkpoint_every": 5}}
-
-
-@pytest.mark.slow
-def test_preset_run_leaves_the_committed_default_run_intact(tmp_path):
-    """The default run, committed; then a decoding-only preset: the workspace's params, lock,
-    metrics, plots and report are untouched, no model is retrained, and the preset's results
-    are an experiment (``dvc exp show``) and the branch ``preset/<name>``."""
-    root = make_project(tmp_path, presets.merge(TINY, ONE_CELL))
-    run_in(["dvc", "repro"], root)
-    run_in(["git", "add", "metrics", "plots", "reports", "dvc.lock"], root)
-    run_in(["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm",
-            "default run"], root)
-    (root / "presets" / "beam2.yaml").write_text("translate:\n  search: {beam_size: 2, nbest: 1}\n")
-    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "beam2"], root)
-    for stage in ("translate@search-20", "evaluate", "report"):
-        assert f"Running stage '{stage}'" in ran.stdout, stage
-    for stage in ("prepare", "pretrain_lm", "train@search-20"):   # copied into the temp copy
-        assert f"Stage '{stage}' didn't change" in ran.stdout, stage
-    status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
-                     "dvc.lock"], root).stdout
-    assert status == ""
-    assert "beam2" in run_in(["dvc", "exp", "show", "--json"], root).stdout
-    kept = yaml.safe_load(run_in(["git", "show", "preset/beam2:params.yaml"], root).stdout)
-    assert kept["translate"]["search"]["beam_size"] == 2
-    assert "Table" in run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout
