@@ -39,6 +39,7 @@ class _Beam:
 
     sentence: torch.Tensor            # n: index of each active sentence in the input batch
     limits: torch.Tensor              # n: output length limit (tokens, </s> included)
+    finished: torch.Tensor            # batch: finished hypotheses per input sentence so far
     scores: torch.Tensor              # n x k: cumulative log-probs (float64), -inf = empty
     tokens: torch.Tensor              # n*k x t: words so far
     attention: torch.Tensor | None    # n*k x t x S: attention rows so far
@@ -56,6 +57,7 @@ def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
     k = options.beam_size
     beam = _start(model, src, src_len, options)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
+    lengths = src_len.tolist()            # on the host once: finishing reads them every step
     while beam.sentence.numel() > 0:
         step = beam.tokens.size(1)
         prev = beam.tokens[:, -1] if step else torch.full(
@@ -63,8 +65,8 @@ def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
         at_limit = (beam.limits == step + 1).repeat_interleave(k)          # n*k
         out = next_log_probs(model, prev, beam.state, beam.memory, at_limit)
         top, origin, word = _expand_and_prune(beam.scores, out.log_probs)   # n x 2k each
-        _finish(beam, out, top, origin, word, finished, src_len, options)
-        beam = _retire(_advance(beam, out, top, origin, word), finished, k)
+        _finish(beam, out, top, origin, word, finished, lengths, options)
+        beam = _retire(_advance(beam, out, top, origin, word), k)
     return [_rank(hypotheses, options.nbest) for hypotheses in finished]
 
 
@@ -79,6 +81,7 @@ def _start(model: Any, src: torch.Tensor, src_len: torch.Tensor,
     scores[:, 0] = 0.0               # one live hypothesis (<s>) per sentence at first
     return _Beam(sentence=torch.arange(batch, device=src.device),
                  limits=max_output_lengths(src_len, options),
+                 finished=torch.zeros(batch, dtype=torch.long, device=src.device),
                  scores=scores,
                  tokens=torch.empty(batch * k, 0, dtype=torch.long, device=src.device),
                  attention=None,
@@ -106,29 +109,42 @@ def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
 
 
 def _finish(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
-            word: torch.Tensor, finished: list[list[Hypothesis]], src_len: torch.Tensor,
+            word: torch.Tensor, finished: list[list[Hypothesis]], lengths: list[int],
             options: SearchOptions) -> None:
-    """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list."""
+    """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list.
+
+    Everything the new hypotheses need comes to the host in one transfer per kind (sentence,
+    score, words, attention) rather than a few per hypothesis: on a GPU each transfer waits for
+    the device, and a batch finishes thousands of hypotheses. ``lengths``: real source lengths
+    of the input batch, on the host.
+    """
     k = beam.scores.size(1)
     ends = (word[:, :k] == EOS_ID) & torch.isfinite(top[:, :k])              # n x k
-    for slot, rank in ends.nonzero().tolist():
-        row = slot * k + int(origin[slot, rank])
-        sentence = int(beam.sentence[slot])
-        tokens = tuple(beam.tokens[row].tolist()) + (EOS_ID,)
-        score = float(top[slot, rank])
-        finished[sentence].append(Hypothesis(
-            tokens, score, normalise(score, len(tokens), options),
-            _attention_matrix(beam, out, row, int(src_len[sentence]))))
+    slots, ranks = ends.nonzero(as_tuple=True)                                # m, m
+    if slots.numel() == 0:
+        return
+    rows = slots * k + origin[slots, ranks]                                   # m
+    sentences = beam.sentence[slots]                                          # m
+    beam.finished.index_add_(0, sentences, torch.ones_like(sentences))
+    scores = top[slots, ranks].tolist()
+    tokens = beam.tokens.index_select(0, rows).tolist()                       # m x t
+    attention = _attention_rows(beam, out, rows)                              # m x t+1 x S
+    for i, (sentence, score, ids) in enumerate(zip(sentences.tolist(), scores, tokens)):
+        ids = (*ids, EOS_ID)
+        matrix = None if attention is None else attention[i, :, : lengths[sentence]].copy()
+        finished[sentence].append(Hypothesis(ids, score, normalise(score, len(ids), options),
+                                             matrix))
 
 
-def _attention_matrix(beam: _Beam, out: StepOutput, row: int, src_len: int):
-    """Hypothesis ``row``'s attention rows plus this step's: len x src_len (numpy), or None."""
+def _attention_rows(beam: _Beam, out: StepOutput, rows: torch.Tensor):
+    """The attention of hypotheses ``rows`` so far plus this step's: m x t+1 x S (numpy), or
+    None for a model without attention."""
     if out.attention is None:
         return None
-    last = out.attention[row, :src_len].unsqueeze(0)                          # 1 x S
-    if beam.attention is None:
-        return last.cpu().numpy()
-    return torch.cat([beam.attention[row, :, :src_len], last]).cpu().numpy()
+    last = out.attention.index_select(0, rows).unsqueeze(1)                  # m x 1 x S
+    if beam.attention is not None:
+        last = torch.cat([beam.attention.index_select(0, rows), last], dim=1)
+    return last.cpu().numpy()
 
 
 def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
@@ -147,14 +163,13 @@ def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tens
         step_attn = out.attention.index_select(0, parents).unsqueeze(1)      # n*k x 1 x S
         attention = step_attn if beam.attention is None else torch.cat(
             [beam.attention.index_select(0, parents), step_attn], dim=1)
-    return _Beam(beam.sentence, beam.limits, scores, tokens, attention, beam.memory,
-                 reorder(out.state, parents))
+    return _Beam(beam.sentence, beam.limits, beam.finished, scores, tokens, attention,
+                 beam.memory, reorder(out.state, parents))
 
 
-def _retire(beam: _Beam, finished: list[list[Hypothesis]], k: int) -> _Beam:
+def _retire(beam: _Beam, k: int) -> _Beam:
     """Drop sentences with ``k`` finished hypotheses, at their length limit, or with no live one."""
-    enough = torch.tensor([len(finished[int(s)]) >= k for s in beam.sentence],
-                          dtype=torch.bool, device=beam.scores.device)
+    enough = beam.finished.index_select(0, beam.sentence) >= k
     at_limit = beam.limits <= beam.tokens.size(1)
     dead = ~torch.isfinite(beam.scores).any(dim=1)
     keep = ~(enough | at_limit | dead)
@@ -162,7 +177,7 @@ def _retire(beam: _Beam, finished: list[list[Hypothesis]], k: int) -> _Beam:
         return beam
     slots = keep.nonzero().squeeze(1)                                         # m
     rows = (slots.unsqueeze(1) * k + torch.arange(k, device=slots.device)).reshape(-1)
-    return _Beam(beam.sentence[slots], beam.limits[slots], beam.scores[slots],
+    return _Beam(beam.sentence[slots], beam.limits[slots], beam.finished, beam.scores[slots],
                  beam.tokens.index_select(0, rows),
                  None if beam.attention is None else beam.attention.index_select(0, rows),
                  reorder(beam.memory, rows), reorder(beam.state, rows))

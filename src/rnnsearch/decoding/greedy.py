@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
@@ -50,15 +51,16 @@ def greedy(model: Any, src: torch.Tensor, src_len: torch.Tensor,
         if live.numel() < rows.numel():
             rows, prev = rows[live], prev[live]
             state, memory = reorder(state, live), reorder(memory, live)
-    return [_translation(tokens[i], float(scores[i]), attention, i, int(src_len[i]), options)
-            for i in range(batch)]
+    # to the host in one transfer per kind, not a few per sentence (each waits for a GPU)
+    weights = None if attention is None else attention.cpu().numpy()     # batch x steps x S
+    return [_translation(ids, score, weights, i, length, options) for i, (ids, score, length)
+            in enumerate(zip(tokens.tolist(), scores.tolist(), src_len.tolist()))]
 
 
-def _translation(tokens: torch.Tensor, score: float, attn: torch.Tensor | None, row: int,
+def _translation(ids: list[int], score: float, attn: np.ndarray | None, row: int,
                  src_len: int, options: SearchOptions) -> Translation:
     """Cut sentence ``row``'s output after its first ``</s>``."""
-    ids = tokens.tolist()
     length = ids.index(EOS_ID) + 1
-    matrix = None if attn is None else attn[row, :length, :src_len].cpu().numpy()
+    matrix = None if attn is None else attn[row, :length, :src_len].copy()
     hypothesis = Hypothesis(tuple(ids[:length]), score, normalise(score, length, options), matrix)
     return Translation((hypothesis,))
