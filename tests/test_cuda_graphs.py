@@ -36,10 +36,12 @@ def small_model(model: str = "search", **changes) -> torch.nn.Module:
     return build_model(config, VOCAB, VOCAB)
 
 
-def random_pairs(count: int, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+def random_pairs(count: int, seed: int = 0, longest: int = 12) -> list[tuple[list[int], list[int]]]:
+    """``count`` pairs of random words, each side 1 to ``longest`` words long."""
     rng = random.Random(seed)
-    return [([rng.randrange(4, VOCAB) for _ in range(rng.randint(1, 11))],
-             [rng.randrange(4, VOCAB) for _ in range(rng.randint(1, 13))]) for _ in range(count)]
+    return [([rng.randrange(4, VOCAB) for _ in range(rng.randint(1, longest))],
+             [rng.randrange(4, VOCAB) for _ in range(rng.randint(1, longest))])
+            for _ in range(count)]
 
 
 def loss_and_grads(model: torch.nn.Module, batch) -> tuple[float, dict[str, torch.Tensor]]:
@@ -103,6 +105,39 @@ def test_runner_falls_back_to_the_eager_loop_off_the_gpu():
     assert runner.captured == 0
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
+    """The runner's plumbing on the CPU, the capture standing in for itself (what a capture
+    returns computes what the module computes): one capture per padded shape, reused after,
+    the sample arguments shaped like the real ones, loss and gradients those of the eager loop."""
+    samples = []
+
+    def capture(module, sample_args, **options):
+        samples.append([tuple(t.shape) for t in sample_args])
+        assert options["allow_unused_input"] and all(not t.is_inference() for t in sample_args)
+        return module
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", capture)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(GraphedLoops, "applies", lambda self, word_gates: True)
+    model = small_model(cell=cell).train()
+    runner = enable_cuda_graphs(model)
+    pairs = {8: random_pairs(5, 1, longest=6), 16: random_pairs(5, 2, longest=14)}
+    for padded in (8, 16, 8):
+        batch = pad_batch(collate(pairs[padded]), rows=8, multiple=8)
+        model.decoder.loop_runner = None
+        loss, grads = loss_and_grads(model, batch)
+        model.decoder.loop_runner = runner
+        replayed_loss, replayed_grads = loss_and_grads(model, batch)
+        assert replayed_loss == loss and replayed_grads.keys() == grads.keys()
+        for name, grad in grads.items():
+            torch.testing.assert_close(replayed_grads[name], grad, rtol=0, atol=0, msg=name)
+    states = 2 if cell == "lstm" else 1
+    assert runner.captured == len(samples) == 2
+    assert [len(s) for s in samples] == [5 + states] * 2 and samples[0][0][:2] == (8, 8)
+
+
 def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatch):
     with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: only RNNsearch"):
         enable_cuda_graphs(small_model("encdec"))
@@ -121,12 +156,14 @@ def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatc
 @pytest.mark.cuda
 @pytest.mark.parametrize("precision", [torch.float32, torch.bfloat16])
 def test_graphed_loop_gives_the_eager_loss_and_gradients(precision):
-    """Replays of two shapes, each twice (the second replay reuses the capture), against the
-    eager loop on the same padded batches."""
+    """Replays of two shapes (lengths padded to 8 and to 16), each twice (the second replay
+    reuses the capture), against the eager loop on the same padded batches."""
     model = small_model().cuda().train()
     runner = GraphedLoops(model.decoder)
-    for seed in (1, 2, 1, 2):
-        batch = pad_batch(collate(random_pairs(6, seed)), rows=8, multiple=8).to("cuda")
+    pairs = {8: random_pairs(6, 1, longest=6), 16: random_pairs(6, 2, longest=14)}
+    for padded in (8, 16, 8, 16):
+        batch = pad_batch(collate(pairs[padded]), rows=8, multiple=8).to("cuda")
+        assert batch.src.size(1) == batch.tgt_in.size(1) == padded
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == torch.bfloat16):
             model.decoder.loop_runner = None
             loss, grads = loss_and_grads(model, batch)
