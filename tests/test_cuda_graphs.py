@@ -120,7 +120,7 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
     monkeypatch.setattr(torch.cuda, "make_graphed_callables", capture)
     monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(GraphedLoops, "applies", lambda self, word_gates: True)
+    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
     model = small_model(cell=cell).train()
     runner = enable_cuda_graphs(model)
     pairs = {8: random_pairs(5, 1, longest=6), 16: random_pairs(5, 2, longest=14)}
@@ -136,6 +136,30 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
     states = 2 if cell == "lstm" else 1
     assert runner.captured == len(samples) == 2
     assert [len(s) for s in samples] == [5 + states] * 2 and samples[0][0][:2] == (8, 8)
+
+
+def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
+    """A capture CUDA refuses (an operation it cannot record, out of memory) costs the run its
+    speed-up, not its progress: a warning, the eager loop from then on, the reason recorded."""
+    def refuse(*args, **kwargs):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", refuse)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+    model = small_model().train()
+    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
+    loss, _ = loss_and_grads(model, batch)
+    runner = enable_cuda_graphs(model)
+    with caplog.at_level("WARNING", logger="rnnsearch"):
+        assert loss_and_grads(model, batch)[0] == loss
+        assert loss_and_grads(model, batch)[0] == loss
+    assert "training goes on without CUDA graphs" in caplog.text
+    assert caplog.text.count("capturing the decoder loop") == 1       # tried once, not per step
+    assert runner.stats() == {"cuda_graph_shapes": 0, "cuda_graph_capture_seconds": 0.0,
+                              "cuda_graph_error": "operation not permitted when stream is "
+                                                  "capturing"}
 
 
 def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatch):

@@ -304,7 +304,7 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
         row.update(tokens_per_s=timer.tokens_per_second, steps=timer.steps,
                    ms_per_step=1e3 * timer.seconds / max(timer.steps, 1))
         if runner:
-            row.update(graph_shapes=runner.captured, capture_s=runner.capture_seconds)
+            row.update(runner.stats())
     finally:   # Lightning's deterministic flag is process-wide: decoding must not inherit it
         torch.use_deterministic_algorithms(deterministic)
     row["peak_memory_mib"] = peak_memory_mib(device)

@@ -286,8 +286,7 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
              "dev_ppl": round(math.exp(min(dev_loss, 50.0)), 3),
              "peak_memory_mib": round(peak_memory_mib(device), 1)}
     if graphs is not None:
-        stats.update(cuda_graph_shapes=graphs.captured,
-                     cuda_graph_capture_seconds=round(graphs.capture_seconds, 1))
+        stats.update(graphs.stats())
     return model, stats
 
 

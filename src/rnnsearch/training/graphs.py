@@ -37,6 +37,7 @@ from rnnsearch.config.base import ConfigError
 from rnnsearch.models import Seq2Seq
 from rnnsearch.models.decoder import BahdanauDecoder
 from rnnsearch.models.state import DecoderState, Memory
+from rnnsearch.training.checkpoints import log
 
 
 class LoopModule(nn.Module):
@@ -78,20 +79,37 @@ class GraphedLoops:
         self.graphs: dict[tuple, Any] = {}
         self.pool: Any = None
         self.capture_seconds = 0.0          # wall time spent warming up and capturing
+        self.error: str | None = None       # why a capture failed (the loop then runs eagerly)
 
-    def applies(self, word_gates: Tensor) -> bool:
+    def is_gpu_training(self, word_gates: Tensor) -> bool:
+        """Teacher forcing on a GPU with gradients: what the graphs are for."""
         return word_gates.is_cuda and self.decoder.training and torch.is_grad_enabled()
 
     def __call__(self, word_gates: Tensor, memory: Memory, state: DecoderState
                  ) -> tuple[Tensor, Tensor, Tensor]:
-        if not self.applies(word_gates):
+        if self.error is not None or not self.is_gpu_training(word_gates):
             return self.decoder.attention_loop(word_gates, memory, state)
         inputs = (word_gates, memory.keys, memory.values, memory.mask, memory.lengths,
                   state.hidden, *(() if state.cell is None else (state.cell,)))
         key = tuple((tuple(t.shape), t.dtype, t.requires_grad) for t in inputs)
         with _autocast_without_cache():
-            graphed = self.graphs.get(key) or self._capture(key, inputs)
-            return graphed(*inputs)
+            graphed = self.graphs.get(key) or self._capture_or_give_up(key, inputs)
+            if graphed is not None:
+                return graphed(*inputs)
+        return self.decoder.attention_loop(word_gates, memory, state)
+
+    def _capture_or_give_up(self, key: tuple, inputs: tuple[Tensor, ...]) -> Any:
+        """:meth:`_capture`; when it fails (an operation CUDA cannot capture, memory), the run
+        goes on with the eager loop (a warning, and ``error`` for the metrics) rather than
+        losing its progress; returns None then."""
+        try:
+            return self._capture(key, inputs)
+        except (RuntimeError, AssertionError) as err:
+            self.error = " ".join(str(err).split())[:300] or type(err).__name__
+            log.warning("warning: train.trainer.cuda_graphs: capturing the decoder loop for "
+                        "shapes %s failed (%s); training goes on without CUDA graphs",
+                        [shape for shape, _, _ in key], self.error)
+            return None
 
     def _capture(self, key: tuple, inputs: tuple[Tensor, ...]) -> Any:
         """Capture the loop's forward and backward for these shapes (the sample arguments are
@@ -113,6 +131,15 @@ class GraphedLoops:
     def captured(self) -> int:
         """How many shapes have a graph."""
         return len(self.graphs)
+
+    def stats(self) -> dict[str, Any]:
+        """What a run's metrics record: shapes captured, seconds spent capturing, and why
+        capturing stopped, if it failed."""
+        stats: dict[str, Any] = {"cuda_graph_shapes": self.captured,
+                                 "cuda_graph_capture_seconds": round(self.capture_seconds, 1)}
+        if self.error:
+            stats["cuda_graph_error"] = self.error
+        return stats
 
 
 def enable_cuda_graphs(model: Seq2Seq, key: str = "train.trainer.cuda_graphs") -> GraphedLoops:

@@ -282,7 +282,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(model),
                "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
     if graphs is not None:
-        metrics["cuda_graph_shapes"] = graphs.captured
+        metrics.update(graphs.stats())
     if trainer.is_global_zero:
         logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
                            {"train/tokens_per_s_mean": task.tokens_per_second},
