@@ -55,7 +55,12 @@ def check_report(out: Path, name: str) -> dict:
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
     assert set(results["agreement"]) == {"greedy", "beam5"}
     report = (out / f"{name}.md").read_text()
+    assert {p["model"] for p in results["profile"]} == {"default", "paper"}
+    assert all(p["wall_ms_per_step"] > 0 for p in results["profile"] + results["profile_decoding"])
+    assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
+        (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
     for heading in ("## Targets (issue 12)", "## Training", "## Arithmetic", "## Decoding",
+                    "## Where a training step's time goes", "## Where a decoding batch's time",
                     "## Same hypotheses as on the CPU?"):
         assert heading in report
     assert "--device" in report

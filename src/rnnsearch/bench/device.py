@@ -431,6 +431,29 @@ def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan:
     return rows, last
 
 
+def profile_decoding(model: BenchModel, sources: list[list[int]], device: str, plan: Plan
+                     ) -> list[dict[str, Any]]:
+    """Profiler evidence for decoding (:func:`profile_device_steps`): one batch of the largest
+    decode batch size, sentences of every length, per method, after a warm-up batch."""
+    torch.manual_seed(0)
+    net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
+    batch = max(plan.decode_batches)
+    subset = sources[:: max(1, len(sources) // batch)][:batch]
+    rows = []
+    for method, beam in METHODS.items():
+        def one_batch() -> CorpusResult:
+            with torch.inference_mode():
+                return translate_corpus(net, subset, "greedy" if beam == 1 else "beam",
+                                        decode_options(beam), batch, device, progress=False)
+
+        one_batch()
+        rows.append({"model": model.name, "method": method, "sentences": len(subset),
+                     **profile_device_steps(one_batch, 1, device)})
+    del net
+    release(device)
+    return rows
+
+
 def agreement(model: BenchModel, sources: list[list[int]], on_device: dict[str, CorpusResult],
               every: int = 4) -> dict[str, Any]:
     """How many best hypotheses of every ``every``-th sentence differ between the device's
@@ -478,7 +501,8 @@ def run(device: str, tiny: bool, params_path: Path | None = None,
     models = bench_models(plan, params_path or repo_root() / "params.yaml")
     results: dict[str, Any] = {"machine": machine(device), "plan": dataclasses.asdict(plan),
                                "card": card_gemm(device, plan), "training": [], "arithmetic": [],
-                               "decoding": [], "agreement": {}, "profile": [], "seconds": {}}
+                               "decoding": [], "agreement": {}, "profile": [], "profile_decoding": [],
+                               "seconds": {}}
     with tempfile.TemporaryDirectory(prefix="bench-device-") as tmp:
         for model in models:
             start = time.perf_counter()
@@ -499,6 +523,7 @@ def run(device: str, tiny: bool, params_path: Path | None = None,
             sources = stratified_sources(model.vocab, plan.per_bucket)
             rows, last = decode_speed(model, sources, device, plan)
             results["decoding"] += rows
+            results["profile_decoding"] += profile_decoding(model, sources, device, plan)
             if model.name == "default":
                 results["agreement"] = agreement(model, sources, last)
             results["seconds"][model.name] = round(time.perf_counter() - start, 1)

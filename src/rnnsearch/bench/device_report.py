@@ -88,6 +88,22 @@ def profile_lines(results: dict[str, Any]) -> list[str]:
          "GPU busy ms/step", "GPU idle", "top kernels (ms/step)"], rows)
 
 
+def decoding_profile_lines(results: dict[str, Any]) -> list[str]:
+    """The profiler's account of one decoding batch per method."""
+    rows = [[p["model"], p["method"], p["sentences"], f"{p['wall_ms_per_step']:,.0f}",
+             f"{p['kernels_per_step']:,.0f}", f"{p['gpu_busy_ms_per_step']:,.0f}",
+             f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
+             "; ".join(f"{k['name']} {k['ms']:.1f}" for k in p["top_kernels_ms"][:3])]
+            for p in results.get("profile_decoding", [])]
+    if not rows:
+        return []
+    return ["", "## Where a decoding batch's time goes (torch.profiler)", "",
+            "One batch of the largest decode batch size, sentences of every length: wall time, "
+            "kernels launched and GPU busy time for the whole batch.", ""] + markdown_table(
+        ["model", "method", "sentences", "wall ms", "kernels", "GPU busy ms", "GPU idle",
+         "top kernels (ms)"], rows)
+
+
 def arithmetic_rows(results: dict[str, Any]) -> list[list[Any]]:
     return [[a["model"], a["batch"], f"{a['mflop_per_token']:.1f}",
              f"{a['gemm_gflops_fp32']:,.0f}", f"{a['roofline_tokens_per_s_fp32']:,.0f}",
@@ -158,6 +174,7 @@ def markdown_report(results: dict[str, Any]) -> str:
     best = [f"{d['model']} {d['method']}: batch {d['batch']}" for d in results["best_decoding"]]
     lines += ["", "Fastest decode batch (the candidate for `translate.batch_size_cuda`): "
               + "; ".join(best) + "."]
+    lines += decoding_profile_lines(results)
     lines += agreement_lines(results)
     lines += ["", "Bench time by model: " + ", ".join(
         f"{name} {seconds:.0f} s" for name, seconds in results["seconds"].items()) + "."]
