@@ -69,39 +69,41 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+PROFILE_COLUMNS = ["wall ms", "kernels", "GPU busy ms", "GPU idle", "top kernels (ms)"]
+
+
+def _profiled(p: dict[str, Any]) -> list[str]:
+    """The columns :data:`PROFILE_COLUMNS` of one profile (per step, or per batch)."""
+    return [f"{p['wall_ms_per_step']:,.1f}", f"{p['kernels_per_step']:,.0f}",
+            f"{p['gpu_busy_ms_per_step']:,.1f}",
+            f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
+            "; ".join(f"{k['name']} {k['ms']:.2f}" for k in p["top_kernels_ms"][:3])]
+
+
+def _section(title: str, intro: str, columns: list[str], rows: list[list[Any]]) -> list[str]:
+    """A titled table, or nothing when there are no rows."""
+    if not rows:
+        return []
+    return ["", f"## {title}", "", intro, ""] + markdown_table(columns, rows)
+
+
 def profile_lines(results: dict[str, Any]) -> list[str]:
-    """The profiler's account of one training step (torch.profiler, CUDA activity)."""
-    rows = [[p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
-             "yes" if p["cuda_graphs"] else "no", f"{p['wall_ms_per_step']:.1f}",
-             f"{p['kernels_per_step']:,.0f}", f"{p['gpu_busy_ms_per_step']:.1f}",
-             f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
-             "; ".join(f"{k['name']} {k['ms']:.2f}" for k in p["top_kernels_ms"][:3])]
-            for p in results.get("profile", [])]
-    if not rows:
-        return []
-    return ["", "## Where a training step's time goes (torch.profiler)", "",
-            "One bucketed batch of median length, model + Adam as the train stage steps them "
-            "(fp32), profiled over several steps after a warm-up: kernels launched and GPU busy "
-            "time per step. A GPU idle most of the step is waiting for the host to launch "
-            "kernels (launch-bound), not computing.", ""] + markdown_table(
-        ["model", "batch", "padded src x tgt", "CUDA graphs", "wall ms/step", "kernels/step",
-         "GPU busy ms/step", "GPU idle", "top kernels (ms/step)"], rows)
-
-
-def decoding_profile_lines(results: dict[str, Any]) -> list[str]:
-    """The profiler's account of one decoding batch per method."""
-    rows = [[p["model"], p["method"], p["sentences"], f"{p['wall_ms_per_step']:,.0f}",
-             f"{p['kernels_per_step']:,.0f}", f"{p['gpu_busy_ms_per_step']:,.0f}",
-             f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
-             "; ".join(f"{k['name']} {k['ms']:.1f}" for k in p["top_kernels_ms"][:3])]
-            for p in results.get("profile_decoding", [])]
-    if not rows:
-        return []
-    return ["", "## Where a decoding batch's time goes (torch.profiler)", "",
-            "One batch of the largest decode batch size, sentences of every length: wall time, "
-            "kernels launched and GPU busy time for the whole batch.", ""] + markdown_table(
-        ["model", "method", "sentences", "wall ms", "kernels", "GPU busy ms", "GPU idle",
-         "top kernels (ms)"], rows)
+    """The profiler's accounts of a training step and of a decoding batch (torch.profiler)."""
+    training = [[p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
+                 "yes" if p["cuda_graphs"] else "no", *_profiled(p)]
+                for p in results.get("profile", [])]
+    decoding = [[p["model"], p["method"], p["sentences"], *_profiled(p)]
+                for p in results.get("profile_decoding", [])]
+    return _section(
+        "Where a training step's time goes (torch.profiler)",
+        "One bucketed batch of median length, model + Adam as the train stage steps them (fp32), "
+        "profiled over several steps after a warm-up; per step. A GPU idle most of the step is "
+        "waiting for the host to launch kernels (launch-bound), not computing.",
+        ["model", "batch", "padded src x tgt", "CUDA graphs", *PROFILE_COLUMNS], training
+    ) + _section(
+        "Where a decoding batch's time goes (torch.profiler)",
+        "One batch of the largest decode batch size, sentences of every length; for the whole "
+        "batch.", ["model", "method", "sentences", *PROFILE_COLUMNS], decoding)
 
 
 def arithmetic_rows(results: dict[str, Any]) -> list[list[Any]]:
@@ -174,7 +176,6 @@ def markdown_report(results: dict[str, Any]) -> str:
     best = [f"{d['model']} {d['method']}: batch {d['batch']}" for d in results["best_decoding"]]
     lines += ["", "Fastest decode batch (the candidate for `translate.batch_size_cuda`): "
               + "; ".join(best) + "."]
-    lines += decoding_profile_lines(results)
     lines += agreement_lines(results)
     lines += ["", "Bench time by model: " + ", ".join(
         f"{name} {seconds:.0f} s" for name, seconds in results["seconds"].items()) + "."]
