@@ -13,11 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 import torch
 
 from conftest import REPO
-from rnnsearch.bench.device import (TEST_BUCKETS, best_rows, plan_for, stratified_sources,
-                                     training_lengths, write_synthetic_corpus)
+from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for,
+                                     stratified_sources, train_speed, training_lengths,
+                                     write_synthetic_corpus)
 from rnnsearch.data.vocab import Vocabulary
 
 MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
@@ -125,3 +127,19 @@ def test_device_bench_runs_tiny_on_the_gpu(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     results = check_report(tmp_path, "bench_gpu")
     assert "gpu" in results["machine"]
+
+
+def test_a_failed_training_run_is_a_row_with_its_error_not_the_end_of_the_bench(tmp_path,
+                                                                                monkeypatch):
+    """Out of memory at a large batch, or a CUDA failure in one configuration, costs that row
+    only: the bench goes on to the next configuration."""
+    def fail(self, *args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(pl.Trainer, "fit", fail)
+    plan = plan_for(True)
+    model = bench_models(plan, REPO / "params.yaml")[0]
+    write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
+    assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0

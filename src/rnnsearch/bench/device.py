@@ -231,6 +231,12 @@ class StepTimer(pl.Callback):
         return self.tokens / self.seconds if self.seconds else 0.0
 
 
+def failure(err: BaseException) -> str:
+    """One line for a measurement that failed (``out of memory: ...`` or the error)."""
+    text = " ".join(str(err).split())[:200] or type(err).__name__
+    return f"out of memory: {text}" if isinstance(err, torch.cuda.OutOfMemoryError) else text
+
+
 def reset_peak_memory(device: str) -> None:
     """Start counting the peak memory afresh (a GPU's; a CPU process' peak cannot be reset)."""
     if device == "cuda":
@@ -298,8 +304,8 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
     try:
         trainer.fit(task, datamodule=data)
-    except torch.cuda.OutOfMemoryError as err:
-        row["error"] = f"out of memory: {' '.join(str(err).split())[:200]}"
+    except RuntimeError as err:     # out of memory, or a CUDA failure: the next runs still run
+        row["error"] = failure(err)
     else:
         row.update(tokens_per_s=timer.tokens_per_second, steps=timer.steps,
                    ms_per_step=1e3 * timer.seconds / max(timer.steps, 1))
@@ -343,11 +349,15 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
             enable_cuda_graphs(net)
             step_batch = pad_batch(batch, model.train.data.batch_size,
                                    model.train.trainer.graph_length_multiple).to(device)
-        train_step(net, optimizer, step_batch)                  # capture (graphs), warm up
-        profiled = profile_device_steps(lambda: train_step(net, optimizer, step_batch),
-                                        plan.profile_steps, device)
-        rows.append({"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
-                     "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1), **profiled})
+        row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
+               "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1)}
+        try:
+            train_step(net, optimizer, step_batch)              # capture (graphs), warm up
+            row.update(profile_device_steps(lambda: train_step(net, optimizer, step_batch),
+                                            plan.profile_steps, device))
+        except RuntimeError as err:
+            row["error"] = failure(err)
+        rows.append(row)
         del net, optimizer
         release(device)
     return rows

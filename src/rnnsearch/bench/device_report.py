@@ -90,7 +90,8 @@ def _section(title: str, intro: str, columns: list[str], rows: list[list[Any]]) 
 def profile_lines(results: dict[str, Any]) -> list[str]:
     """The profiler's accounts of a training step and of a decoding batch (torch.profiler)."""
     training = [[p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
-                 "yes" if p["cuda_graphs"] else "no", *_profiled(p)]
+                 "yes" if p["cuda_graphs"] else "no",
+                 *(_profiled(p) if "error" not in p else [f"failed: {p['error']}", *[""] * 4])]
                 for p in results.get("profile", [])]
     decoding = [[p["model"], p["method"], p["sentences"], *_profiled(p)]
                 for p in results.get("profile_decoding", [])]
