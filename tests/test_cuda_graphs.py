@@ -20,10 +20,14 @@ from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models import build_model
+from rnnsearch.training import run as run_module
+from rnnsearch.training import train_cell
 from rnnsearch.training.data import collate, pad_batch, round_up
 from rnnsearch.training.graphs import GraphedLoops, LoopModule, enable_cuda_graphs
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.run import use_cuda_graphs
+from test_training import config as train_config
+from test_training import corpus  # noqa: F401  (the fixture of a tiny tokenised corpus)
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 VOCAB = 40
@@ -160,6 +164,27 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
     assert runner.stats() == {"cuda_graph_shapes": 0, "cuda_graph_capture_seconds": 0.0,
                               "cuda_graph_error": "operation not permitted when stream is "
                                                   "capturing"}
+
+
+def test_train_cell_with_graphs_trains_like_without(monkeypatch, tmp_path, corpus):
+    """The train stage's own ``train_cell`` with ``cuda_graphs`` through Lightning (padded
+    batches, the runner in training, the eager loop in validation, checkpoints), the capture
+    standing in for itself on the CPU: the same dev loss as without graphs, up to the float
+    rounding of the padded shapes, and the captures in the metrics."""
+    pytest.importorskip("mlflow")        # train_cell logs to MLflow (absent on the GPU machine)
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", lambda module, *a, **k: module)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+    monkeypatch.setattr(run_module, "require", lambda *args: None)    # "no CUDA GPU" check
+    plain = train_cell(train_config(), "search", 12, corpus, tmp_path / "plain")
+    graphed = train_cell(train_config(trainer={"accelerator": "auto", "cuda_graphs": True}),
+                         "search", 12, corpus, tmp_path / "graphed")
+    assert graphed["steps"] == plain["steps"] == 6
+    assert graphed["val_loss"] == pytest.approx(plain["val_loss"], rel=1e-4)
+    assert 1 <= graphed["cuda_graph_shapes"] <= 6 and "cuda_graph_error" not in graphed
+    assert "cuda_graph_shapes" not in plain
+    assert (tmp_path / "graphed/model.pt").is_file()
 
 
 def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatch):
