@@ -22,7 +22,9 @@ previous step (``encdec``; ``luong`` without input feeding); otherwise a lean lo
 over all steps outside the loop; the loop reads that projection through ``unbind`` (whose backward
 stacks the steps' gradients once) rather than ``[:, t]`` (whose backward writes a zero-filled
 batch x T x G*H gradient per step). ``step`` runs the same code for one step, so a step-by-step
-decode reproduces the teacher-forced logits.
+decode reproduces the teacher-forced logits. RNNsearch's loop is a method of its own
+(``BahdanauDecoder.attention_loop``) that an optional ``loop_runner`` replaces: on a GPU,
+:mod:`rnnsearch.training.graphs` replays it as CUDA graphs (``train.trainer.cuda_graphs``).
 """
 from __future__ import annotations
 
