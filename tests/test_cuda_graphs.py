@@ -40,6 +40,12 @@ def small_model(model: str = "search", **changes) -> torch.nn.Module:
     return build_model(config, VOCAB, VOCAB)
 
 
+# the models with a step-by-step attention loop, as (model, changes) for small_model
+LOOPED = {"search": ("search", {}), "search-lstm": ("search", {"cell": "lstm"}),
+          "luong-local_p": ("luong", {"attention": "local_p", "score": "general"}),
+          "luong-lstm": ("luong", {"cell": "lstm", "score": "general"})}
+
+
 def random_pairs(count: int, seed: int = 0, longest: int = 12) -> list[tuple[list[int], list[int]]]:
     """``count`` pairs of random words, each side 1 to ``longest`` words long."""
     rng = random.Random(seed)
@@ -71,9 +77,11 @@ def test_round_up_and_pad_batch_shapes():
         pad_batch(batch, rows=4, multiple=8)
 
 
-def test_padding_to_graph_shapes_changes_no_loss_and_no_gradient():
+@pytest.mark.parametrize("variant", LOOPED)
+def test_padding_to_graph_shapes_changes_no_loss_and_no_gradient(variant):
     """What the graphs train on (padded rows and lengths) gives the eager loop's numbers."""
-    model = small_model().train()          # dropout 0: the two passes compare
+    name, changes = LOOPED[variant]
+    model = small_model(name, **changes).train()       # dropout 0: the two passes compare
     batch = collate(random_pairs(6))
     loss, grads = loss_and_grads(model, batch)
     padded_loss, padded_grads = loss_and_grads(model, pad_batch(batch, rows=9, multiple=8))
@@ -83,19 +91,24 @@ def test_padding_to_graph_shapes_changes_no_loss_and_no_gradient():
         torch.testing.assert_close(padded_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_loop_module_computes_the_decoders_loop():
-    model = small_model().train()
+@pytest.mark.parametrize("variant", LOOPED)
+def test_loop_module_computes_the_decoders_loop(variant):
+    name, changes = LOOPED[variant]
+    model = small_model(name, **changes).train()
     batch = collate(random_pairs(4))
     memory = model.encode(batch.src, batch.src_len)
     state = model.init_state(memory)
     _, word_gates = model.decoder._embed(batch.tgt_in)
     expected = model.decoder.attention_loop(word_gates, memory, state)
-    module = LoopModule(model.decoder)
-    got = module(word_gates, memory.keys, memory.values, memory.mask, memory.lengths, state.hidden)
-    for a, b in zip(got, expected):
+    layout = tuple(f for f in ("cell", "feed") if getattr(state, f) is not None)
+    module = LoopModule(model.decoder, layout)
+    got = module(word_gates, memory.keys, memory.values, memory.mask, memory.lengths,
+                 state.hidden, state.step, *(getattr(state, f) for f in layout))
+    for a, b in zip(got, expected, strict=True):
         torch.testing.assert_close(a, b)
-    names = {n for n, _ in module.named_parameters()}
-    assert names and all(n.startswith(("attention.", "rnn.")) for n in names)
+    # every decoder parameter is on the capture's surface: none can miss its gradient
+    assert {n for n, _ in module.named_parameters()} == {
+        f"decoder.{n}" for n, _ in model.decoder.named_parameters()}
 
 
 def test_runner_falls_back_to_the_eager_loop_off_the_gpu():
@@ -109,8 +122,8 @@ def test_runner_falls_back_to_the_eager_loop_off_the_gpu():
     assert runner.captured == 0
 
 
-@pytest.mark.parametrize("cell", ["gru", "lstm"])
-def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
+@pytest.mark.parametrize("variant", LOOPED)
+def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, variant):
     """The runner's plumbing on the CPU, the capture standing in for itself (what a capture
     returns computes what the module computes): one capture per padded shape, reused after,
     the sample arguments shaped like the real ones, loss and gradients those of the eager loop."""
@@ -125,7 +138,8 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
     monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
-    model = small_model(cell=cell).train()
+    kind, changes = LOOPED[variant]
+    model = small_model(kind, **changes).train()
     runner = enable_cuda_graphs(model)
     pairs = {8: random_pairs(5, 1, longest=6), 16: random_pairs(5, 2, longest=14)}
     for padded in (8, 16, 8):
@@ -137,9 +151,9 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, cell):
         assert replayed_loss == loss and replayed_grads.keys() == grads.keys()
         for name, grad in grads.items():
             torch.testing.assert_close(replayed_grads[name], grad, rtol=0, atol=0, msg=name)
-    states = 2 if cell == "lstm" else 1
+    optional = (model.config.cell == "lstm") + (kind == "luong")     # LSTM cell, fed state
     assert runner.captured == len(samples) == 2
-    assert [len(s) for s in samples] == [5 + states] * 2 and samples[0][0][:2] == (8, 8)
+    assert [len(s) for s in samples] == [7 + optional] * 2 and samples[0][0][:2] == (8, 8)
 
 
 def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
@@ -188,8 +202,10 @@ def test_train_cell_with_graphs_trains_like_without(monkeypatch, tmp_path, corpu
 
 
 def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatch):
-    with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: only RNNsearch"):
-        enable_cuda_graphs(small_model("encdec"))
+    for name, changes in (("encdec", {}), ("luong", {"input_feeding": False})):
+        with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: model .* has no "
+                                              r"step-by-step decoder loop"):
+            enable_cuda_graphs(small_model(name, **changes))
     with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: needs a GPU"):
         TrainerConfig(accelerator="cpu", cuda_graphs=True).check("train.trainer")
     with pytest.raises(ConfigError, match=r"graph_length_multiple: must be > 0"):
@@ -199,15 +215,19 @@ def test_models_without_the_loop_and_cpu_settings_fail_naming_the_key(monkeypatc
     config = dataclasses.replace(config, trainer=TrainerConfig(accelerator="gpu", cuda_graphs=True))
     with pytest.raises(ConfigError, match=r"train\.trainer\.cuda_graphs: true, but torch sees no"):
         use_cuda_graphs(config, small_model())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert use_cuda_graphs(config, small_model("encdec")) is None    # a mixed grid trains on
 
 
 @needs_gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("variant", ["search", "luong-local_p"])
 @pytest.mark.parametrize("precision", [torch.float32, torch.bfloat16])
-def test_graphed_loop_gives_the_eager_loss_and_gradients(precision):
+def test_graphed_loop_gives_the_eager_loss_and_gradients(precision, variant):
     """Replays of two shapes (lengths padded to 8 and to 16), each twice (the second replay
     reuses the capture), against the eager loop on the same padded batches."""
-    model = small_model().cuda().train()
+    kind, changes = LOOPED[variant]
+    model = small_model(kind, **changes).cuda().train()
     runner = GraphedLoops(model.decoder)
     pairs = {8: random_pairs(6, 1, longest=6), 16: random_pairs(6, 2, longest=14)}
     for padded in (8, 16, 8, 16):

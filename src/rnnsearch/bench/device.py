@@ -292,7 +292,7 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     net = build_model(model.config, model.vocab, model.vocab)
     runner = use_cuda_graphs(config, net)
     task = TranslationTask(net, config.optim, log_every_steps=config.trainer.log_every_steps,
-                           pad_to=graph_padding(config))
+                           pad_to=graph_padding(config, runner))
     timer = StepTimer(plan.warmup_steps, device,
                       (lambda: runner.capture_seconds) if runner else (lambda: 0.0))
     deterministic = torch.are_deterministic_algorithms_enabled()

@@ -127,7 +127,7 @@ class TrainerConfig:
     deterministic: bool = True
     log_every_steps: int = 10
     threads: int = 0                # torch CPU threads per process (0: torch's default)
-    cuda_graphs: bool = False       # RNNsearch's decoder loop replayed as CUDA graphs (GPU only)
+    cuda_graphs: bool = False       # the attention decoder's loop replayed as CUDA graphs (GPU)
     graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
 
     def check(self, key: str) -> None:

@@ -267,7 +267,8 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
     data, model, _ = build(config, model_name, MAX_LEN, data_dir, None, None)
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, {"cell": clock.cell}, None,
-                           config.trainer.log_every_steps, pad_to=graph_padding(config))
+                           config.trainer.log_every_steps,
+                           pad_to=graph_padding(config, graphs))
     reset_peak_memory(device)
     trainer = make_trainer(config, work, False, [clock, TQDMProgressBar(refresh_rate=0)])
     trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
@@ -367,9 +368,9 @@ def run_cell(run: Run, model_name: str, cells_left: int, data_dir: Path, train: 
         return run.save()
     print(f"{cell}: training for at most {clock.seconds:.0f} s on {run.device} "
           f"({run.elapsed():.0f} s into the run)", flush=True)
-    graphed = run.args.cuda_graphs and model_name == "search"    # RNNencdec: cuDNN's fused GRU
-    config = dataclasses.replace(train, trainer=dataclasses.replace(train.trainer,
-                                                                    cuda_graphs=graphed))
+    # RNNencdec trains as it is (cuDNN's fused GRU, nothing to graph): use_cuda_graphs says so
+    config = dataclasses.replace(train, trainer=dataclasses.replace(
+        train.trainer, cuda_graphs=run.args.cuda_graphs))
     model, stats = train_cell(config, model_name, data_dir, clock, data_dir / "work", run.device)
     stats["decode"] = {}
     run.record["cells"][cell] = stats

@@ -22,9 +22,10 @@ previous step (``encdec``; ``luong`` without input feeding); otherwise a lean lo
 over all steps outside the loop; the loop reads that projection through ``unbind`` (whose backward
 stacks the steps' gradients once) rather than ``[:, t]`` (whose backward writes a zero-filled
 batch x T x G*H gradient per step). ``step`` runs the same code for one step, so a step-by-step
-decode reproduces the teacher-forced logits. RNNsearch's loop is a method of its own
-(``BahdanauDecoder.attention_loop``) that an optional ``loop_runner`` replaces: on a GPU,
-:mod:`rnnsearch.training.graphs` replays it as CUDA graphs (``train.trainer.cuda_graphs``).
+decode reproduces the teacher-forced logits. The loop is a method of its own
+(``attention_loop``, RNNsearch and Luong with input feeding) that an optional ``loop_runner``
+replaces: on a GPU, :mod:`rnnsearch.training.graphs` replays it as CUDA graphs
+(``train.trainer.cuda_graphs``).
 """
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ from rnnsearch.models.rnn import cell_step, layer_weights, make_rnn
 from rnnsearch.models.state import DecoderState, Memory
 
 Layers = list[Tensor]  # one batch x H tensor per layer
-# (word_gates batch x T x G*H, memory, state) -> (states batch x T x H, contexts, weights)
-LoopRunner = Callable[[Tensor, Memory, DecoderState], tuple[Tensor, Tensor, Tensor]]
+# (word_gates batch x T x G*H, memory, state) -> what the decoder's attention_loop returns
+LoopRunner = Callable[[Tensor, Memory, DecoderState], tuple[Tensor, ...]]
 
 
 class StepWeights(NamedTuple):
@@ -126,6 +127,11 @@ class RecurrentDecoder(nn.Module):
             new_hidden.append(h)
             new_cells.append(c)
         return new_hidden, new_cells
+
+def _positions(state: DecoderState, length: int) -> Tensor:
+    """Target positions ``step .. step + length - 1`` of every sentence: batch x length."""
+    return state.step.unsqueeze(1) + torch.arange(length, device=state.step.device)
+
 
 def split_state(state: DecoderState) -> tuple[Layers, Layers | list[None]]:
     """Per-layer lists of batch x H tensors from a batch x layers x H state."""
@@ -252,12 +258,22 @@ class LuongDecoder(RecurrentDecoder):
 
     def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState) -> tuple[Tensor, Tensor]:
         """Teacher forcing: batch x T ids -> logits batch x T x V, weights batch x T x S."""
-        steps = state.step.unsqueeze(1) + torch.arange(tgt_in.size(1), device=tgt_in.device)
         if not self.config.input_feeding:
+            steps = _positions(state, tgt_in.size(1))
             embedded = self.dropout(self.embedding(tgt_in))               # batch x T x E
             attentional, weights = self._attend(self._run_fused(embedded, state), memory, steps)
             return self.output(self.dropout(attentional)), weights
         _, word_gates = self._embed(tgt_in)                               # batch x T x G*H
+        run = self.loop_runner or self.attention_loop
+        attentional, alignments = run(word_gates, memory, state)
+        return self.output(self.dropout(attentional)), alignments         # batch x T x V
+
+    def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
+                       ) -> tuple[Tensor, Tensor]:
+        """The input-feeding recurrence, one target position at a time: the word part of the
+        input projection (batch x T x G*H) -> attentional states batch x T x H and attention
+        weights batch x T x S."""
+        steps = _positions(state, word_gates.size(1))
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
         feed, outputs, alignments = state.feed, [], []
@@ -267,8 +283,7 @@ class LuongDecoder(RecurrentDecoder):
             feed = attentional.squeeze(1)
             outputs.append(feed)
             alignments.append(weights.squeeze(1))
-        logits = self.output(self.dropout(torch.stack(outputs, 1)))       # batch x T x V
-        return logits, torch.stack(alignments, 1)
+        return torch.stack(outputs, 1), torch.stack(alignments, 1)
 
     def _attend(self, queries: Tensor, memory: Memory, steps: Tensor) -> tuple[Tensor, Tensor]:
         """``h~_t = tanh(W_c [c_t; h_t])`` for queries batch x T x H; weights batch x T x S."""

@@ -43,7 +43,7 @@ from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import log, resume_point
 from rnnsearch.training.data import TranslationDataModule
-from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs
+from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
@@ -195,18 +195,24 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
 
 def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:
     """With ``train.trainer.cuda_graphs``: the model's decoder loop replayed as CUDA graphs
-    (:mod:`rnnsearch.training.graphs`); fails naming the key without a GPU."""
+    (:mod:`rnnsearch.training.graphs`); fails naming the key without a GPU. A model without a
+    step-by-step loop (RNNencdec, Luong without input feeding: the fused cuDNN RNN) trains as
+    it is, so one setting serves a grid of mixed models."""
     if not config.trainer.cuda_graphs:
         return None
     require(torch.cuda.is_available(), "train.trainer.cuda_graphs",
             "true, but torch sees no CUDA GPU on this machine")
+    if not has_attention_loop(model):
+        rank_zero_info(f"train.trainer.cuda_graphs: model {model.config.model!r} runs the fused "
+                       f"cuDNN RNN already; nothing to graph")
+        return None
     return enable_cuda_graphs(model)
 
 
-def graph_padding(config: TrainConfig) -> tuple[int, int] | None:
-    """(rows, length multiple) training batches are padded to under CUDA graphs, else None."""
+def graph_padding(config: TrainConfig, graphs: GraphedLoops | None) -> tuple[int, int] | None:
+    """(rows, length multiple) training batches are padded to when ``graphs`` run, else None."""
     t = config.trainer
-    return (config.data.batch_size, t.graph_length_multiple) if t.cuda_graphs else None
+    return (config.data.batch_size, t.graph_length_multiple) if graphs is not None else None
 
 
 def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
@@ -258,7 +264,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
-        config.trainer.log_every_steps, pad_to=graph_padding(config))
+        config.trainer.log_every_steps, pad_to=graph_padding(config, graphs))
     saver, timer, callbacks = make_callbacks(config, out_dir)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
