@@ -128,6 +128,7 @@ class RecurrentDecoder(nn.Module):
             new_cells.append(c)
         return new_hidden, new_cells
 
+
 def _positions(state: DecoderState, length: int) -> Tensor:
     """Target positions ``step .. step + length - 1`` of every sentence: batch x length."""
     return state.step.unsqueeze(1) + torch.arange(length, device=state.step.device)

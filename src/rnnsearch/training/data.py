@@ -12,7 +12,7 @@ distributed sampler is therefore switched off (``use_distributed_sampler=False``
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -42,14 +42,13 @@ class Batch:
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
         """The id tensors on ``device`` (``non_blocking`` from pinned memory)."""
-        ids = (t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out))
-        src, tgt_in, tgt_out = ids
-        return Batch(src, self.src_len, tgt_in, tgt_out, self.target_tokens)
+        return replace(self, **{name: getattr(self, name).to(device, non_blocking=non_blocking)
+                                for name in ("src", "tgt_in", "tgt_out")})
 
     def pin_memory(self) -> "Batch":
         """Page-locked host copies, so that copies to a GPU run without holding the host."""
-        return Batch(*(t.pin_memory() for t in (self.src, self.src_len, self.tgt_in, self.tgt_out)),
-                     self.target_tokens)
+        return replace(self, **{name: getattr(self, name).pin_memory()
+                                for name in ("src", "src_len", "tgt_in", "tgt_out")})
 
 
 def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
