@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytorch_lightning as pl
 import torch
 import yaml
 
@@ -18,6 +19,7 @@ from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from rnnsearch.models import ModelConfig, build_model, load_model
 from rnnsearch.training import TranslationTask, bucket_batches, collate, read_pairs, train_cell
+from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training import run as run_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,6 +108,46 @@ def test_padding_does_not_change_any_sentence_loss(model):
     alone = [task.token_losses(collate([p])) for p in pairs]
     assert tokens == sum(n for _, n in alone)
     assert torch.allclose(total, sum(t for t, _ in alone), atol=1e-4)
+
+
+def source_rows(batch) -> list[tuple[int, ...]]:
+    """A batch's source sentences without padding, sorted: the batch as a set of pairs."""
+    return sorted(tuple(i for i in row if i != PAD_ID) for row in batch.src.tolist())
+
+
+class _BatchRecorder(pl.LightningModule):
+    """Trains nothing; records each epoch's batches (as sorted source rows) as Lightning feeds them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.epochs: list[list[list[tuple[int, ...]]]] = []
+
+    def on_train_epoch_start(self) -> None:
+        self.epochs.append([])
+
+    def training_step(self, batch, batch_idx):
+        self.epochs[-1].append(source_rows(batch))
+        return self.weight.sum() * 0
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_every_epoch_gets_its_own_batch_order_through_lightning(corpus):
+    data = TranslationDataModule(corpus, max_len=0, batch_size=8, max_padding=0.3, seed=5)
+    recorder = _BatchRecorder()
+    pl.Trainer(max_epochs=3, accelerator="cpu", logger=False, enable_checkpointing=False,
+               enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+               use_distributed_sampler=False).fit(recorder, datamodule=data)
+    first, second, third = recorder.epochs
+    assert first != second and second != third and first != third      # reshuffled per epoch
+    for epoch in (second, third):                                      # every pair once per epoch
+        assert sorted(row for batch in epoch for row in batch) == sorted(
+            row for batch in first for row in batch)
+    sampler = data.train_dataloader().batch_sampler.sampler
+    sampler.set_epoch(1)                                                # seeded: seed + epoch
+    assert [source_rows(collate([data.train_pairs[i] for i in b])) for b in sampler] == second
 
 
 # ---- config -----------------------------------------------------------------------------------

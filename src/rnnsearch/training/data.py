@@ -108,6 +108,7 @@ class BucketBatchSampler(Sampler[list[int]]):
         self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
+        """Lightning calls this at the start of every epoch (``ResumableLoader`` shows it the way)."""
         self.epoch = epoch
 
     def _batches(self) -> list[list[int]]:
@@ -121,7 +122,9 @@ class BucketBatchSampler(Sampler[list[int]]):
         return self._cache[1]
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._batches())
+        # a generator: the epoch's batches are chosen at the first next(), not when the iterator
+        # is made. A restored run makes its iterator before Lightning sets the restored epoch.
+        yield from self._batches()
 
     def __len__(self) -> int:
         return len(self._batches())

@@ -101,12 +101,14 @@ class RngState(pl.Callback):
 class _SkipFirst(Sampler[list[int]]):
     """A batch sampler that leaves out the first ``skip`` batches of ``batches``' next pass.
 
-    No ``sampler`` attribute on purpose: Lightning would call its ``set_epoch``, and the batches
-    of an epoch must be the ones the wrapped sampler gave without this wrapper.
+    ``sampler`` is the wrapped batch sampler: at the start of every epoch Lightning calls
+    ``dataloader.batch_sampler.sampler.set_epoch(epoch)`` (the restored epoch on resume), which
+    is how a shuffling batch sampler learns the epoch to shuffle for.
     """
 
     def __init__(self, batches: Sampler[list[int]]) -> None:
         self.batches, self.skip = batches, 0
+        self.sampler = batches
 
     def __len__(self) -> int:
         return len(self.batches)  # type: ignore[arg-type]
