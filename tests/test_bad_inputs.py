@@ -63,11 +63,16 @@ def write_params(root: Path, params: dict[str, Any]) -> Path:
     return path
 
 
-def run_cli(*args: str, cwd: Path, stdin: str = "the cat sat .\n") -> subprocess.CompletedProcess:
-    """``python -m rnnsearch.decoding.cli ARGS`` with the project's interpreter."""
+def run_cli(*args: str, cwd: Path, stdin: str | bytes = "the cat sat .\n"
+            ) -> subprocess.CompletedProcess:
+    """``python -m rnnsearch.decoding.cli ARGS`` with the project's interpreter; ``stdin`` as
+    text (UTF-8) or as raw bytes; stdout and stderr come back as text."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    return subprocess.run([sys.executable, "-m", "rnnsearch.decoding.cli", *args], cwd=cwd,
-                          env=env, input=stdin, capture_output=True, text=True, timeout=300)
+    raw = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+    done = subprocess.run([sys.executable, "-m", "rnnsearch.decoding.cli", *args], cwd=cwd,
+                          env=env, input=raw, capture_output=True, timeout=300)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8"),
+                                       done.stderr.decode("utf-8", errors="replace"))
 
 
 def assert_refused(result: subprocess.CompletedProcess, *names: str) -> str:
@@ -267,6 +272,19 @@ def test_cli_refuses_batch_size_zero_and_a_missing_params_file(tmp_path):
     assert "must be >= 1" in line
     missing = str(tmp_path / "nope.yaml")                      # 8: was silently ignored
     assert_refused(run_cli("--model", model, "--params", missing, cwd=root), missing)
+
+
+def test_cli_names_the_line_of_invalid_utf8_in_a_file_and_on_stdin(tmp_path):
+    """Was: a file ended in a traceback-free but line-less codec message, and stdin's bad
+    bytes were silently decoded as something else."""
+    root = translate_workspace(tmp_path)
+    model = str(root / "data/models/search-50/model.pt")
+    text = tmp_path / "input.txt"
+    text.write_bytes(b"the cat sat .\n\xff the dog\n")
+    assert_refused(run_cli("--model", model, str(text), cwd=root), f"{text}:2:", "invalid UTF-8")
+    piped = run_cli("--model", model, cwd=root, stdin=b"the cat\nthe dog\nthe \xe9 mat\n")
+    assert_refused(piped, "<stdin>:3:", "invalid UTF-8")
+    assert piped.stdout == ""
 
 
 def test_truncated_decoder_init_names_the_file(tmp_path):

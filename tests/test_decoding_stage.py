@@ -1,6 +1,7 @@
 """The translate stage end to end on a tiny untrained model, and the translate command line."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import yaml
 
 from conftest import REPO, run_script
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
+from rnnsearch.decoding import cli
+from rnnsearch.decoding.translator import Translator
 from rnnsearch.models import ModelConfig, build_model, save_model
 
 SRC = ["the cat sat on the mat .", "a dog sat .", "", "the zebra sat on a cat and the dog ."]
@@ -79,7 +82,34 @@ def test_command_line_translates_stdin_with_alignment(tmp_path):
     done = subprocess.run(command, cwd=root, input="The cat sat.\n\nA dog!\n", text=True,
                           capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("source:") == 3
+    assert done.stdout.count("source:") == 2               # the blank line is not translated
+
+
+def test_command_line_keeps_blank_lines_blank_and_lines_in_step(tmp_path, monkeypatch, capsys):
+    """Output line i belongs to input line i: a blank (or white-space) line gives a blank line,
+    not a translation of nothing; a carriage return inside a line does not split it; an input
+    of blank lines only decodes nothing."""
+    root = make_workspace(tmp_path)
+    monkeypatch.chdir(root)
+    decoded: list[list[str]] = []
+    translate = Translator.translate
+
+    def recording(self, sentences, *args, **kwargs):
+        decoded.extend(list(words) for words in sentences)
+        return translate(self, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(Translator, "translate", recording)
+
+    def run(stdin: bytes) -> list[str]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        assert cli.main(["--model", "data/models/search-50/model.pt", "--method", "greedy"]) == 0
+        return capsys.readouterr().out.split("\n")
+
+    lines = run(b"The cat sat.\n\n   \nA dog\rsat!\r\n")
+    assert decoded == [["The", "cat", "sat", "."], ["A", "dog", "sat", "!"]]
+    assert len(lines) == 5 and lines[1:3] == ["", ""] and lines[4] == ""   # 4 lines, each + \n
+    decoded.clear()
+    assert run(b"\n \n") == ["", "", ""] and decoded == []
 
 
 def test_command_line_prints_one_line_per_input_unless_nbest_asks(tmp_path):

@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 
 class DataError(ValueError):
@@ -34,27 +34,33 @@ def _open_binary(path: Path):
 BOM = "\ufeff"
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file (``.gz`` or plain), without their line endings.
+def decode_lines(handle: BinaryIO, name: str | Path) -> Iterator[str]:
+    """The lines of a binary stream decoded strictly as UTF-8, without their line endings.
 
     Lines end at ``\n`` only (a ``\r`` before it is dropped too), never at the other
-    characters :meth:`str.splitlines` breaks on (U+2028, ``\x0b``, ``\x1c``, ...), so line ``i``
-    is always sentence ``i`` of a file written one sentence per line. A UTF-8 byte order mark
-    at the start of the file is dropped rather than kept as part of the first word.
+    characters :meth:`str.splitlines` or text-mode files break on (a lone ``\r``, U+2028,
+    ``\x0b``, ...), so line ``i`` is always sentence ``i`` of a text written one sentence per
+    line. A UTF-8 byte order mark at the start is dropped rather than kept as part of the first
+    word. A bad byte sequence raises :class:`DataError` naming ``name`` and the line.
     """
+    for number, raw in enumerate(handle, 1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{name}:{number}: invalid UTF-8 ({err.reason} at byte "
+                            f"{err.start})") from err
+        yield line.removeprefix(BOM) if number == 1 else line
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All lines of a UTF-8 text file (``.gz`` or plain), without their line endings, as
+    :func:`decode_lines` reads them; an empty or missing file is an error."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    lines = []
     try:
         with _open_binary(path) as handle:
-            for number, raw in enumerate(handle, 1):
-                try:
-                    line = raw.decode("utf-8").rstrip("\r\n")
-                    lines.append(line.removeprefix(BOM) if number == 1 else line)
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{path}:{number}: invalid UTF-8 ({err.reason} at byte "
-                                    f"{err.start})") from err
+            lines = list(decode_lines(handle, path))
     except (OSError, EOFError) as err:
         raise DataError(f"{path}: cannot read: {err}") from err
     if not lines:

@@ -24,6 +24,7 @@ import numpy as np
 
 from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
+from rnnsearch.data.textio import decode_lines
 from rnnsearch.data.tokenize import detokenize, tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
@@ -51,6 +52,15 @@ def format_alignment(source: Sequence[str], target: Sequence[str], attention: np
     for word, row in zip(target, attention):
         lines.append(f"{word:<{width}}" + "".join(f"{round(100 * p):>4}" for p in row))
     return "\n".join(lines)
+
+
+def read_input(path: str) -> list[str]:
+    """The lines of ``path`` (``-``: standard input), strictly UTF-8, split at ``\n`` only; a
+    bad byte sequence is a :class:`DataError` naming the file (``<stdin>``) and line."""
+    if path == "-":
+        return list(decode_lines(sys.stdin.buffer, "<stdin>"))
+    with open(path, "rb") as handle:
+        return list(decode_lines(handle, path))
 
 
 def read_cli_params(path: str | None) -> dict[str, Any]:
@@ -134,17 +144,22 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args)
         translator = Translator.load(args.model, args.vocab_dir, settings.source_eos,
                                      settings.device)
-        handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8-sig")
-        with handle:
-            sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
-                         for line in handle]
+        sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
+                     for line in read_input(args.input)]
     except (ConfigError, OSError, ValueError) as err:
         print(f"rnnsearch-translate: error: {err}", file=sys.stderr)
         return 2
-    result = translator.translate(sentences, args.method, settings.search, settings.batch_size,
+    # A blank line stays a blank line (not a translation of nothing), so output line i still
+    # belongs to input line i.
+    to_decode = [words for words in sentences if words]
+    result = translator.translate(to_decode, args.method, settings.search, settings.batch_size,
                                   progress=False)
-    for words, translation in zip(sentences, result.translations):
-        _print_translation(sys.stdout, translator, words, translation.hypotheses,
+    translations = iter(result.translations)
+    for words in sentences:
+        if not words:
+            print(file=sys.stdout)
+            continue
+        _print_translation(sys.stdout, translator, words, next(translations).hypotheses,
                            settings.tgt_lang, args)
     return 0
 
