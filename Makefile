@@ -52,6 +52,7 @@ paper-curve-data: $(STAMP)
 	$(PY) -m rnnsearch.experiments.paper_curve pack
 
 ## ... and its report from the files the GPU run returned: make paper-curve-report RESULTS=<dir>
+## (or RESULTS=<files_at>/paper_curve.tar.gz from scripts/gpu_session.sh --with-paper-curve)
 paper-curve-report: $(STAMP)
 	$(PY) -m rnnsearch.experiments.paper_curve report --results $(RESULTS)
 

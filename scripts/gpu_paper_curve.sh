@@ -20,7 +20,8 @@
 # Arguments after the options go to `paper_curve run` (e.g. --batch-size 80 --search-seconds 300).
 #
 #   bash scripts/gpu_paper_curve.sh --cpu   # dry run on this CPU: a tiny pack (2,000 pairs,
-#                                           # 5 test sentences a bucket; built if missing),
+#                                           # 5 test sentences a bucket; built if missing, in
+#                                           # $TINY_WORK, default data/paper_curve_tiny),
 #                                           # widths 16, seconds of training, under a minute
 set -u
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ LIMIT=575
 ARGS=(--device cuda)
 if [[ "${1:-}" == "--cpu" ]]; then
   shift
-  TINY=data/paper_curve_tiny
+  TINY=${TINY_WORK:-data/paper_curve_tiny}
   PACK=$TINY/pack.tar.xz
   ARGS=(--device cpu --tiny --threads 1 --search-seconds 4 --encdec-seconds 3
         --total-seconds 100 --reserve-seconds 10 --progress-every 2)

@@ -2,8 +2,9 @@
 # The checks a session with a lent GPU runs once, prepared so that they fit one device command
 # (10 minutes) and need nothing from the internet:
 #
-#   bash scripts/gpu_session.sh          # on the GPU machine; results under $OUT (default: out/)
-#   bash scripts/gpu_session.sh --cpu    # the same steps on this CPU at tiny sizes (a dry run)
+#   bash scripts/gpu_session.sh                       # the GPU checks; results under $OUT (default: out/)
+#   bash scripts/gpu_session.sh --with-paper-curve    # the checks AND the paper-width curve, one command
+#   bash scripts/gpu_session.sh --cpu [...]           # the same steps on this CPU at tiny sizes (a dry run)
 #
 # Steps (each under its own time limit, all within DEADLINE seconds, default 560; a failed step
 # is reported and the next one runs; the exit status is that of the first failure):
@@ -20,6 +21,13 @@
 #      data/tokenized/vocab.tgt.txt; CELL picks another cell): the same comparison on the first
 #      COMPARE_SENTENCES (default 2100) test sentences               -> compare_test.json
 #
+# --with-paper-curve (issue 12's GPU work in ONE device command, for a session with one draw of
+# 15 device minutes: carry data/paper_curve/pack.tar.xz too, made here by make paper-curve-data):
+# DEADLINE 585 and the steps environment; the paper-width curve (scripts/gpu_paper_curve.sh,
+# PAPER_SECONDS in all, default 300: RNNsearch-50 and RNNencdec-50 trained about 135 and 80 s)
+# -> paper_curve.tar.gz (make paper-curve-report RESULTS=<it>); the bench's quick plan (about
+# half the full one) -> bench_gpu.{json,md}; step 5; the CUDA tests with what time is left.
+#
 # At most 8 files land in $OUT, none in a subfolder: what the device tool brings back. The GPU
 # machine's python3 has torch (CUDA), Lightning, numpy, PyYAML, tqdm, sacrebleu and pytest, not
 # mlflow, dvc, gensim or sacremoses: nothing here needs them. Wheels found in .whl/ (carried
@@ -30,14 +38,17 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-out}
 CELL=${CELL:-search-50}
-DEADLINE=${DEADLINE:-560}
+DEADLINE_SET=${DEADLINE:-} DEADLINE=${DEADLINE:-560}
 COMPARE_SENTENCES=${COMPARE_SENTENCES:-2100}
-DEVICE=cuda TINY_ARGS=() TINY_STEPS=300 TINY_SENTENCES=300
-case "${1:-}" in
-  --cpu) DEVICE=cpu TINY_ARGS=(--tiny --threads 1) TINY_STEPS=10 TINY_SENTENCES=20 ;;
-  "") ;;
-  *) echo "usage: bash scripts/gpu_session.sh [--cpu]" >&2; exit 2 ;;
-esac
+DEVICE=cuda TINY_ARGS=() TINY_STEPS=300 TINY_SENTENCES=300 WITH_PAPER=0
+for arg in "$@"; do
+  case "$arg" in
+    --cpu) DEVICE=cpu TINY_ARGS=(--tiny --threads 1) TINY_STEPS=10 TINY_SENTENCES=20 ;;
+    --with-paper-curve) WITH_PAPER=1 DEADLINE=${DEADLINE_SET:-585} ;;
+    *) echo "usage: bash scripts/gpu_session.sh [--cpu] [--with-paper-curve]" >&2; exit 2 ;;
+  esac
+done
+PAPER_SECONDS=${PAPER_SECONDS:-300}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/session.log
@@ -78,24 +89,57 @@ print(f"python {platform.python_version()}, torch {torch.__version__} (CUDA {tor
 : >"$LOG"
 echo "gpu_session: device $DEVICE, results in $OUT" | tee -a "$LOG"
 if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1 | tee -a "$LOG"; fi
+
+cuda_tests() {
+  step cuda-tests "$1" "$PYTHON" -m pytest -q -p no:cacheprovider -rA -m cuda \
+    --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py \
+    tests/test_cuda_graphs.py
+}
+
+compare_test() {
+  if [[ -f data/models/$CELL/model.pt && -f data/tokenized/test.src ]]; then
+    step compare-test "$1" "$PYTHON" -m rnnsearch.decoding.compare \
+      --model "data/models/$CELL/model.pt" --vocab-dir data/tokenized \
+      --sources data/tokenized/test.src --max-sentences "$COMPARE_SENTENCES" \
+      --devices cpu "$DEVICE" --out "$OUT/compare_test.json"
+  else
+    echo "== compare-test: skipped (no data/models/$CELL/model.pt or data/tokenized/test.src)" \
+      | tee -a "$LOG"
+  fi
+}
+
+# The paper-width curve within PAPER_SECONDS: its own budget 15 s less, two cells' decoding
+# reserved (35 s each), the training time split 9:5 between RNNsearch and RNNencdec as in
+# gpu_paper_curve.sh's 270 / 150 s. Its files, whatever it finished, -> paper_curve.tar.gz.
+paper_curve() {
+  local total=$((PAPER_SECONDS - 15)) budget=()
+  local search=$(((total - 70) * 9 / 14))
+  budget=(--total-seconds "$total" --reserve-seconds 35 --search-seconds "$search"
+          --encdec-seconds $((total - 70 - search)))
+  [[ $DEVICE == cpu ]] && budget=(--cpu)
+  step paper-curve "$PAPER_SECONDS" env OUT="$WORK/paper" PYTHON="$PYTHON" \
+    bash scripts/gpu_paper_curve.sh "${budget[@]}"
+  if [[ -d $WORK/paper ]]; then tar -czf "$OUT/paper_curve.tar.gz" -C "$WORK/paper" .; fi
+}
+
 step environment 60 "$PYTHON" -c "$VERSIONS"
-step cuda-tests 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rA -m cuda \
-  --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py \
-  tests/test_cuda_graphs.py
-step bench 400 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
-step tiny-model 90 "$PYTHON" -m rnnsearch.experiments.tiny --out "$WORK/tiny" \
-  --steps "$TINY_STEPS" --sentences "$TINY_SENTENCES"
-step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.compare --model "$WORK/tiny/model.pt" \
-  --vocab-dir "$WORK/tiny" --sources "$WORK/tiny/test.src" --devices cpu "$DEVICE" \
-  --out "$OUT/compare_tiny.json"
-if [[ -f data/models/$CELL/model.pt && -f data/tokenized/test.src ]]; then
-  step compare-test 120 "$PYTHON" -m rnnsearch.decoding.compare \
-    --model "data/models/$CELL/model.pt" --vocab-dir data/tokenized \
-    --sources data/tokenized/test.src --max-sentences "$COMPARE_SENTENCES" \
-    --devices cpu "$DEVICE" --out "$OUT/compare_test.json"
+if ((WITH_PAPER)); then
+  paper_curve
+  after=30
+  [[ -f data/models/$CELL/model.pt ]] && after=75
+  step bench $((DEADLINE - (SECONDS - START) - after)) "$PYTHON" -m rnnsearch.bench \
+    --device "$DEVICE" --quick "${TINY_ARGS[@]}" --out "$OUT"
+  compare_test 45
+  cuda_tests 150
 else
-  echo "== compare-test: skipped (no data/models/$CELL/model.pt or data/tokenized/test.src)" \
-    | tee -a "$LOG"
+  cuda_tests 150
+  step bench 400 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
+  step tiny-model 90 "$PYTHON" -m rnnsearch.experiments.tiny --out "$WORK/tiny" \
+    --steps "$TINY_STEPS" --sentences "$TINY_SENTENCES"
+  step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.compare --model "$WORK/tiny/model.pt" \
+    --vocab-dir "$WORK/tiny" --sources "$WORK/tiny/test.src" --devices cpu "$DEVICE" \
+    --out "$OUT/compare_tiny.json"
+  compare_test 120
 fi
 echo "gpu_session: done in $((SECONDS - START)) s, exit $STATUS; files:" $(ls "$OUT") | tee -a "$LOG"
 exit "$STATUS"

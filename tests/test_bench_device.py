@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import torch
 from conftest import REPO
 from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for,
                                      stratified_sources, train_speed, training_lengths,
-                                     write_synthetic_corpus)
+                                     training_runs, write_synthetic_corpus)
 from rnnsearch.data.vocab import Vocabulary
 
 MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
@@ -93,31 +94,56 @@ def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
 
 
 def test_plans_and_best_rows():
-    full, tiny = plan_for(False), plan_for(True)
+    full, quick, tiny = plan_for("full"), plan_for("quick"), plan_for("tiny")
     assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
     assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
     assert tiny.steps < full.steps and tiny.tiny_width
+    for model in bench_models(quick, REPO / "params.yaml"):   # the targets' measurements
+        own = model.train.data.batch_size                      # default 64, paper 80
+        runs = training_runs(model, quick, "cuda")
+        assert {(own, "32-true", False), (1024, "bf16-mixed", False),
+                (1024, "bf16-mixed", True)} <= set(runs) and len(runs) == 6
+    assert quick.per_bucket * len(TEST_BUCKETS) == 2100 and len(quick.decode_batches) == 2
     rows = [{"model": "a", "x": 1}, {"model": "a", "x": 3}, {"model": "b", "x": 2}, {"model": "b"}]
     assert best_rows(rows, "x", "model") == [{"model": "a", "x": 3}, {"model": "b", "x": 2}]
 
 
+SESSION_STEPS = {
+    "checks": (["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny"],
+               ["bench_device_cpu.json", "bench_device_cpu.md", "compare_tiny.json",
+                "pytest-cuda.xml", "session.log"]),
+    "with-paper-curve": (["environment", "paper-curve", "bench", "cuda-tests"],
+                         ["bench_device_cpu.json", "bench_device_cpu.md", "paper_curve.tar.gz",
+                          "pytest-cuda.xml", "session.log"]),
+}
+
+
 @pytest.mark.slow
-def test_gpu_session_script_dry_run_on_the_cpu(tmp_path):
-    """``scripts/gpu_session.sh --cpu``: every step at tiny sizes, at most 8 files in $OUT."""
+@pytest.mark.parametrize("mode", SESSION_STEPS)
+def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
+    """``scripts/gpu_session.sh --cpu [--with-paper-curve]``: every step at tiny sizes, at most
+    8 files in $OUT, the paper-width curve's files in one tarball."""
     out = tmp_path / "out"
-    done = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), "--cpu"],
+    flags = ["--cpu"] + (["--with-paper-curve"] if mode == "with-paper-curve" else [])
+    done = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
                           capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable))
+                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable,
+                                   TINY_WORK=str(tmp_path / "paper_tiny")))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    files = sorted(p.name for p in out.iterdir())
-    assert files == ["bench_device_cpu.json", "bench_device_cpu.md", "compare_tiny.json",
-                     "pytest-cuda.xml", "session.log"], files
+    steps, files = SESSION_STEPS[mode]
+    assert sorted(p.name for p in out.iterdir()) == files
     log = (out / "session.log").read_text()
-    for name in ("environment", "cuda-tests", "bench", "tiny-model", "compare-tiny"):
+    for name in steps:
         assert f"== {name}: exit 0" in log, log[-3000:]
     assert "compare-test: skipped" in log
-    compare = json.loads((out / "compare_tiny.json").read_text())
-    assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
+    if mode == "checks":
+        compare = json.loads((out / "compare_tiny.json").read_text())
+        assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
+        return
+    assert log.index("== paper-curve: exit") < log.index("== bench (")   # the curve first
+    with tarfile.open(out / "paper_curve.tar.gz") as archive:
+        names = {Path(name).name for name in archive.getnames()}
+    assert {"run.json", "run.log", "search-50.beam.tok.txt", "encdec-50.greedy.tok.txt"} <= names
 
 
 @pytest.mark.cuda
@@ -137,7 +163,7 @@ def test_a_failed_training_run_is_a_row_with_its_error_not_the_end_of_the_bench(
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(pl.Trainer, "fit", fail)
-    plan = plan_for(True)
+    plan = plan_for("tiny")
     model = bench_models(plan, REPO / "params.yaml")[0]
     write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
     row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)

@@ -173,6 +173,28 @@ def test_report_writes_the_tables_and_figure_2(work, results, tmp_path):
     assert scores["systems"]["beam"]["vs_baseline"]["baseline"] == "encdec-50"
 
 
+def test_report_reads_the_runs_tarball_as_the_gpu_session_returns_it(work, results, tmp_path,
+                                                                    capsys):
+    """``gpu_session.sh --with-paper-curve`` returns the run's files as paper_curve.tar.gz:
+    the report from it is the report from the folder; a damaged one is refused by name."""
+    tarball = tmp_path / "paper_curve.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        for path in sorted(results.iterdir()):
+            archive.add(path, arcname=path.name)
+    pages = []
+    for source, reports in ((results, tmp_path / "from_folder"), (tarball, tmp_path / "from_tar")):
+        assert main(["report", "--results", str(source), "--work", str(work),
+                     "--reports", str(reports), "--cpu-metrics", str(REPO / "metrics")]) == 0
+        pages.append((reports / "paper_curve" / "paper_curve.md").read_text())
+    assert pages[0] == pages[1] and "### BLEU by source sentence length" in pages[0]
+    damaged = tmp_path / "damaged.tar.gz"
+    damaged.write_bytes(tarball.read_bytes()[:100])
+    assert main(["report", "--results", str(damaged), "--work", str(work),
+                 "--reports", str(tmp_path / "none")]) == 2
+    assert f"{damaged}: not a results folder or a readable .tar.gz" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+
+
 def refused(work: Path, results: Path, capsys) -> str:
     """The report's exit status must be 2; returns its error line."""
     assert main(["report", "--results", str(results), "--work", str(work),

@@ -103,7 +103,8 @@ def run_device(args: argparse.Namespace) -> int:
         atomic_write_text(out.with_suffix(".md"), report)
         return report
 
-    print(save(device.run(name, args.tiny, save=save)))
+    size = "tiny" if args.tiny else "quick" if args.quick else "full"
+    print(save(device.run(name, size, save=save)))
     return 0
 
 
@@ -115,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--skip-hansard", action="store_true", help="skip the 1M-pair tokenisation")
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help="with --device: the shorter plan (what the targets need, about "
+                             "half the full plan's time)")
     parser.add_argument("--device", choices=DEVICES, default=None,
                         help="run the device benchmark there (bench_gpu.* on a GPU)")
     args = parser.parse_args(argv)

@@ -1,6 +1,7 @@
 """``python -m rnnsearch.experiments.paper_curve report --results DIR``: the GPU run, scored.
 
-Reads what ``paper_curve run`` wrote (``run.json``, ``<cell>.<method>.tok.txt``) and the data
+Reads what ``paper_curve run`` wrote (``run.json``, ``<cell>.<method>.tok.txt``; in DIR, or in
+the ``paper_curve.tar.gz`` that ``scripts/gpu_session.sh --with-paper-curve`` returns) and the data
 ``pack`` left in ``data/paper_curve/`` (raw references in ``prepared/``, tokens and vocabularies
 in ``tokenized/``), and refuses, naming the file, a run made from another pack (its sha256) or a
 hypothesis file whose line count is not the test set's. Then, with the evaluate stage's own
@@ -16,9 +17,12 @@ that folder whole.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tarfile
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import matplotlib.pyplot as plt
 
@@ -200,8 +204,31 @@ def header(run: dict[str, Any], work: Path) -> list[str]:
         f"![Figure 2: BLEU by source sentence length]({FOLDER}.png)", ""]
 
 
+@contextlib.contextmanager
+def unpacked(results: Path) -> Iterator[Path]:
+    """``results`` itself when it is a folder; a ``.tar.gz`` of the run's files extracted to a
+    temporary folder (regular files only, nothing outside it) for as long as the block runs."""
+    if results.is_dir():
+        yield results
+        return
+    with tempfile.TemporaryDirectory(prefix="paper-curve-") as tmp:
+        try:
+            with tarfile.open(results, "r:gz") as archive:
+                archive.extractall(tmp, filter="data")
+        except (OSError, EOFError, tarfile.TarError) as err:
+            raise DataError(f"{results}: not a results folder or a readable .tar.gz: {err}"
+                            ) from err
+        yield Path(tmp)
+
+
 def report(results: Path, work: Path, reports: Path, cpu_metrics: Path) -> list[Path]:
-    """Score the run and write ``<reports>/paper_curve/``; returns the files written."""
+    """Score the run (a folder or its ``.tar.gz``) and write ``<reports>/paper_curve/``;
+    returns the files written."""
+    with unpacked(results) as folder:
+        return _report(folder, work, reports, cpu_metrics)
+
+
+def _report(results: Path, work: Path, reports: Path, cpu_metrics: Path) -> list[Path]:
     run = read_run(results, work / PACK)
     gpu = ReportInputs(evals=score(run, results, work))
     cpu = ReportInputs.load(cpu_metrics)
