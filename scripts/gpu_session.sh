@@ -91,7 +91,7 @@ echo "gpu_session: device $DEVICE, results in $OUT" | tee -a "$LOG"
 if command -v nvidia-smi >/dev/null; then nvidia-smi 2>&1 | tee -a "$LOG"; fi
 
 cuda_tests() {
-  step cuda-tests "$1" "$PYTHON" -m pytest -q -p no:cacheprovider -rA -m cuda \
+  step cuda-tests "$1" "$PYTHON" -m pytest -v -p no:cacheprovider -rA -m cuda \
     --junitxml="$OUT/pytest-cuda.xml" tests/test_decoding_device.py tests/test_bench_device.py \
     tests/test_cuda_graphs.py
 }
@@ -125,11 +125,11 @@ paper_curve() {
 step environment 60 "$PYTHON" -c "$VERSIONS"
 if ((WITH_PAPER)); then
   paper_curve
-  after=30
-  [[ -f data/models/$CELL/model.pt ]] && after=75
+  after=40                                         # at least 30 s for the CUDA tests
+  [[ -f data/models/$CELL/model.pt ]] && after=100
   step bench $((DEADLINE - (SECONDS - START) - after)) "$PYTHON" -m rnnsearch.bench \
     --device "$DEVICE" --quick "${TINY_ARGS[@]}" --out "$OUT"
-  compare_test 45
+  compare_test 60
   cuda_tests 150
 else
   cuda_tests 150

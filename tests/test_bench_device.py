@@ -128,7 +128,8 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
     done = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
                           capture_output=True, text=True, timeout=900,
                           env=dict(os.environ, OUT=str(out), PYTHON=sys.executable,
-                                   TINY_WORK=str(tmp_path / "paper_tiny")))
+                                   TINY_WORK=str(tmp_path / "paper_tiny"),
+                                   CELL="no-such-cell"))   # whatever data/models holds here
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     steps, files = SESSION_STEPS[mode]
     assert sorted(p.name for p in out.iterdir()) == files
