@@ -4,9 +4,25 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup repro test test-fast ui bench preset paper-curve-data paper-curve-report clean-venv
+.PHONY: setup help repro test test-fast ui bench preset paper-curve-data paper-curve-report \
+	clean-venv
+TEST_JOBS ?= 2
+PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
+## Create .venv and install the pinned stack (every other target does this first).
 setup: $(STAMP)
+
+## This list: every target and what it does.
+help:
+	@awk 'function show(target, text,   n, words, i, line) { \
+	        print "make " target; n = split(text, words, " "); line = "   "; \
+	        for (i = 1; i <= n; i++) { \
+	          if (length(line) + length(words[i]) > 95) { print line; line = "   " } \
+	          line = line " " words[i] } \
+	        print line } \
+	     /^## /{doc = doc " " substr($$0, 4); next} \
+	     /^[a-z-]+:/{if (doc) {split($$0, t, ":"); show(t[1], doc)}} \
+	     {doc = ""}' $(firstword $(MAKEFILE_LIST))
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -22,9 +38,6 @@ repro: $(STAMP)
 ## The test suite (unit tests plus a tiny end-to-end DVC run), TEST_JOBS test files at a time
 ## (pytest-xdist; a file's tests stay on one worker, so its module fixtures are built once).
 ## 2 workers on the 2-core build machines: 7.5 min instead of 11.4. TEST_JOBS=0 runs serially.
-TEST_JOBS ?= 2
-PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
-
 test: $(STAMP)
 	$(PYTEST)
 
@@ -44,6 +57,7 @@ bench: $(STAMP)
 ## Run a preset as a temporary DVC experiment, the workspace left alone: make preset NAME=quick |
 ## NAME=luong | NAME=paper (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>.
 preset: $(STAMP)
+	$(if $(NAME),,$(error make preset needs NAME=<preset>: one of $(basename $(notdir $(wildcard presets/*.yaml)))))
 	$(PY) -m rnnsearch.presets run $(NAME)
 
 ## The paper-width curve (scripts/gpu_paper_curve.sh): its data, prepared and tokenised by the real
@@ -54,7 +68,9 @@ paper-curve-data: $(STAMP)
 ## ... and its report from the files the GPU run returned: make paper-curve-report RESULTS=<dir>
 ## (or RESULTS=<files_at>/paper_curve.tar.gz from scripts/gpu_session.sh --with-paper-curve)
 paper-curve-report: $(STAMP)
+	$(if $(RESULTS),,$(error make paper-curve-report needs RESULTS=<the GPU run's folder or paper_curve.tar.gz>))
 	$(PY) -m rnnsearch.experiments.paper_curve report --results $(RESULTS)
 
+## Remove .venv (the next target reinstalls it).
 clean-venv:
 	rm -rf .venv

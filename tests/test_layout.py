@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,26 @@ def test_every_dvc_stage_has_its_module_and_a_one_call_script():
         code = [line for line in script.read_text(encoding="utf-8").splitlines()
                 if line.strip() and not line.startswith(('"""', "Named"))]
         assert code == ["from rnnsearch.stages.runner import main", f'main("{stage}")'], script
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    """``make ARGS`` in the repository, without running anything (``.venv`` may be missing: the
+    targets below fail or print before they would need it)."""
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_make_help_lists_every_target_with_its_description():
+    phony = re.search(r"^\.PHONY:(.*?)\n(?!\t)", (REPO / "Makefile").read_text(),
+                      re.M | re.S).group(1).replace("\\", " ").split()
+    listed = make("help")
+    assert listed.returncode == 0, listed.stderr
+    described = re.findall(r"^make (\S+)\n    \S", listed.stdout, re.M)
+    assert sorted(described) == sorted(phony) and "repro" in phony and "test" in phony
+
+
+@pytest.mark.parametrize("target, variable", [("preset", "NAME"),
+                                              ("paper-curve-report", "RESULTS")])
+def test_make_targets_that_need_a_variable_say_so(target, variable):
+    done = make("-o", ".venv/.installed", target)     # -o: do not install the stack for this
+    assert done.returncode != 0 and f"needs {variable}=" in done.stderr
