@@ -31,7 +31,7 @@ if [[ -z "${PYTHON:-}" ]]; then
 fi
 OUT=${OUT:-out}
 PACK=${PACK:-data/paper_curve/pack.tar.xz}
-LIMIT=575
+DEFAULT_LIMIT=575
 ARGS=(--device cuda)
 if [[ "${1:-}" == "--cpu" ]]; then
   shift
@@ -39,8 +39,11 @@ if [[ "${1:-}" == "--cpu" ]]; then
   PACK=$TINY/pack.tar.xz
   ARGS=(--device cpu --tiny --threads 1 --search-seconds 4 --encdec-seconds 3
         --total-seconds 100 --reserve-seconds 10 --progress-every 2)
-  LIMIT=120
+  DEFAULT_LIMIT=120
 fi
+# LIMIT: the last resort's seconds (gpu_session.sh --with-paper-curve sets it below its own step
+# limit: a timeout around this script would stop bash, not the run inside this timeout).
+LIMIT=${LIMIT:-$DEFAULT_LIMIT}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 START=$SECONDS

@@ -118,7 +118,7 @@ paper_curve() {
           --encdec-seconds $((total - 70 - search)))
   [[ $DEVICE == cpu ]] && budget=(--cpu)
   step paper-curve "$PAPER_SECONDS" env OUT="$WORK/paper" PYTHON="$PYTHON" \
-    bash scripts/gpu_paper_curve.sh "${budget[@]}"
+    LIMIT=$((PAPER_SECONDS - 8)) bash scripts/gpu_paper_curve.sh "${budget[@]}"
   if [[ -d $WORK/paper ]]; then tar -czf "$OUT/paper_curve.tar.gz" -C "$WORK/paper" .; fi
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -142,9 +143,29 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
         assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
         return
     assert log.index("== paper-curve: exit") < log.index("== bench (")   # the curve first
+    assert tarball_names(out) >= {"run.json", "run.log", "search-50.beam.tok.txt",
+                                  "encdec-50.greedy.tok.txt"}
+    # A curve that overruns PAPER_SECONDS is stopped inside it (its own timeout, LIMIT, 8 s
+    # less: a timeout around the script would stop bash, not the run), the session goes on to
+    # its next steps (here none: DEADLINE is spent) and returns what the run had written.
+    again = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, OUT=str(tmp_path / "cut"), PYTHON=sys.executable,
+                                    TINY_WORK=str(tmp_path / "paper_tiny"), CELL="no-such-cell",
+                                    PAPER_SECONDS="12", DEADLINE="30"))
+    log = (tmp_path / "cut" / "session.log").read_text()
+    assert again.returncode == 124, log[-3000:]
+    assert "gpu_paper_curve: stopped by timeout after 4 s" in log, log[-3000:]
+    started, ended = (int(re.search(rf"== {name}: exit \d+ after (\d+) s", log).group(1))
+                      for name in ("environment", "paper-curve"))
+    assert ended - started <= 12 + 3, log[-3000:]
+    assert "== bench: skipped" in log and "run.log" in tarball_names(tmp_path / "cut")
+
+
+def tarball_names(out: Path) -> set[str]:
+    """The names of the files in ``out/paper_curve.tar.gz``."""
     with tarfile.open(out / "paper_curve.tar.gz") as archive:
-        names = {Path(name).name for name in archive.getnames()}
-    assert {"run.json", "run.log", "search-50.beam.tok.txt", "encdec-50.greedy.tok.txt"} <= names
+        return {Path(name).name for name in archive.getnames() if name != "."}
 
 
 @pytest.mark.cuda
