@@ -5,7 +5,7 @@ export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 .PHONY: setup help repro test test-fast ui bench preset paper-curve-data paper-curve-report \
-	clean-venv
+	gpu-preflight clean-venv
 TEST_JOBS ?= 2
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
@@ -70,6 +70,11 @@ paper-curve-data: $(STAMP)
 paper-curve-report: $(STAMP)
 	$(if $(RESULTS),,$(error make paper-curve-report needs RESULTS=<the GPU run's folder or paper_curve.tar.gz>))
 	$(PY) -m rnnsearch.experiments.paper_curve report --results $(RESULTS)
+
+## Before a lent GPU's minutes are spent: what scripts/gpu_session.sh --with-paper-curve would
+## carry (the pack, the search-50 model), its size against the device tool's 64 MiB, and the call.
+gpu-preflight:
+	@bash scripts/gpu_preflight.sh
 
 ## Remove .venv (the next target reinstalls it).
 clean-venv:

@@ -242,3 +242,30 @@ def test_cuda_graphs_without_a_gpu_fail_naming_the_key(work, tmp_path, capsys):
     assert main(["run", "--pack", str(work / PACK), "--out", str(tmp_path), "--device", "cpu",
                  "--tiny", "--max-steps", "1", "--cuda-graphs"]) == 2
     assert "train.trainer.cuda_graphs: true, but torch sees no CUDA GPU" in capsys.readouterr().err
+
+
+def preflight(root: Path) -> subprocess.CompletedProcess:
+    """``scripts/gpu_preflight.sh`` run in ``root``, a git checkout holding a copy of it."""
+    return subprocess.run(["bash", str(root / "scripts" / "gpu_preflight.sh")], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_gpu_preflight_checks_what_the_device_call_carries(tmp_path):
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "gpu_preflight.sh", root / "scripts")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    missing = preflight(root)
+    assert missing.returncode == 1 and "missing: data/paper_curve/pack.tar.xz" in missing.stdout
+    pack = root / "data" / "paper_curve" / "pack.tar.xz"
+    pack.parent.mkdir(parents=True)
+    pack.write_bytes(b"x" * 1000)
+    ready = preflight(root)
+    assert ready.returncode == 0, ready.stdout
+    assert "comparison on the real test set will be skipped" in ready.stdout
+    assert ('run(command="bash scripts/gpu_session.sh --with-paper-curve", timeout_s=600, '
+            'carry=["data/paper_curve/pack.tar.xz"])') in ready.stdout
+    with open(pack, "wb") as handle:                       # 65 MiB, sparse
+        handle.truncate(65 * 2**20)
+    big = preflight(root)
+    assert big.returncode == 1 and "too big" in big.stdout and "device call" not in big.stdout
