@@ -37,7 +37,7 @@ repro: $(STAMP)
 
 ## The test suite (unit tests plus a tiny end-to-end DVC run), TEST_JOBS test files at a time
 ## (pytest-xdist; a file's tests stay on one worker, so its module fixtures are built once).
-## 2 workers on the 2-core build machines: 7.5 min instead of 11.4. TEST_JOBS=0 runs serially.
+## 2 workers on the 2-core build machines: 8.5 min instead of 11.4. TEST_JOBS=0 runs serially.
 test: $(STAMP)
 	$(PYTEST)
 
