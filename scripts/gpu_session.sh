@@ -22,11 +22,12 @@
 #      COMPARE_SENTENCES (default 2100) test sentences               -> compare_test.json
 #
 # --with-paper-curve (issue 12's GPU work in ONE device command, for a session with one draw of
-# 15 device minutes: carry data/paper_curve/pack.tar.xz too, made here by make paper-curve-data):
-# DEADLINE 585 and the steps environment; the paper-width curve (scripts/gpu_paper_curve.sh,
-# PAPER_SECONDS in all, default 300: RNNsearch-50 and RNNencdec-50 trained about 135 and 80 s)
-# -> paper_curve.tar.gz (make paper-curve-report RESULTS=<it>); the bench's quick plan (about
-# half the full one) -> bench_gpu.{json,md}; step 5; the CUDA tests with what time is left.
+# 15 device minutes; make gpu-preflight prints the call and what it carries): DEADLINE 585 and
+# the steps environment; the paper-width curve (scripts/gpu_paper_curve.sh, PAPER_SECONDS in
+# all, default 300: RNNsearch-50 and RNNencdec-50 trained about 138 and 77 s; PAPER_ARGS adds
+# options of paper_curve run, e.g. --cuda-graphs) -> paper_curve.tar.gz (make
+# paper-curve-report RESULTS=<it>); the bench's quick plan (about half the full one) ->
+# bench_gpu.{json,md}; step 5; the CUDA tests with what time is left.
 #
 # At most 8 files land in $OUT, none in a subfolder: what the device tool brings back. The GPU
 # machine's python3 has torch (CUDA), Lightning, numpy, PyYAML, tqdm, sacrebleu and pytest, not
@@ -117,6 +118,8 @@ paper_curve() {
   budget=(--total-seconds "$total" --reserve-seconds 35 --search-seconds "$search"
           --encdec-seconds $((total - 70 - search)))
   [[ $DEVICE == cpu ]] && budget=(--cpu)
+  read -ra extra <<<"${PAPER_ARGS:-}"      # e.g. PAPER_ARGS=--cuda-graphs once they are checked
+  budget+=("${extra[@]}")
   step paper-curve "$PAPER_SECONDS" env OUT="$WORK/paper" PYTHON="$PYTHON" \
     LIMIT=$((PAPER_SECONDS - 8)) bash scripts/gpu_paper_curve.sh "${budget[@]}"
   if [[ -d $WORK/paper ]]; then tar -czf "$OUT/paper_curve.tar.gz" -C "$WORK/paper" .; fi

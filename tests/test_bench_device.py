@@ -152,9 +152,11 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
                            capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, OUT=str(tmp_path / "cut"), PYTHON=sys.executable,
                                     TINY_WORK=str(tmp_path / "paper_tiny"), CELL="no-such-cell",
-                                    PAPER_SECONDS="12", DEADLINE="30"))
+                                    PAPER_SECONDS="12", DEADLINE="30",
+                                    PAPER_ARGS="--progress-every 1"))
     log = (tmp_path / "cut" / "session.log").read_text()
     assert again.returncode == 124, log[-3000:]
+    assert "gpu_paper_curve.sh --cpu --progress-every 1\n" in log     # PAPER_ARGS passed on
     assert "gpu_paper_curve: stopped by timeout after 4 s" in log, log[-3000:]
     started, ended = (int(re.search(rf"== {name}: exit \d+ after (\d+) s", log).group(1))
                       for name in ("environment", "paper-curve"))
