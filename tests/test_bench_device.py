@@ -6,6 +6,7 @@ imports blocked.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -19,9 +20,10 @@ import pytorch_lightning as pl
 import torch
 
 from conftest import REPO
-from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for,
+from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for, run,
                                      stratified_sources, train_speed, training_lengths,
                                      training_runs, write_synthetic_corpus)
+from rnnsearch.bench.device_report import markdown_report
 from rnnsearch.data.vocab import Vocabulary
 
 MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
@@ -193,3 +195,16 @@ def test_a_failed_training_run_is_a_row_with_its_error_not_the_end_of_the_bench(
     row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
     assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0
+
+
+def test_every_partial_result_the_bench_saves_makes_a_report():
+    """A bench cut by its time limit leaves the last save: after each training configuration
+    and each later part, every one of them a complete report of what was measured so far."""
+    snapshots: list[dict] = []
+    final = run("cpu", "tiny", save=lambda results: snapshots.append(copy.deepcopy(results)))
+    per_model = len(training_runs(bench_models(plan_for("tiny"), REPO / "params.yaml")[0],
+                                  plan_for("tiny"), "cpu")) + 3
+    assert len(snapshots) == 2 * per_model and snapshots[-1] == final
+    assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
+    for snapshot in snapshots:
+        assert "## Training" in markdown_report(snapshot)

@@ -517,43 +517,57 @@ def best_rows(rows: list[dict[str, Any]], key: str, *group: str) -> list[dict[st
 def run(device: str, size: str, params_path: Path | None = None,
         save: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
     """Every measurement of the plan on ``device``; JSON-ready. ``save`` is called with the
-    results so far after each model, so that a run stopped by a time limit leaves what it had."""
+    results so far after each measurement, so that a run stopped by a time limit leaves
+    everything it had measured."""
     plan = plan_for(size)
     models = bench_models(plan, params_path or repo_root() / "params.yaml")
     results: dict[str, Any] = {"machine": machine(device), "plan": dataclasses.asdict(plan),
                                "card": card_gemm(device, plan), "training": [], "arithmetic": [],
                                "decoding": [], "agreement": {}, "profile": [], "profile_decoding": [],
                                "seconds": {}}
+
+    def checkpoint() -> None:
+        results["best_training"] = best_rows(results["training"], "tokens_per_s", "model")
+        results["best_decoding"] = best_rows(results["decoding"], "sentences_per_s", "model",
+                                             "method")
+        if save:
+            save(results)
+
     with tempfile.TemporaryDirectory(prefix="bench-device-") as tmp:
         for model in models:
-            start = time.perf_counter()
-            print(f"bench: {model.name} model on {device} ...", flush=True)
-            data_dir = Path(tmp) / f"data-{model.vocab}"
-            shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
-            batches = training_batches(model, plan)
-            for batch, precision, graphs in training_runs(model, plan, device):
-                row = train_speed(model, data_dir, device, batch, precision, plan, Path(tmp),
-                                  graphs)
-                print(f"bench:   batch {batch} {precision}{' graphs' if graphs else ''}: "
-                      f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
-                results["training"].append(row)
-            results["profile"] += profile_training(model, data_dir, device, plan)
-            for batch in sorted({batches[0], batches[-1]}):
-                results["arithmetic"].append(
-                    {"model": model.name, **arithmetic(model, shape, batch, device, plan)})
-            sources = stratified_sources(model.vocab, plan.per_bucket)
-            rows, last = decode_speed(model, sources, device, plan)
-            results["decoding"] += rows
-            results["profile_decoding"] += profile_decoding(model, sources, device, plan)
-            if model.name == "default":
-                results["agreement"] = agreement(model, sources, last)
-            results["seconds"][model.name] = round(time.perf_counter() - start, 1)
-            results["best_training"] = best_rows(results["training"], "tokens_per_s", "model")
-            results["best_decoding"] = best_rows(results["decoding"], "sentences_per_s", "model",
-                                                 "method")
-            if save:
-                save(results)
+            bench_model(model, plan, device, Path(tmp), results, checkpoint)
     return results
+
+
+def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: dict[str, Any],
+                checkpoint: Callable[[], None]) -> None:
+    """Every measurement of one model, added to ``results``, with ``checkpoint()`` after each
+    training configuration and each later part."""
+    start = time.perf_counter()
+    print(f"bench: {model.name} model on {device} ...", flush=True)
+    data_dir = tmp / f"data-{model.vocab}"
+    shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
+    for batch, precision, graphs in training_runs(model, plan, device):
+        row = train_speed(model, data_dir, device, batch, precision, plan, tmp, graphs)
+        print(f"bench:   batch {batch} {precision}{' graphs' if graphs else ''}: "
+              f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
+        results["training"].append(row)
+        checkpoint()
+    results["profile"] += profile_training(model, data_dir, device, plan)
+    batches = training_batches(model, plan)
+    for batch in sorted({batches[0], batches[-1]}):
+        results["arithmetic"].append(
+            {"model": model.name, **arithmetic(model, shape, batch, device, plan)})
+    checkpoint()
+    sources = stratified_sources(model.vocab, plan.per_bucket)
+    rows, last = decode_speed(model, sources, device, plan)
+    results["decoding"] += rows
+    checkpoint()
+    results["profile_decoding"] += profile_decoding(model, sources, device, plan)
+    if model.name == "default":
+        results["agreement"] = agreement(model, sources, last)
+    results["seconds"][model.name] = round(time.perf_counter() - start, 1)
+    checkpoint()
 
 
 def report_name(device: str) -> str:

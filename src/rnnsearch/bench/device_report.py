@@ -55,15 +55,17 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
                          "", "", "", "", "", f"{r['peak_memory_mib']:,.0f}"])
             continue
         kind = "bf16" if r["precision"].startswith("bf16") else "fp32"
-        achieved = r["tokens_per_s"] * flops[r["model"]] / 1e12            # TFLOP/s
         bound = roofline.get((r["model"], r["batch"]), {}).get(f"roofline_tokens_per_s_{kind}")
         captured = (f"{r['cuda_graph_shapes']} in {r['cuda_graph_capture_seconds']:.1f} s"
                     if "cuda_graph_shapes" in r else "-")
         if r.get("cuda_graph_error"):
             captured += f" (capture failed, eager after: {r['cuda_graph_error'][:80]})"
+        rate = ["-", "-"]                          # until the model's FLOPs are measured
+        if r["model"] in flops:
+            achieved = r["tokens_per_s"] * flops[r["model"]] / 1e12        # TFLOP/s
+            rate = [f"{achieved:.2f}", f"{achieved / card[f'tflops_{kind}']:.1%}"]
         rows.append([r["model"], r["batch"], r["precision"], graphs, f"{r['tokens_per_s']:,.0f}",
-                     f"{r['ms_per_step']:.1f}", captured, f"{achieved:.2f}",
-                     f"{achieved / card[f'tflops_{kind}']:.1%}",
+                     f"{r['ms_per_step']:.1f}", captured, *rate,
                      f"{r['tokens_per_s'] / bound:.0%}" if bound else "-",
                      f"{r['peak_memory_mib']:,.0f}"])
     return rows
