@@ -5,7 +5,7 @@ export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 .PHONY: setup help repro test test-fast ui bench preset paper-curve-data paper-curve-report \
-	gpu-preflight clean-venv
+	gpu-preflight gpu-results clean-venv
 TEST_JOBS ?= 2
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
@@ -75,6 +75,12 @@ paper-curve-report: $(STAMP)
 ## carry (the pack, the search-50 model), its size against the device tool's 64 MiB, and the call.
 gpu-preflight:
 	@bash scripts/gpu_preflight.sh
+
+## After that call: its returned files into the project (reports/bench_gpu.*, the paper curve's
+## report, reports/gpu_session/) and a summary: make gpu-results FILES=<files_at>
+gpu-results: $(STAMP)
+	$(if $(FILES),,$(error make gpu-results needs FILES=<the folder the device call returned>))
+	@bash scripts/gpu_results.sh $(FILES)
 
 ## Remove .venv (the next target reinstalls it).
 clean-venv:

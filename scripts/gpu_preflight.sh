@@ -59,5 +59,6 @@ if ((STATUS == 0)); then
   echo "device call:"
   echo "  run(command=\"bash scripts/gpu_session.sh --with-paper-curve\", timeout_s=600," \
        "carry=[${list%, }])"
+  echo "then, here: make gpu-results FILES=<files_at>"
 fi
 exit "$STATUS"

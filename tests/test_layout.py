@@ -80,7 +80,8 @@ def test_make_help_lists_every_target_with_its_description():
 
 
 @pytest.mark.parametrize("target, variable", [("preset", "NAME"),
-                                              ("paper-curve-report", "RESULTS")])
+                                              ("paper-curve-report", "RESULTS"),
+                                              ("gpu-results", "FILES")])
 def test_make_targets_that_need_a_variable_say_so(target, variable):
     done = make("-o", ".venv/.installed", target)     # -o: do not install the stack for this
     assert done.returncode != 0 and f"needs {variable}=" in done.stderr

@@ -269,3 +269,33 @@ def test_gpu_preflight_checks_what_the_device_call_carries(tmp_path):
         handle.truncate(65 * 2**20)
     big = preflight(root)
     assert big.returncode == 1 and "too big" in big.stdout and "device call" not in big.stdout
+
+
+def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
+    """``scripts/gpu_results.sh <files_at>``: the bench's report into reports/, the evidence
+    into reports/gpu_session/, and a summary of the CUDA tests and the comparisons."""
+    root, files = tmp_path / "checkout", tmp_path / "files_at"
+    (root / "scripts").mkdir(parents=True)
+    (root / "reports").mkdir()
+    files.mkdir()
+    shutil.copy(REPO / "scripts" / "gpu_results.sh", root / "scripts")
+    (files / "bench_gpu.json").write_text("{}")
+    (files / "bench_gpu.md").write_text("# Device benchmark (cuda)\n")
+    (files / "session.log").write_text("== bench: exit 0 after 300 s in all\n")
+    (files / "pytest-cuda.xml").write_text(
+        '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="9">'
+        "</testsuite></testsuites>")
+    (files / "compare_test.json").write_text(json.dumps(
+        {"devices": ["cpu", "cuda"], "methods": {"beam": {"sentences": 2100, "differing": 3}}}))
+    done = subprocess.run(["bash", str(root / "scripts" / "gpu_results.sh"), str(files)],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (root / "reports" / "bench_gpu.md").read_text() == "# Device benchmark (cuda)\n"
+    assert sorted(p.name for p in (root / "reports" / "gpu_session").iterdir()) == [
+        "compare_test.json", "pytest-cuda.xml", "session.log"]
+    assert "CUDA tests: 9 run, 1 failed, 0 errors, 0 skipped" in done.stdout
+    assert "compare_test.json: beam: 3 of 2100 best hypotheses differ (cpu vs cuda)" in done.stdout
+    missing = subprocess.run(["bash", str(root / "scripts" / "gpu_results.sh"),
+                              str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
