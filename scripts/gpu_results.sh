@@ -11,8 +11,10 @@
 set -u
 cd "$(dirname "$0")/.."
 FILES=${1:?usage: bash scripts/gpu_results.sh <the folder the device call returned>}
-PYTHON=${PYTHON:-python3}
-[[ -x .venv/bin/python ]] && PYTHON=.venv/bin/python
+if [[ -z "${PYTHON:-}" ]]; then
+  PYTHON=python3
+  [[ -x .venv/bin/python ]] && PYTHON=.venv/bin/python
+fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 [[ -d $FILES ]] || { echo "gpu_results: $FILES: no such folder" >&2; exit 2; }
 STATUS=0

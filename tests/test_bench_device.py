@@ -128,11 +128,7 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
     8 files in $OUT, the paper-width curve's files in one tarball."""
     out = tmp_path / "out"
     flags = ["--cpu"] + (["--with-paper-curve"] if mode == "with-paper-curve" else [])
-    done = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
-                          capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable,
-                                   TINY_WORK=str(tmp_path / "paper_tiny"),
-                                   CELL="no-such-cell"))   # whatever data/models holds here
+    done = run_session(tmp_path, out, flags)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     steps, files = SESSION_STEPS[mode]
     assert sorted(p.name for p in out.iterdir()) == files
@@ -147,15 +143,27 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
     assert log.index("== paper-curve: exit") < log.index("== bench (")   # the curve first
     assert tarball_names(out) >= {"run.json", "run.log", "search-50.beam.tok.txt",
                                   "encdec-50.greedy.tok.txt"}
-    # A curve that overruns PAPER_SECONDS is stopped inside it (its own timeout, LIMIT, 8 s
-    # less: a timeout around the script would stop bash, not the run), the session goes on to
-    # its next steps (here none: DEADLINE is spent) and returns what the run had written.
-    again = subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
-                           capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, OUT=str(tmp_path / "cut"), PYTHON=sys.executable,
-                                    TINY_WORK=str(tmp_path / "paper_tiny"), CELL="no-such-cell",
-                                    PAPER_SECONDS="12", DEADLINE="30",
-                                    PAPER_ARGS="--progress-every 1"))
+    check_an_overrunning_curve_is_stopped(tmp_path, flags)
+
+
+def run_session(tmp_path: Path, out: Path, flags: list[str], **env: str
+                ) -> subprocess.CompletedProcess:
+    """``scripts/gpu_session.sh FLAGS`` with its results in ``out``, the tiny paper-curve pack
+    in ``tmp_path`` (built by the first call, reused by later ones), and whatever data/models
+    holds in this checkout ignored (CELL names no cell)."""
+    return subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
+                          capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable,
+                                   TINY_WORK=str(tmp_path / "paper_tiny"), CELL="no-such-cell",
+                                   **env))
+
+
+def check_an_overrunning_curve_is_stopped(tmp_path: Path, flags: list[str]) -> None:
+    """A curve that overruns PAPER_SECONDS is stopped inside it (its own timeout, LIMIT, 8 s
+    less: a timeout around the script would stop bash, not the run), the session goes on to
+    its next steps (here none: DEADLINE is spent) and returns what the run had written."""
+    again = run_session(tmp_path, tmp_path / "cut", flags, PAPER_SECONDS="12", DEADLINE="30",
+                        PAPER_ARGS="--progress-every 1")
     log = (tmp_path / "cut" / "session.log").read_text()
     assert again.returncode == 124, log[-3000:]
     assert "gpu_paper_curve.sh --cpu --progress-every 1\n" in log     # PAPER_ARGS passed on

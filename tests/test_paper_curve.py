@@ -244,6 +244,15 @@ def test_cuda_graphs_without_a_gpu_fail_naming_the_key(work, tmp_path, capsys):
     assert "train.trainer.cuda_graphs: true, but torch sees no CUDA GPU" in capsys.readouterr().err
 
 
+def scratch_checkout(tmp_path: Path, script: str) -> Path:
+    """A folder ``checkout`` holding only a copy of ``scripts/<script>`` (which works on the
+    checkout it lies in), so that running it touches nothing of this one."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / script, root / "scripts")
+    return root
+
+
 def preflight(root: Path) -> subprocess.CompletedProcess:
     """``scripts/gpu_preflight.sh`` run in ``root``, a git checkout holding a copy of it."""
     return subprocess.run(["bash", str(root / "scripts" / "gpu_preflight.sh")], cwd=root,
@@ -251,9 +260,7 @@ def preflight(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_gpu_preflight_checks_what_the_device_call_carries(tmp_path):
-    root = tmp_path / "checkout"
-    (root / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "gpu_preflight.sh", root / "scripts")
+    root = scratch_checkout(tmp_path, "gpu_preflight.sh")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     missing = preflight(root)
     assert missing.returncode == 1 and "missing: data/paper_curve/pack.tar.xz" in missing.stdout
@@ -274,11 +281,9 @@ def test_gpu_preflight_checks_what_the_device_call_carries(tmp_path):
 def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
     """``scripts/gpu_results.sh <files_at>``: the bench's report into reports/, the evidence
     into reports/gpu_session/, and a summary of the CUDA tests and the comparisons."""
-    root, files = tmp_path / "checkout", tmp_path / "files_at"
-    (root / "scripts").mkdir(parents=True)
+    root, files = scratch_checkout(tmp_path, "gpu_results.sh"), tmp_path / "files_at"
     (root / "reports").mkdir()
     files.mkdir()
-    shutil.copy(REPO / "scripts" / "gpu_results.sh", root / "scripts")
     (files / "bench_gpu.json").write_text("{}")
     (files / "bench_gpu.md").write_text("# Device benchmark (cuda)\n")
     (files / "session.log").write_text("== bench: exit 0 after 300 s in all\n")
