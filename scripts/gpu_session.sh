@@ -19,7 +19,8 @@
 #   5. only if the real model and test set were carried along (the device tool's carry:
 #      data/models/search-50/model.pt, data/tokenized/test.src, data/tokenized/vocab.src.txt,
 #      data/tokenized/vocab.tgt.txt; CELL picks another cell): the same comparison on the first
-#      COMPARE_SENTENCES (default 2100) test sentences               -> compare_test.json
+#      COMPARE_SENTENCES (default 2100) test sentences, as many as its time allows (the CPU's
+#      side is the slow one; the report counts them)                 -> compare_test.json
 #
 # --with-paper-curve (issue 12's GPU work in ONE device command, for a session with one draw of
 # 15 device minutes; make gpu-preflight prints the call and what it carries): DEADLINE 585 and
@@ -97,12 +98,17 @@ cuda_tests() {
     tests/test_bench_device.py     # in this order: a cut run (-v) still logs the first ones
 }
 
+# compare_test LIMIT: within LIMIT s (or what is left), its own --seconds 20 s less (loading
+# the model twice, warm-ups): the leading test sentences that fit, counted in the report
 compare_test() {
+  local limit=$1 left=$((DEADLINE - (SECONDS - START)))
+  ((limit > left)) && limit=$left
   if [[ -f data/models/$CELL/model.pt && -f data/tokenized/test.src ]]; then
-    step compare-test "$1" "$PYTHON" -m rnnsearch.decoding.compare \
+    step compare-test "$limit" "$PYTHON" -m rnnsearch.decoding.compare \
       --model "data/models/$CELL/model.pt" --vocab-dir data/tokenized \
       --sources data/tokenized/test.src --max-sentences "$COMPARE_SENTENCES" \
-      --devices cpu "$DEVICE" --out "$OUT/compare_test.json"
+      --seconds $((limit > 30 ? limit - 20 : 10)) --devices cpu "$DEVICE" \
+      --out "$OUT/compare_test.json"
   else
     echo "== compare-test: skipped (no data/models/$CELL/model.pt or data/tokenized/test.src)" \
       | tee -a "$LOG"

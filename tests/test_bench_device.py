@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,31 +19,17 @@ import pytorch_lightning as pl
 import torch
 
 from conftest import REPO
+from gpu_machine import gpu_machine_env, run_as_on_the_gpu_machine
 from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for, run,
                                      stratified_sources, train_speed, training_lengths,
                                      training_runs, write_synthetic_corpus)
 from rnnsearch.bench.device_report import markdown_report
 from rnnsearch.data.vocab import Vocabulary
 
-MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
-BLOCKER = f"""
-import importlib.abc, runpy, sys
-class Blocker(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in {MISSING_ON_THE_GPU!r}:
-            raise ImportError(f"{{name}} is not installed on the GPU machine")
-sys.meta_path.insert(0, Blocker())
-sys.argv = ["python -m rnnsearch.bench", *sys.argv[1:]]
-runpy.run_module("rnnsearch.bench", run_name="__main__")
-"""
-
-
 def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
-    """The tiny device bench in a subprocess whose imports of the packages the GPU machine
-    lacks fail."""
-    return subprocess.run([sys.executable, "-c", BLOCKER, "--device", device, "--tiny",
-                           "--threads", "1", "--out", str(out)], cwd=REPO, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    """The tiny device bench in a subprocess without the packages the GPU machine lacks."""
+    return run_as_on_the_gpu_machine(out / "site", "rnnsearch.bench", "--device", device,
+                                     "--tiny", "--threads", "1", "--out", str(out))
 
 
 def check_report(out: Path, name: str) -> dict:
@@ -146,16 +131,27 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
     check_an_overrunning_curve_is_stopped(tmp_path, flags)
 
 
+def test_the_session_runs_every_file_that_holds_cuda_tests():
+    """A test marked ``cuda`` in a file the session's pytest call does not name would never
+    run anywhere."""
+    script = (REPO / "scripts/gpu_session.sh").read_text()
+    named = set(re.findall(r"tests/test_\w+\.py", script[script.index("cuda_tests() {"):]))
+    holding = {f"tests/{path.name}" for path in (REPO / "tests").glob("test_*.py")
+               if "@pytest.mark.cuda" in path.read_text()}
+    assert named == holding
+
+
 def run_session(tmp_path: Path, out: Path, flags: list[str], **env: str
                 ) -> subprocess.CompletedProcess:
     """``scripts/gpu_session.sh FLAGS`` with its results in ``out``, the tiny paper-curve pack
-    in ``tmp_path`` (built by the first call, reused by later ones), and whatever data/models
-    holds in this checkout ignored (CELL names no cell)."""
+    in ``tmp_path`` (built by the first call, reused by later ones), whatever data/models holds
+    in this checkout ignored (CELL names no cell), and the packages the GPU machine lacks
+    missing for every python it starts."""
     return subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
                           capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, OUT=str(out), PYTHON=sys.executable,
-                                   TINY_WORK=str(tmp_path / "paper_tiny"), CELL="no-such-cell",
-                                   **env))
+                          env=dict(gpu_machine_env(tmp_path / "site"), OUT=str(out),
+                                   PYTHON=sys.executable, TINY_WORK=str(tmp_path / "paper_tiny"),
+                                   CELL="no-such-cell", **env))
 
 
 def check_an_overrunning_curve_is_stopped(tmp_path: Path, flags: list[str]) -> None:

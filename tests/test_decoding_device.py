@@ -20,12 +20,13 @@ import torch
 import yaml
 
 from conftest import REPO, run_script
+from decoding_workspace import SRC, make_workspace
+from gpu_machine import run_as_on_the_gpu_machine
 from rnnsearch.config.base import ConfigError
 from rnnsearch.config.translate import TranslateConfig, resolve_device
-from rnnsearch.decoding.compare import compare_devices, differences
+from rnnsearch.decoding.compare import compare_devices, differences, summary
 from rnnsearch.decoding.translator import Translator
 from rnnsearch.experiments.tiny import make_tiny
-from test_decoding_stage import SRC, make_workspace
 
 HAS_GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
@@ -174,20 +175,36 @@ def test_differences_counts_changed_hypotheses(tmp_path):
 
 
 def test_compare_command_writes_its_report(tmp_path):
-    """``python -m rnnsearch.decoding.compare`` on the tiny model (CPU against CPU here)."""
+    """``python -m rnnsearch.decoding.compare`` on the tiny model (CPU against CPU here), as on
+    the GPU machine: without mlflow, dvc, gensim and sacremoses."""
     make_tiny(tmp_path / "tiny", steps=2, sentences=6)
     out = tmp_path / "compare.json"
-    done = subprocess.run([sys.executable, "-m", "rnnsearch.decoding.compare", "--model",
-                           str(tmp_path / "tiny/model.pt"), "--vocab-dir", str(tmp_path / "tiny"),
-                           "--sources", str(tmp_path / "tiny/test.src"), "--devices", "cpu", "cpu",
-                           "--beam-size", "2", "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    done = run_as_on_the_gpu_machine(
+        tmp_path / "site", "rnnsearch.decoding.compare", "--model", str(tmp_path / "tiny/model.pt"),
+        "--vocab-dir", str(tmp_path / "tiny"), "--sources", str(tmp_path / "tiny/test.src"),
+        "--devices", "cpu", "cpu", "--beam-size", "2", "--out", str(out), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["sentences"] == 6 and report["search"]["beam_size"] == 2
     assert {m: d["differing"] for m, d in report["methods"].items()} == {"greedy": 0, "beam": 0}
     assert "greedy: 0 of 6 best hypotheses differ (cpu vs cpu)" in done.stdout
+
+
+def test_compare_within_seconds_compares_the_leading_chunks(tmp_path):
+    """With a time budget the methods compare the sentences that fit, a chunk (the largest
+    batch size) at a time, at least one chunk each, and the report says how many."""
+    make_tiny(tmp_path, steps=2, sentences=7)
+    sources = [line.split() for line in (tmp_path / "test.src").read_text().splitlines()]
+    config = TranslateConfig(batch_size=2, batch_size_cuda=3)
+    whole = compare_devices(tmp_path / "model.pt", tmp_path, sources, ["cpu", "cpu"], config)
+    cut = compare_devices(tmp_path / "model.pt", tmp_path, sources, ["cpu", "cpu"], config,
+                          seconds=1e-6)
+    assert {m: d["sentences"] for m, d in whole["methods"].items()} == {"greedy": 7, "beam": 7}
+    assert {m: d["sentences"] for m, d in cut["methods"].items()} == {"greedy": 2, "beam": 2}
+    assert cut["sentences"] == 7 and cut["seconds"] == 1e-6 and whole["seconds"] is None
+    assert summary(cut)[0].startswith("greedy: 0 of 2 best hypotheses differ (the first 2 of 7 "
+                                      "in --seconds 1e-06) (cpu vs cpu)")
+    assert summary(whole)[1].startswith("beam: 0 of 7 best hypotheses differ (cpu vs cpu)")
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED_CORPORA
-from test_bench_device import MISSING_ON_THE_GPU
+from gpu_machine import MISSING_ON_THE_GPU, run_as_on_the_gpu_machine
 
 from rnnsearch import presets
 from rnnsearch.data.textio import DataError, read_lines
@@ -28,25 +27,6 @@ from rnnsearch.experiments.paper_curve import PACK, PACKED, hyp_file, main
 CELLS = ("search-50", "encdec-50")
 METHODS = ("greedy", "beam")
 SLICES = {"train": 400, "dev": 40, "test": 4000}   # first lines of each Hansard split
-BLOCK_AND_RUN = """import importlib.metadata as metadata, runpy, sys
-blocked = {blocked!r}
-sys.modules.update(dict.fromkeys(blocked))          # `import mlflow` ... raises ImportError
-
-
-def hidden(lookup):                                 # ... and no package metadata says otherwise
-    def look(name, *args, **kwargs):
-        if name.split(".")[0].lower() in blocked:
-            raise metadata.PackageNotFoundError(name)
-        return lookup(name, *args, **kwargs)
-    return look
-
-
-metadata.version, metadata.distribution = hidden(metadata.version), hidden(metadata.distribution)
-sys.argv = ["python -m rnnsearch.experiments.paper_curve", *sys.argv[1:]]
-runpy.run_module("rnnsearch.experiments.paper_curve", run_name="__main__")
-"""
-
-
 def hansard_slice(folder: Path) -> dict:
     """The first lines of every Hansard split as a custom corpus; its ``prepare`` params."""
     custom = {}
@@ -81,13 +61,10 @@ def results(work) -> Path:
     """``run --device cpu --tiny`` on the pack, two steps a cell, the GPU's missing packages
     (and matplotlib) blocked."""
     out = work.parent / "results"
-    blocked = (*MISSING_ON_THE_GPU, "matplotlib")
-    done = subprocess.run(
-        [sys.executable, "-c", BLOCK_AND_RUN.format(blocked=blocked), "run", "--pack",
-         str(work / PACK), "--out", str(out), "--device", "cpu", "--tiny", "--threads", "1",
-         "--max-steps", "2", "--progress-every", "0"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    done = run_as_on_the_gpu_machine(
+        work.parent / "site", "rnnsearch.experiments.paper_curve", "run", "--pack", str(work / PACK), "--out", str(out),
+        "--device", "cpu", "--tiny", "--threads", "1", "--max-steps", "2", "--progress-every", "0",
+        absent=(*MISSING_ON_THE_GPU, "matplotlib"), timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "search-50: step 2" in done.stdout                    # a progress line per step
     return out

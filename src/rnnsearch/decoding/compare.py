@@ -12,6 +12,9 @@ the other way (GPU kernels add up in another order than the CPU's); a large gap 
 Over the identical hypotheses it gives the largest score and attention differences; and each
 device's speed.
 
+``--seconds S`` bounds the time (a device command's limit, say): the methods share it, each
+comparing the leading sentences that fit, and the report says how many.
+
 It needs torch and the project only (no Moses tokeniser, no MLflow), so it runs on a GPU machine
 that has nothing else installed; ``--devices cpu cpu`` runs the same code on a CPU.
 """
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -65,42 +70,71 @@ def differences(first: CorpusResult, second: CorpusResult, examples: int = 5) ->
                          for i in differing[:examples]]}
 
 
-def decode_on(translator: Translator, sentences: Sequence[Sequence[str]], methods: Sequence[str],
-              options: SearchOptions, batch_size: int) -> dict[str, CorpusResult]:
-    """Each method over every sentence on the translator's device, after one warm-up sentence
-    (so that CUDA's one-off set-up is not timed)."""
-    results = {}
-    for method in methods:
-        translator.translate(sentences[:1], method, method_options(options, method), 1,
-                             progress=False)
-        results[method] = translator.translate(sentences, method, method_options(options, method),
-                                               batch_size, progress=False)
-    return results
+def decode_within(translators: Sequence[Translator], batch_sizes: Sequence[int],
+                  sentences: Sequence[Sequence[str]], method: str, options: SearchOptions,
+                  chunk: int, until: float = math.inf) -> list[CorpusResult]:
+    """``method`` over ``sentences`` on each translator's device, after one warm-up sentence
+    each (so that CUDA's one-off set-up is not timed): ``chunk`` sentences at a time on every
+    device in turn, no new chunk started that would end past ``until`` (a
+    ``time.perf_counter()`` reading) at the pace of the last one. Returns one result per
+    translator, all over the same leading sentences."""
+    for translator in translators:
+        translator.translate(sentences[:1], method, options, 1, progress=False)
+    parts: list[list[CorpusResult]] = [[] for _ in translators]
+    for first in range(0, len(sentences), chunk):
+        started = time.perf_counter()
+        for part, translator, batch_size in zip(parts, translators, batch_sizes):
+            part.append(translator.translate(sentences[first: first + chunk], method, options,
+                                             batch_size, progress=False))
+        now = time.perf_counter()
+        if now + (now - started) > until:
+            break
+    return [CorpusResult([t for result in part for t in result.translations],
+                         sum(result.seconds for result in part)) for part in parts]
 
 
 def compare_devices(model_path: str | Path, vocab_dir: str | Path,
                     sentences: Sequence[Sequence[str]], devices: Sequence[str],
                     config: TranslateConfig = TranslateConfig(),
-                    methods: Sequence[str] = METHODS) -> dict[str, Any]:
+                    methods: Sequence[str] = METHODS, seconds: float = 0.0) -> dict[str, Any]:
     """Decode ``sentences`` (lists of words) with the model at ``model_path`` on both
     ``devices`` (``cpu`` / ``cuda``, resolved), each at its batch size of ``config``; returns
-    the speeds and, per method, :func:`differences` of the second device against the first."""
-    results, speed = [], []
-    for device in devices:
-        translator = Translator.load(model_path, vocab_dir, config.source_eos, device)
-        batch_size = config.batch_size_for(device)
-        results.append(decode_on(translator, sentences, methods, config.search, batch_size))
-        speed.append({"device": device, "batch_size": batch_size, "sentences_per_s": {
-            method: round(r.sentences_per_second, 2) for method, r in results[-1].items()}})
-    return {"devices": list(devices), "sentences": len(sentences), "speed": speed,
-            "search": dataclasses.asdict(config.search),
-            "methods": {m: differences(results[0][m], results[1][m]) for m in methods}}
+    the speeds and, per method, :func:`differences` of the second device against the first.
+    With ``seconds`` > 0 the methods share that time (what one leaves, the next may use), each
+    decoding its leading sentences a chunk (the largest batch size) at a time while its share
+    lasts (the first chunk always): its ``differences`` say how many sentences it compared."""
+    translators = [Translator.load(model_path, vocab_dir, config.source_eos, device)
+                   for device in devices]
+    batch_sizes = [config.batch_size_for(device) for device in devices]
+    chunk = max(batch_sizes) if seconds else max(len(sentences), 1)
+    end = time.perf_counter() + seconds if seconds else math.inf
+    results = {}
+    for done, method in enumerate(methods):
+        now = time.perf_counter()
+        results[method] = decode_within(translators, batch_sizes, sentences, method,
+                                        method_options(config.search, method), chunk,
+                                        now + (end - now) / (len(methods) - done))
+    speed = [{"device": device, "batch_size": batch_size, "sentences_per_s": {
+        method: round(results[method][index].sentences_per_second, 2) for method in methods}}
+        for index, (device, batch_size) in enumerate(zip(devices, batch_sizes))]
+    return {"devices": list(devices), "sentences": len(sentences), "seconds": seconds or None,
+            "speed": speed, "search": dataclasses.asdict(config.search),
+            "methods": {m: differences(*results[m]) for m in methods}}
+
+
+def _cut_short(report: dict[str, Any], compared: int) -> str:
+    """`` (the first N of M in --seconds S)`` where a method compared fewer than all sentences."""
+    if compared >= report["sentences"]:
+        return ""
+    return f" (the first {compared} of {report['sentences']} in --seconds {report['seconds']:g})"
 
 
 def summary(report: dict[str, Any]) -> list[str]:
-    """One line per method: how many best hypotheses differ between the two devices."""
+    """One line per method: how many best hypotheses differ between the two devices (and, where
+    a time budget cut the comparison short, of how many sentences it compared)."""
     first, second = report["devices"]
-    return [f"{method}: {d['differing']} of {d['sentences']} best hypotheses differ "
+    return [f"{method}: {d['differing']} of {d['sentences']} best hypotheses differ"
+            f"{_cut_short(report, d['sentences'])} "
             f"({first} vs {second}); identical ones: score within "
             f"{d['max_score_diff_identical']:.2e}, attention within "
             f"{d['max_attention_diff_identical']:.2e}"
@@ -131,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--max-sentences", type=int, default=0, help="the first N only (0: all)")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="a time budget: no new chunk of sentences once it is spent, the "
+                             "report counting those compared (0: all sentences)")
     parser.add_argument("--beam-size", type=int, default=0, help="override translate.search")
     parser.add_argument("--params", help="params file (default: ./params.yaml if present)")
     parser.add_argument("--out", type=Path, help="write the report here as JSON")
@@ -140,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         devices = [resolve_device(name, "--devices") for name in args.devices]
         lines = read_lines(args.sources)[: args.max_sentences or None]
         report = compare_devices(args.model, args.vocab_dir, [line.split() for line in lines],
-                                 devices, config, args.methods)
+                                 devices, config, args.methods, args.seconds)
     except (ConfigError, OSError, ValueError) as err:
         print(f"compare: error: {err}", file=sys.stderr)
         return 2
