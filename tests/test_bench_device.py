@@ -23,6 +23,7 @@ from gpu_machine import gpu_machine_env, run_as_on_the_gpu_machine
 from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for, run,
                                      stratified_sources, train_speed, training_lengths,
                                      training_runs, write_synthetic_corpus)
+from rnnsearch.bench import device as bench_device
 from rnnsearch.bench.device_report import markdown_report
 from rnnsearch.data.vocab import Vocabulary
 
@@ -212,3 +213,35 @@ def test_every_partial_result_the_bench_saves_makes_a_report():
     assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
     for snapshot in snapshots:
         assert "## Training" in markdown_report(snapshot)
+
+
+def test_a_failed_decoding_profile_or_roofline_costs_its_row_only(monkeypatch):
+    """Out of memory decoding at the largest batch, a profiler that fails, a GEMM rate that
+    cannot be measured: each is a row with its error in the results and the report, and the
+    bench goes on to the next measurement and the next model."""
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+    real_decode = bench_device.decode
+
+    def decode(net, sources, beam, batch, device):
+        if beam > 1 and batch == 16:
+            raise oom
+        return real_decode(net, sources, beam, batch, device)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    monkeypatch.setattr(bench_device, "decode", decode)
+    monkeypatch.setattr(bench_device, "profile_decode_batch", fail)
+    monkeypatch.setattr(bench_device, "arithmetic", fail)
+    results = run("cpu", "tiny")
+    failed = {(d["model"], d["method"], d["batch"]) for d in results["decoding"] if "error" in d}
+    assert failed == {("default", "beam5", 16), ("paper", "beam5", 16)}
+    assert {p["error"] for p in results["profile_decoding"] + results["arithmetic"]} == {
+        "CUPTI_ERROR_NOT_INITIALIZED"}
+    assert {r["model"] for r in results["training"] if "tokens_per_s" in r} == {"default",
+                                                                                  "paper"}
+    assert set(results["agreement"]) == {"greedy", "beam5"}       # beam5 at batch 4
+    report = markdown_report(results)
+    assert "| default | beam5 | 16 | failed: out of memory: CUDA out of memory." in report
+    assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * 2 + 2 * 2   # models x
+    # (methods profiled + batch sizes with a roofline)

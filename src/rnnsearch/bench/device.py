@@ -41,9 +41,9 @@ import dataclasses
 import gc
 import random
 import resource
-import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -248,6 +248,18 @@ def failure(err: BaseException) -> str:
     return f"out of memory: {text}" if isinstance(err, torch.cuda.OutOfMemoryError) else text
 
 
+def measured(row: dict[str, Any], measure: Callable[..., dict[str, Any]], *args: Any
+             ) -> dict[str, Any]:
+    """``row`` with what ``measure(*args)`` returns, or with the error that stopped it (out of
+    memory, a CUDA failure): a failed measurement costs its own row, not the rest of the
+    bench (on a lent GPU there is no second try)."""
+    try:
+        row.update(measure(*args))
+    except RuntimeError as err:
+        row["error"] = failure(err)
+    return row
+
+
 def reset_peak_memory(device: str) -> None:
     """Start counting the peak memory afresh (a GPU's; a CPU process' peak cannot be reset)."""
     if device == "cuda":
@@ -362,16 +374,19 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
                                    model.train.trainer.graph_length_multiple).to(device)
         row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
                "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1)}
-        try:
-            train_step(net, optimizer, step_batch)              # capture (graphs), warm up
-            row.update(profile_device_steps(lambda: train_step(net, optimizer, step_batch),
-                                            plan.profile_steps, device))
-        except RuntimeError as err:
-            row["error"] = failure(err)
-        rows.append(row)
+        rows.append(measured(row, profile_train_step, net, optimizer, step_batch,
+                             plan.profile_steps, device))
         del net, optimizer
         release(device)
     return rows
+
+
+def profile_train_step(net: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
+                       steps: int, device: str) -> dict[str, Any]:
+    """One training step to warm up (and capture, with CUDA graphs), then the profiler's
+    account of ``steps`` more."""
+    train_step(net, optimizer, batch)
+    return profile_device_steps(partial(train_step, net, optimizer, batch), steps, device)
 
 
 def median_batch(data_dir: Path, vocab_size: int, batch_size: int) -> Batch:
@@ -429,24 +444,35 @@ def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, 
                                 progress=False)
 
 
+def timed_decode(net: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
+                 device: str) -> dict[str, Any]:
+    """:func:`decode`'s speed (sentences and output tokens a second), mean output length, and
+    its result (``result``, for :func:`agreement`)."""
+    result = decode(net, sources, beam, batch, device)
+    tokens = sum(len(t.best.tokens) for t in result.translations)
+    sentences = max(len(result.translations), 1)
+    return {"sentences_per_s": result.sentences_per_second,
+            "tokens_per_s": tokens / result.seconds if result.seconds else 0.0,
+            "mean_output_tokens": tokens / sentences, "result": result}
+
+
 def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan: Plan
                  ) -> tuple[list[dict[str, Any]], dict[str, CorpusResult]]:
     """Sentences/s and output tokens/s of each method at each decode batch size, with the
-    peak memory; also the results at the largest batch size (for :func:`agreement`)."""
+    peak memory (or the error that stopped it); also the results at the largest batch size
+    that decoded (for :func:`agreement`)."""
     torch.manual_seed(0)
     net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
     rows, last = [], {}
     for method, beam in METHODS.items():
         for batch in plan.decode_batches:
             reset_peak_memory(device)
-            result = decode(net, sources, beam, batch, device)
-            tokens = sum(len(t.best.tokens) for t in result.translations)
-            rows.append({"model": model.name, "method": method, "batch": batch,
-                         "sentences_per_s": result.sentences_per_second,
-                         "tokens_per_s": tokens / result.seconds if result.seconds else 0.0,
-                         "mean_output_tokens": tokens / max(len(sources), 1),
-                         "peak_memory_mib": peak_memory_mib(device)})
-            last[method] = result
+            row = measured({"model": model.name, "method": method, "batch": batch},
+                           timed_decode, net, sources, beam, batch, device)
+            row["peak_memory_mib"] = peak_memory_mib(device)
+            rows.append(row)
+            if "error" not in row:
+                last[method] = row.pop("result")
     del net
     release(device)
     return rows, last
@@ -462,17 +488,28 @@ def profile_decoding(model: BenchModel, sources: list[list[int]], device: str, p
     subset = sources[:: max(1, len(sources) // batch)][:batch]
     rows = []
     for method, beam in METHODS.items():
-        def one_batch() -> CorpusResult:
-            with torch.inference_mode():
-                return translate_corpus(net, subset, "greedy" if beam == 1 else "beam",
-                                        decode_options(beam), batch, device, progress=False)
-
-        one_batch()
-        rows.append({"model": model.name, "method": method, "sentences": len(subset),
-                     **profile_device_steps(one_batch, 1, device)})
+        rows.append(measured({"model": model.name, "method": method, "sentences": len(subset)},
+                             profile_decode_batch, net, subset, beam, device))
     del net
     release(device)
     return rows
+
+
+def profile_decode_batch(net: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int,
+                         device: str) -> dict[str, Any]:
+    """``sources`` decoded as one batch (greedy for ``beam`` 1) to warm up, then the profiler's
+    account of decoding them again."""
+    one_batch = partial(decode_batch, net, sources, beam, device)
+    one_batch()
+    return profile_device_steps(one_batch, 1, device)
+
+
+def decode_batch(net: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, device: str
+                 ) -> CorpusResult:
+    """``sources`` decoded as one batch (greedy for ``beam`` 1), no warm-up."""
+    with torch.inference_mode():
+        return translate_corpus(net, sources, "greedy" if beam == 1 else "beam",
+                                decode_options(beam), len(sources), device, progress=False)
 
 
 def agreement(model: BenchModel, sources: list[list[int]], on_device: dict[str, CorpusResult],
@@ -483,8 +520,8 @@ def agreement(model: BenchModel, sources: list[list[int]], on_device: dict[str, 
     net = build_model(model.config, model.vocab, model.vocab).eval()
     subset = sources[::every]
     report = {}
-    for method, beam in METHODS.items():
-        cpu = decode(net, subset, beam, 64, "cpu")
+    for method in on_device:
+        cpu = decode(net, subset, METHODS[method], 64, "cpu")
         picked = CorpusResult(on_device[method].translations[::every], 0.0)
         report[method] = differences(cpu, picked)
     return report
@@ -556,8 +593,9 @@ def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: 
     results["profile"] += profile_training(model, data_dir, device, plan)
     batches = training_batches(model, plan)
     for batch in sorted({batches[0], batches[-1]}):
-        results["arithmetic"].append(
-            {"model": model.name, **arithmetic(model, shape, batch, device, plan)})
+        results["arithmetic"].append(measured(
+            {"model": model.name, "batch": batch},
+            lambda: arithmetic(model, shape, batch, device, plan)))
     checkpoint()
     sources = stratified_sources(model.vocab, plan.per_bucket)
     rows, last = decode_speed(model, sources, device, plan)

@@ -44,7 +44,8 @@ def target_rows(results: dict[str, Any]) -> list[list[Any]]:
 
 def training_rows(results: dict[str, Any]) -> list[list[Any]]:
     """One row per training run: speed, achieved rate against the card and the roofline."""
-    flops = {a["model"]: a["mflop_per_token"] * 1e6 for a in results["arithmetic"]}
+    flops = {a["model"]: a["mflop_per_token"] * 1e6 for a in results["arithmetic"]
+             if "error" not in a}
     roofline = {(a["model"], a["batch"]): a for a in results["arithmetic"]}
     card = results["card"]
     rows = []
@@ -75,7 +76,10 @@ PROFILE_COLUMNS = ["wall ms", "kernels", "GPU busy ms", "GPU idle", "top kernels
 
 
 def _profiled(p: dict[str, Any]) -> list[str]:
-    """The columns :data:`PROFILE_COLUMNS` of one profile (per step, or per batch)."""
+    """The columns :data:`PROFILE_COLUMNS` of one profile (per step, or per batch), or the
+    error that stopped it."""
+    if "error" in p:
+        return _failed(p, len(PROFILE_COLUMNS))
     return [f"{p['wall_ms_per_step']:,.1f}", f"{p['kernels_per_step']:,.0f}",
             f"{p['gpu_busy_ms_per_step']:,.1f}",
             f"{p['gpu_idle_share']:.0%}" if p["gpu_idle_share"] is not None else "-",
@@ -93,7 +97,7 @@ def profile_lines(results: dict[str, Any]) -> list[str]:
     """The profiler's accounts of a training step and of a decoding batch (torch.profiler)."""
     training = [[p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
                  "yes" if p["cuda_graphs"] else "no",
-                 *(_profiled(p) if "error" not in p else [f"failed: {p['error']}", *[""] * 4])]
+                 *_profiled(p)]
                 for p in results.get("profile", [])]
     decoding = [[p["model"], p["method"], p["sentences"], *_profiled(p)]
                 for p in results.get("profile_decoding", [])]
@@ -109,16 +113,25 @@ def profile_lines(results: dict[str, Any]) -> list[str]:
         "batch.", ["model", "method", "sentences", *PROFILE_COLUMNS], decoding)
 
 
+def _failed(row: dict[str, Any], columns: int) -> list[str]:
+    """``columns`` cells for a measurement that failed: its error, then blanks."""
+    return [f"failed: {row['error']}", *[""] * (columns - 1)]
+
+
 def arithmetic_rows(results: dict[str, Any]) -> list[list[Any]]:
-    return [[a["model"], a["batch"], f"{a['mflop_per_token']:.1f}",
-             f"{a['gemm_gflops_fp32']:,.0f}", f"{a['roofline_tokens_per_s_fp32']:,.0f}",
-             f"{a['gemm_gflops_bf16']:,.0f}", f"{a['roofline_tokens_per_s_bf16']:,.0f}"]
+    return [[a["model"], a["batch"],
+             *(_failed(a, 5) if "error" in a else
+               [f"{a['mflop_per_token']:.1f}", f"{a['gemm_gflops_fp32']:,.0f}",
+                f"{a['roofline_tokens_per_s_fp32']:,.0f}", f"{a['gemm_gflops_bf16']:,.0f}",
+                f"{a['roofline_tokens_per_s_bf16']:,.0f}"])]
             for a in results["arithmetic"]]
 
 
 def decoding_rows(results: dict[str, Any]) -> list[list[Any]]:
-    return [[d["model"], d["method"], d["batch"], f"{d['sentences_per_s']:,.0f}",
-             f"{d['tokens_per_s']:,.0f}", f"{d['mean_output_tokens']:.1f}",
+    return [[d["model"], d["method"], d["batch"],
+             *(_failed(d, 3) if "error" in d else
+               [f"{d['sentences_per_s']:,.0f}", f"{d['tokens_per_s']:,.0f}",
+                f"{d['mean_output_tokens']:.1f}"]),
              f"{d['peak_memory_mib']:,.0f}"] for d in results["decoding"]]
 
 
