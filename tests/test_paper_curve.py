@@ -281,3 +281,39 @@ def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
     missing = subprocess.run(["bash", str(root / "scripts" / "gpu_results.sh"),
                               str(tmp_path / "nowhere")], capture_output=True, text=True)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_a_cell_or_method_that_fails_costs_itself_only(work, tmp_path, monkeypatch):
+    """On a lent GPU there is no second try: RNNsearch's training failing (a CUDA error) and
+    RNNencdec's beam search running out of memory are recorded in run.json, the rest of the
+    run goes on, and the report scores what was decoded."""
+    real_train, real_translate = paper_curve.train_cell, paper_curve.Translator.translate
+
+    def train_cell(config, model_name, *args):
+        if model_name == "search":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return real_train(config, model_name, *args)
+
+    def translate(self, sources, method, options, batch_size, **kwargs):
+        if method == "beam" and len(sources) > 1:
+            raise paper_curve.torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to "
+                                                           "allocate 9.00 GiB")
+        return real_translate(self, sources, method, options, batch_size, **kwargs)
+
+    monkeypatch.setattr(paper_curve, "train_cell", train_cell)
+    monkeypatch.setattr(paper_curve.Translator, "translate", translate)
+    out = tmp_path / "results"
+    assert main(["run", "--pack", str(work / PACK), "--out", str(out), "--device", "cpu",
+                 "--tiny", "--max-steps", "1", "--progress-every", "0"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["finished"]
+    assert run["cells"]["search-50"] == {
+        "error": "CUDA error: an illegal memory access was encountered"}
+    decode = run["cells"]["encdec-50"]["decode"]
+    assert decode["beam"]["error"].startswith("out of memory: CUDA out of memory.")
+    assert decode["greedy"]["sentences"] == 21
+    assert sorted(p.name for p in out.iterdir()) == ["encdec-50.greedy.tok.txt", "run.json"]
+    assert main(["report", "--results", str(out), "--work", str(work),
+                 "--reports", str(tmp_path / "reports"), "--cpu-metrics", str(REPO / "metrics")]) == 0
+    page = (tmp_path / "reports" / "paper_curve" / "paper_curve.md").read_text()
+    assert "| encdec-50 |" in page and "| search-50 |" not in page

@@ -50,7 +50,8 @@ import torch
 import yaml
 from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
 
-from rnnsearch.bench.device import machine, peak_memory_mib, release, reset_peak_memory
+from rnnsearch.bench.device import (failure, machine, peak_memory_mib, release,
+                                    reset_peak_memory)
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.sections import validate_params
@@ -301,12 +302,18 @@ def search_options(cfg: TranslateConfig, method: str) -> SearchOptions:
 def decode_cell(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig,
                 out: Path, cell: str, save: Callable[[str, dict[str, Any]], None]) -> None:
     """Every method of ``cfg.methods`` over ``sources`` on the translator's device, each
-    written to ``<out>/<cell>.<method>.tok.txt`` and reported through ``save(method, row)``."""
+    written to ``<out>/<cell>.<method>.tok.txt`` and reported through ``save(method, row)``
+    (a method that fails, e.g. out of memory, is reported with its error and no file)."""
     batch = cfg.batch_size_for(translator.device)
     for method in cfg.methods:
         options = search_options(cfg, method)
-        translator.translate(sources[:1], method, options, 1, progress=False)   # CUDA warm-up
-        result = translator.translate(sources, method, options, batch, progress=False)
+        try:
+            translator.translate(sources[:1], method, options, 1, progress=False)  # warm-up
+            result = translator.translate(sources, method, options, batch, progress=False)
+        except RuntimeError as err:  # out of memory, a CUDA failure: the next method still runs
+            print(f"{cell}: {method}: failed: {failure(err)}", flush=True)
+            save(method, {"error": failure(err), "batch_size": batch})
+            continue
         write_lines(out / hyp_file(cell, method),
                     [" ".join(translator.target_words(t.best, src))
                      for t, src in zip(result.translations, sources)])
@@ -359,7 +366,9 @@ def settings(args: argparse.Namespace, train: TrainConfig, translate: TranslateC
 
 def run_cell(run: Run, model_name: str, cells_left: int, data_dir: Path, train: TrainConfig,
              translate: TranslateConfig, sources: list[list[str]]) -> None:
-    """Train, validate and decode one cell, saving ``run.json`` after each step."""
+    """Train, validate and decode one cell, saving ``run.json`` after each step. A training
+    run that fails (out of memory, a CUDA failure) is the cell's ``error``, not the end of the
+    command: on a lent GPU there is no second try."""
     clock = run.clock(model_name, cells_left)
     cell = clock.cell
     if clock.deadline - time.perf_counter() < 1:
@@ -371,7 +380,14 @@ def run_cell(run: Run, model_name: str, cells_left: int, data_dir: Path, train: 
     # RNNencdec trains as it is (cuDNN's fused GRU, nothing to graph): use_cuda_graphs says so
     config = dataclasses.replace(train, trainer=dataclasses.replace(
         train.trainer, cuda_graphs=run.args.cuda_graphs))
-    model, stats = train_cell(config, model_name, data_dir, clock, data_dir / "work", run.device)
+    try:
+        model, stats = train_cell(config, model_name, data_dir, clock, data_dir / "work",
+                                  run.device)
+    except RuntimeError as err:      # out of memory, a CUDA failure: the next cell still runs
+        run.record["cells"][cell] = {"error": failure(err)}
+        print(f"{cell}: training failed: {failure(err)}", flush=True)
+        release(run.device)
+        return run.save()
     stats["decode"] = {}
     run.record["cells"][cell] = stats
     run.save()

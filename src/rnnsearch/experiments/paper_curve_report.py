@@ -70,8 +70,10 @@ def read_hypotheses(path: Path, sentences: int) -> list[str]:
 
 
 def decoded(run: dict[str, Any]) -> dict[str, list[str]]:
-    """Cell -> the methods it decoded (cells the run skipped or did not reach are left out)."""
-    cells = {cell: list(info.get("decode", {})) for cell, info in run["cells"].items()}
+    """Cell -> the methods it decoded (cells the run skipped, did not reach or failed to
+    train, and methods that failed, are left out)."""
+    cells = {cell: [method for method, row in info.get("decode", {}).items() if "error" not in row]
+             for cell, info in run["cells"].items()}
     return {cell: methods for cell, methods in cells.items() if methods}
 
 

@@ -112,7 +112,10 @@ def length_table(inputs: ReportInputs, method: str = "beam") -> Table:
 def gain_table(inputs: ReportInputs, cell: str, method: str = "beam") -> Table | None:
     """Figure 2's relative claim for one attention cell: per length bucket, its BLEU over its
     baseline's, that ratio relative to the first (shortest) bucket, the bootstrap p-value, and
-    both models' hypothesis/reference length ratios (None: the cell has no baseline)."""
+    both models' hypothesis/reference length ratios (None: the cell was not scored, or has no
+    baseline)."""
+    if cell not in inputs.evals:
+        return None
     system = inputs.evals[cell]["systems"].get(method, {})
     vs = system.get("vs_baseline")
     if not vs or vs["baseline"] not in inputs.evals:
