@@ -274,6 +274,31 @@ def test_cli_refuses_batch_size_zero_and_a_missing_params_file(tmp_path):
     assert_refused(run_cli("--model", model, "--params", missing, cwd=root), missing)
 
 
+@pytest.mark.parametrize("module, args, refusal", [
+    ("rnnsearch.decoding.compare", ["--seconds", "-3"], "argument --seconds: must be >= 0, got -3.0"),
+    ("rnnsearch.decoding.compare", ["--max-sentences", "-1"],
+     "argument --max-sentences: must be >= 0, got -1"),
+    ("rnnsearch.experiments.paper_curve", ["run", "--batch-size", "-5"],
+     "argument --batch-size: must be >= 0, got -5"),
+    ("rnnsearch.experiments.paper_curve", ["run", "--total-seconds", "nan"],
+     "argument --total-seconds: must be >= 0, got nan"),
+    ("rnnsearch.experiments.tiny", ["--sentences", "0"], "argument --sentences: must be >= 1, got 0"),
+    ("rnnsearch.experiments.synthetic", ["--lr", "fast"],
+     "argument --lr: expected a number, got 'fast'"),
+], ids=["compare-seconds", "compare-max-sentences", "curve-batch", "curve-nan", "tiny", "synthetic"])
+def test_tool_commands_refuse_negative_and_malformed_numbers(tmp_path, module, args, refusal):
+    """Was: a negative --seconds or --max-sentences silently changed what was compared (a
+    negative slice dropped the last sentences); a negative batch size or budget ran into a
+    traceback later. argparse now refuses them at once, naming the option."""
+    required = ["--model", "m.pt", "--vocab-dir", ".", "--sources", "s.txt"] \
+        if module.endswith("compare") else []
+    result = subprocess.run([sys.executable, "-m", module, *required, *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert_refused(result, refusal)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cli_names_the_line_of_invalid_utf8_in_a_file_and_on_stdin(tmp_path):
     """Was: a file ended in a traceback-free but line-less codec message, and stdin's bad
     bytes were silently decoded as something else."""

@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from rnnsearch.config.base import at_least
+
 DEFAULT_EXPERIMENT = "rnnsearch"
 KIND_TAG = "mlflow.experimentKind"          # MLflow's experiment tag for the kind of work
 KIND_MODEL_TRAINING = "custom_model_development"   # its value for model training (not GenAI)
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ui = sub.add_parser("ui", help="start the MLflow UI on the project's tracking store")
     ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=5000)
+    ui.add_argument("--port", type=at_least(0), default=5000)
     sub.add_parser("uri", help="print the tracking URI")
     args = parser.parse_args(argv)
     if args.command == "uri":

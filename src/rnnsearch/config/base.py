@@ -23,11 +23,12 @@ The params file itself must be a YAML mapping without duplicated keys (DVC refus
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
 import yaml
 
@@ -38,6 +39,22 @@ DEFAULT_PARAMS = "params.yaml"
 
 class ConfigError(ValueError):
     """A params value is missing, unknown, of the wrong type or impossible; names the key."""
+
+
+def at_least(minimum: float, number: Callable[[str], Any] = int) -> Callable[[str], Any]:
+    """An argparse ``type``: a ``number`` (``int`` or ``float``) >= ``minimum``; argparse names
+    the option in its error (``--seconds: must be >= 0, got -3.0``), and NaN is refused."""
+    kind = "an integer" if number is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            value = number(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        if not value >= minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
 
 
 def require(condition: bool, key: str, message: str) -> None:

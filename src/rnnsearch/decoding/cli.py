@@ -18,30 +18,17 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, from_dict, read_params
+from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, at_least, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
 from rnnsearch.data.textio import decode_lines
 from rnnsearch.data.tokenize import detokenize, tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
-
-
-def count(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer >= ``minimum`` (argparse names the option on error)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    return parse
 
 
 def format_alignment(source: Sequence[str], target: Sequence[str], attention: np.ndarray) -> str:
@@ -128,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-dir", type=Path, default=Path("data/tokenized"))
     parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
     parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
-    parser.add_argument("--beam-size", type=count(0), default=0, help="override translate.search")
-    parser.add_argument("--nbest", type=count(0), default=0,
+    parser.add_argument("--beam-size", type=at_least(0), default=0, help="override translate.search")
+    parser.add_argument("--nbest", type=at_least(0), default=0,
                         help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")
-    parser.add_argument("--batch-size", type=count(1), default=0,
+    parser.add_argument("--batch-size", type=at_least(1), default=0,
                         help="sentences decoded together (default: translate.batch_size, or "
                              "translate.batch_size_cuda on a GPU)")
     parser.add_argument("--device", choices=DEVICES, default=None,

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.config.base import ConfigError, at_least, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, METHODS, TranslateConfig, resolve_device
 from rnnsearch.data.textio import read_lines, write_json
 from rnnsearch.decoding.corpus import CorpusResult
@@ -164,11 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="tokenised sentences, one a line (e.g. data/tokenized/test.src)")
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
-    parser.add_argument("--max-sentences", type=int, default=0, help="the first N only (0: all)")
-    parser.add_argument("--seconds", type=float, default=0.0,
+    parser.add_argument("--max-sentences", type=at_least(0), default=0,
+                        help="the first N only (0: all)")
+    parser.add_argument("--seconds", type=at_least(0, float), default=0.0,
                         help="a time budget: no new chunk of sentences once it is spent, the "
                              "report counting those compared (0: all sentences)")
-    parser.add_argument("--beam-size", type=int, default=0, help="override translate.search")
+    parser.add_argument("--beam-size", type=at_least(0), default=0, help="override translate.search")
     parser.add_argument("--params", help="params file (default: ./params.yaml if present)")
     parser.add_argument("--out", type=Path, help="write the report here as JSON")
     args = parser.parse_args(argv)

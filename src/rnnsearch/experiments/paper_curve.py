@@ -52,7 +52,7 @@ from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
 
 from rnnsearch.bench.device import (failure, machine, peak_memory_mib, release,
                                     reset_peak_memory)
-from rnnsearch.config.base import from_dict, read_params
+from rnnsearch.config.base import at_least, from_dict, read_params
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.sections import validate_params
 from rnnsearch.config.train import TrainConfig, cell_name
@@ -440,9 +440,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_pack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=WORK, help="where the data and pack go")
-    parser.add_argument("--pairs", type=int, default=0,
+    parser.add_argument("--pairs", type=at_least(0), default=0,
                         help="training pairs (default: the preset's 320,000)")
-    parser.add_argument("--test-per-bucket", type=int, default=0,
+    parser.add_argument("--test-per-bucket", type=at_least(0), default=0,
                         help="test sentences per length bucket (default: the preset's 300)")
     parser.add_argument("--override", type=Path,
                         help="a params file merged over the preset (e.g. another corpus)")
@@ -456,21 +456,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiny", action="store_true",
                         help=f"every width {TINY_WIDTH}: a seconds-long dry run on a CPU")
     parser.add_argument("--precision", help="Lightning precision (default: the pack's params)")
-    parser.add_argument("--batch-size", type=int, default=0,
+    parser.add_argument("--batch-size", type=at_least(0), default=0,
                         help="training pairs per batch (default: the pack's params)")
-    parser.add_argument("--search-seconds", type=float, default=270.0)
-    parser.add_argument("--encdec-seconds", type=float, default=150.0)
-    parser.add_argument("--total-seconds", type=float, default=540.0,
+    parser.add_argument("--search-seconds", type=at_least(0, float), default=270.0)
+    parser.add_argument("--encdec-seconds", type=at_least(0, float), default=150.0)
+    parser.add_argument("--total-seconds", type=at_least(0, float), default=540.0,
                         help="the whole command, unpacking and decoding included")
-    parser.add_argument("--reserve-seconds", type=float, default=45.0,
+    parser.add_argument("--reserve-seconds", type=at_least(0, float), default=45.0,
                         help="kept per cell for set-up, the dev loss and decoding")
-    parser.add_argument("--max-steps", type=int, default=-1, help="per cell (-1: time only)")
+    parser.add_argument("--max-steps", type=at_least(-1), default=-1, help="per cell (-1: time only)")
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="RNNsearch's decoder loop as CUDA graphs (train.trainer.cuda_graphs)")
     parser.add_argument("--no-tf32", action="store_true", help="full fp32 GEMMs on a GPU")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
-    parser.add_argument("--progress-every", type=float, default=30.0, help="seconds")
+    parser.add_argument("--threads", type=at_least(0), default=0, help="torch CPU threads (0: default)")
+    parser.add_argument("--progress-every", type=at_least(0, float), default=30.0, help="seconds")
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:

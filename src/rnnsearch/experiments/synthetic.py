@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
-from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnnsearch.data.vocab import BOS_ID, PAD_ID
 from rnnsearch.models import Seq2Seq, build_model
 from rnnsearch.training.data import Batch, collate
 
@@ -97,19 +98,19 @@ def length_buckets(min_len: int, max_len: int, width: int = 5) -> list[tuple[int
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", choices=["reverse", "copy"], default="reverse")
-    parser.add_argument("--symbols", type=int, default=20)
-    parser.add_argument("--min-len", type=int, default=20)
-    parser.add_argument("--max-len", type=int, default=40)
-    parser.add_argument("--embedding", type=int, default=32)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.003)
-    parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--max-minutes", type=float, default=8.0,
+    parser.add_argument("--symbols", type=at_least(1), default=20)
+    parser.add_argument("--min-len", type=at_least(1), default=20)
+    parser.add_argument("--max-len", type=at_least(1), default=40)
+    parser.add_argument("--embedding", type=at_least(1), default=32)
+    parser.add_argument("--hidden", type=at_least(1), default=64)
+    parser.add_argument("--batch", type=at_least(1), default=64)
+    parser.add_argument("--lr", type=at_least(0, float), default=0.003)
+    parser.add_argument("--steps", type=at_least(1), default=1500)
+    parser.add_argument("--max-minutes", type=at_least(0, float), default=8.0,
                         help="per model, a safety cap: both models should get the same --steps")
-    parser.add_argument("--test-size", type=int, default=200, help="sequences per length bucket")
-    parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--test-size", type=at_least(1), default=200, help="sequences per length bucket")
+    parser.add_argument("--threads", type=at_least(0), default=0)
+    parser.add_argument("--seed", type=at_least(0), default=1234)
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     args = parser.parse_args(argv)
     if args.threads:

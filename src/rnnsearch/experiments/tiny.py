@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.textio import write_lines
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
@@ -68,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder to write into")
-    parser.add_argument("--steps", type=int, default=300, help="training steps (batch 64)")
-    parser.add_argument("--sentences", type=int, default=300, help="test sentences")
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--steps", type=at_least(0), default=300, help="training steps (batch 64)")
+    parser.add_argument("--sentences", type=at_least(1), default=300, help="test sentences")
+    parser.add_argument("--seed", type=at_least(0), default=1234)
     args = parser.parse_args(argv)
     made = make_tiny(args.out, args.steps, args.sentences, args.seed)
     print(f"tiny: {made['steps']} steps in {made['seconds']} s, {made['sentences']} test "
