@@ -285,7 +285,9 @@ def test_cli_refuses_batch_size_zero_and_a_missing_params_file(tmp_path):
     ("rnnsearch.experiments.tiny", ["--sentences", "0"], "argument --sentences: must be >= 1, got 0"),
     ("rnnsearch.experiments.synthetic", ["--lr", "fast"],
      "argument --lr: expected a number, got 'fast'"),
-], ids=["compare-seconds", "compare-max-sentences", "curve-batch", "curve-nan", "tiny", "synthetic"])
+    ("rnnsearch.bench", ["--threads", "0"], "argument --threads: must be >= 1, got 0"),
+], ids=["compare-seconds", "compare-max-sentences", "curve-batch", "curve-nan", "tiny", "synthetic",
+        "bench"])
 def test_tool_commands_refuse_negative_and_malformed_numbers(tmp_path, module, args, refusal):
     """Was: a negative --seconds or --max-sentences silently changed what was compared (a
     negative slice dropped the last sentences); a negative batch size or budget ran into a

@@ -26,7 +26,7 @@ import torch
 from rnnsearch.bench import parts
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.workload import tokenized_multi30k
-from rnnsearch.config.base import ConfigError
+from rnnsearch.config.base import ConfigError, at_least
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.tracking import repo_root
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="default: <repo>/reports")
     parser.add_argument("--cache", default=".cache/bench")
     parser.add_argument("--mirror", default=os.environ.get("RNNSEARCH_CORPORA", "../shared/corpora"))
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1)
     parser.add_argument("--skip-hansard", action="store_true", help="skip the 1M-pair tokenisation")
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
     parser.add_argument("--quick", action="store_true",
