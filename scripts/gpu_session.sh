@@ -18,7 +18,8 @@
 #      on the CPU and on the GPU, hypotheses compared                  -> compare_tiny.json
 #   5. only if the real model and test set were carried along (the device tool's carry:
 #      data/models/search-50/model.pt, data/tokenized/test.src, data/tokenized/vocab.src.txt,
-#      data/tokenized/vocab.tgt.txt; CELL picks another cell): the same comparison on the first
+#      data/tokenized/vocab.tgt.txt; CELL picks another cell; COMPARE_MODEL and COMPARE_DATA
+#      other paths, as the dry-run test's tiny model): the same comparison on the first
 #      COMPARE_SENTENCES (default 2100) test sentences, as many as its time allows (the CPU's
 #      side is the slow one; the report counts them)                 -> compare_test.json
 #
@@ -40,6 +41,8 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-out}
 CELL=${CELL:-search-50}
+COMPARE_MODEL=${COMPARE_MODEL:-data/models/$CELL/model.pt}
+COMPARE_DATA=${COMPARE_DATA:-data/tokenized}          # test.src, vocab.src.txt, vocab.tgt.txt
 DEADLINE_SET=${DEADLINE:-} DEADLINE=${DEADLINE:-560}
 COMPARE_SENTENCES=${COMPARE_SENTENCES:-2100}
 DEVICE=cuda TINY_ARGS=() TINY_STEPS=300 TINY_SENTENCES=300 WITH_PAPER=0
@@ -103,14 +106,14 @@ cuda_tests() {
 compare_test() {
   local limit=$1 left=$((DEADLINE - (SECONDS - START)))
   ((limit > left)) && limit=$left
-  if [[ -f data/models/$CELL/model.pt && -f data/tokenized/test.src ]]; then
+  if [[ -f $COMPARE_MODEL && -f $COMPARE_DATA/test.src ]]; then
     step compare-test "$limit" "$PYTHON" -m rnnsearch.decoding.compare \
-      --model "data/models/$CELL/model.pt" --vocab-dir data/tokenized \
-      --sources data/tokenized/test.src --max-sentences "$COMPARE_SENTENCES" \
+      --model "$COMPARE_MODEL" --vocab-dir "$COMPARE_DATA" \
+      --sources "$COMPARE_DATA/test.src" --max-sentences "$COMPARE_SENTENCES" \
       --seconds $((limit > 30 ? limit - 20 : 10)) --devices cpu "$DEVICE" \
       --out "$OUT/compare_test.json"
   else
-    echo "== compare-test: skipped (no data/models/$CELL/model.pt or data/tokenized/test.src)" \
+    echo "== compare-test: skipped (no $COMPARE_MODEL or $COMPARE_DATA/test.src)" \
       | tee -a "$LOG"
   fi
 }
@@ -135,7 +138,7 @@ step environment 60 "$PYTHON" -c "$VERSIONS"
 if ((WITH_PAPER)); then
   paper_curve
   after=40                                         # at least 30 s for the CUDA tests
-  [[ -f data/models/$CELL/model.pt ]] && after=100
+  [[ -f $COMPARE_MODEL ]] && after=100
   step bench $((DEADLINE - (SECONDS - START) - after)) "$PYTHON" -m rnnsearch.bench \
     --device "$DEVICE" --quick "${TINY_ARGS[@]}" --out "$OUT"
   compare_test 60

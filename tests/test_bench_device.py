@@ -26,6 +26,7 @@ from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_
 from rnnsearch.bench import device as bench_device
 from rnnsearch.bench.device_report import markdown_report
 from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.experiments.tiny import make_tiny
 
 def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
     """The tiny device bench in a subprocess without the packages the GPU machine lacks."""
@@ -101,9 +102,9 @@ SESSION_STEPS = {
     "checks": (["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny"],
                ["bench_device_cpu.json", "bench_device_cpu.md", "compare_tiny.json",
                 "pytest-cuda.xml", "session.log"]),
-    "with-paper-curve": (["environment", "paper-curve", "bench", "cuda-tests"],
-                         ["bench_device_cpu.json", "bench_device_cpu.md", "paper_curve.tar.gz",
-                          "pytest-cuda.xml", "session.log"]),
+    "with-paper-curve": (["environment", "paper-curve", "bench", "compare-test", "cuda-tests"],
+                         ["bench_device_cpu.json", "bench_device_cpu.md", "compare_test.json",
+                          "paper_curve.tar.gz", "pytest-cuda.xml", "session.log"]),
 }
 
 
@@ -114,18 +115,25 @@ def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
     8 files in $OUT, the paper-width curve's files in one tarball."""
     out = tmp_path / "out"
     flags = ["--cpu"] + (["--with-paper-curve"] if mode == "with-paper-curve" else [])
-    done = run_session(tmp_path, out, flags)
+    carried = {}                 # with the curve: a tiny model standing for the carried search-50
+    if mode == "with-paper-curve":
+        make_tiny(tmp_path / "carried", steps=2, sentences=12)
+        carried = {"COMPARE_MODEL": str(tmp_path / "carried/model.pt"),
+                   "COMPARE_DATA": str(tmp_path / "carried")}
+    done = run_session(tmp_path, out, flags, **carried)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     steps, files = SESSION_STEPS[mode]
     assert sorted(p.name for p in out.iterdir()) == files
     log = (out / "session.log").read_text()
     for name in steps:
         assert f"== {name}: exit 0" in log, log[-3000:]
-    assert "compare-test: skipped" in log
     if mode == "checks":
+        assert "compare-test: skipped" in log
         compare = json.loads((out / "compare_tiny.json").read_text())
         assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
         return
+    compare = json.loads((out / "compare_test.json").read_text())
+    assert compare["sentences"] == 12 and compare["seconds"] == 60 - 20    # its limit less 20
     assert log.index("== paper-curve: exit") < log.index("== bench (")   # the curve first
     assert tarball_names(out) >= {"run.json", "run.log", "search-50.beam.tok.txt",
                                   "encdec-50.greedy.tok.txt"}
