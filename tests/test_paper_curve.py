@@ -317,3 +317,5 @@ def test_a_cell_or_method_that_fails_costs_itself_only(work, tmp_path, monkeypat
                  "--reports", str(tmp_path / "reports"), "--cpu-metrics", str(REPO / "metrics")]) == 0
     page = (tmp_path / "reports" / "paper_curve" / "paper_curve.md").read_text()
     assert "| encdec-50 |" in page and "| search-50 |" not in page
+    assert ("Not in the tables: search-50 (training failed: CUDA error: an illegal memory access "
+            "was encountered); encdec-50 beam (failed: out of memory: CUDA out of memory.") in page

@@ -203,7 +203,21 @@ def header(run: dict[str, Any], work: Path) -> list[str]:
         f"{s['budget_seconds']['search']:.0f} s (RNNsearch) and {s['budget_seconds']['encdec']:.0f} s "
         f"(RNNencdec) each. Decoding on the device: greedy and beam {s['search']['beam_size']}, "
         f"{s['decode_batch_size']} sentences a batch.", "",
+        *missing_lines(run),
         f"![Figure 2: BLEU by source sentence length]({FOLDER}.png)", ""]
+
+
+def missing_lines(run: dict[str, Any]) -> list[str]:
+    """What the run did not produce, and why (a cell skipped for time or failed in training, a
+    decoding method that failed): a paragraph, or nothing when every cell decoded."""
+    missing = []
+    for cell, info in run["cells"].items():
+        if "error" in info or "skipped" in info:
+            why = f"training failed: {info['error']}" if "error" in info else info["skipped"]
+            missing.append(f"{cell} ({why})")
+        missing += [f"{cell} {method} (failed: {row['error']})"
+                    for method, row in info.get("decode", {}).items() if "error" in row]
+    return [f"Not in the tables: {'; '.join(missing)}.", ""] if missing else []
 
 
 @contextlib.contextmanager
