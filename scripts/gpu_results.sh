@@ -38,6 +38,18 @@ import json, sys, xml.etree.ElementTree as ET
 from pathlib import Path
 
 files = Path(sys.argv[1])
+log = files / "session.log"
+if log.is_file():
+    print(*[line for line in log.read_text().splitlines() if line.startswith("gpu_session: done")][-1:])
+bench = files / "bench_gpu.md"
+if bench.is_file():
+    text = bench.read_text()
+    if "## Targets (issue 12)" in text:
+        print("GPU bench targets:", text.split("## Targets (issue 12)", 1)[1].split("\n## ", 1)[0]
+              .rstrip(), sep="")
+    failed = text.count("failed: ")
+    if failed:
+        print(f"GPU bench: {failed} failed measurement{'s' * (failed != 1)} (reports/bench_gpu.md)")
 junit = files / "pytest-cuda.xml"
 if junit.is_file():
     suite = ET.parse(junit).getroot()

@@ -262,8 +262,11 @@ def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
     (root / "reports").mkdir()
     files.mkdir()
     (files / "bench_gpu.json").write_text("{}")
-    (files / "bench_gpu.md").write_text("# Device benchmark (cuda)\n")
-    (files / "session.log").write_text("== bench: exit 0 after 300 s in all\n")
+    bench = ("# Device benchmark (cuda)\n\n## Targets (issue 12)\n\n| target | met |\n|---|---|\n"
+             "| greedy | yes |\n\n## Training\n\n| default | 1024 | failed: out of memory |\n")
+    (files / "bench_gpu.md").write_text(bench)
+    (files / "session.log").write_text("== bench: exit 0 after 300 s in all\n"
+                                       "gpu_session: done in 580 s, exit 0; files: a b\n")
     (files / "pytest-cuda.xml").write_text(
         '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="9">'
         "</testsuite></testsuites>")
@@ -273,7 +276,10 @@ def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
                           capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (root / "reports" / "bench_gpu.md").read_text() == "# Device benchmark (cuda)\n"
+    assert (root / "reports" / "bench_gpu.md").read_text() == bench
+    assert "gpu_session: done in 580 s, exit 0" in done.stdout
+    assert "GPU bench targets:\n\n| target | met |\n|---|---|\n| greedy | yes |\n" in done.stdout
+    assert "GPU bench: 1 failed measurement (reports/bench_gpu.md)" in done.stdout
     assert sorted(p.name for p in (root / "reports" / "gpu_session").iterdir()) == [
         "compare_test.json", "pytest-cuda.xml", "session.log"]
     assert "CUDA tests: 9 run, 1 failed, 0 errors, 0 skipped" in done.stdout
