@@ -26,8 +26,10 @@
 # --with-paper-curve (issue 12's GPU work in ONE device command, for a session with one draw of
 # 15 device minutes; make gpu-preflight prints the call and what it carries): DEADLINE 585 and
 # the steps environment; the paper-width curve (scripts/gpu_paper_curve.sh, PAPER_SECONDS in
-# all, default 300: RNNsearch-50 and RNNencdec-50 trained about 138 and 77 s; PAPER_ARGS adds
-# options of paper_curve run, e.g. --cuda-graphs) -> paper_curve.tar.gz (make
+# all, default 300: RNNsearch-50 and RNNencdec-50 trained about 138 and 77 s; PAPER_ARGS: the
+# options of paper_curve run, on the GPU by default --cuda-graphs (RNNsearch's loop replayed as
+# CUDA graphs, the first capture checked against the eager loop, any failure falling back to
+# it; PAPER_ARGS= for the eager loop throughout)) -> paper_curve.tar.gz (make
 # paper-curve-report RESULTS=<it>); the bench's quick plan (about half the full one) ->
 # bench_gpu.{json,md}; step 5; the CUDA tests with what time is left.
 #
@@ -127,7 +129,9 @@ paper_curve() {
   budget=(--total-seconds "$total" --reserve-seconds 35 --search-seconds "$search"
           --encdec-seconds $((total - 70 - search)))
   [[ $DEVICE == cpu ]] && budget=(--cpu)
-  read -ra extra <<<"${PAPER_ARGS:-}"      # e.g. PAPER_ARGS=--cuda-graphs once they are checked
+  local default=()
+  [[ $DEVICE == cuda ]] && default=(--cuda-graphs)     # graphs need a GPU
+  read -ra extra <<<"${PAPER_ARGS-${default[*]}}"      # PAPER_ARGS unset: the default
   budget+=("${extra[@]}")
   step paper-curve "$PAPER_SECONDS" env OUT="$WORK/paper" PYTHON="$PYTHON" \
     LIMIT=$((PAPER_SECONDS - 8)) bash scripts/gpu_paper_curve.sh "${budget[@]}"

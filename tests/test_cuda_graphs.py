@@ -23,7 +23,8 @@ from rnnsearch.models import build_model
 from rnnsearch.training import run as run_module
 from rnnsearch.training import train_cell
 from rnnsearch.training.data import collate, pad_batch, round_up
-from rnnsearch.training.graphs import GraphedLoops, LoopModule, enable_cuda_graphs
+from rnnsearch.training.graphs import (GraphedLoops, LoopModule, enable_cuda_graphs,
+                                       relative_difference)
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.run import use_cuda_graphs
 from test_training import config as train_config
@@ -178,6 +179,63 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
     assert runner.stats() == {"cuda_graph_shapes": 0, "cuda_graph_capture_seconds": 0.0,
                               "cuda_graph_error": "operation not permitted when stream is "
                                                   "capturing"}
+
+
+def fake_capture(monkeypatch, wrong=None) -> None:
+    """Stand-ins for the CUDA calls of a capture: ``make_graphed_callables`` returns the module
+    itself (it computes what the module computes), or ``wrong(module, sample_args)``."""
+    def capture(module, sample_args, **options):
+        return module if wrong is None else wrong(module, sample_args)
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", capture)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+
+
+def scaled_outputs(module, sample_args):
+    """A graph that computes something else: the loop's outputs, 10% too large."""
+    return lambda *args: tuple(out * 1.1 for out in module(*args))
+
+
+def stale_inputs(module, sample_args):
+    """A graph that replays its capture's inputs instead of copying in the new ones."""
+    frozen = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in sample_args)
+    return lambda *args: module(*frozen)
+
+
+@pytest.mark.parametrize("wrong", [scaled_outputs, stale_inputs], ids=["scaled", "stale"])
+def test_a_graph_that_disagrees_with_the_eager_loop_is_not_used(monkeypatch, caplog, wrong):
+    """The run's first capture is checked against the eager loop on inputs it did not see:
+    a graph that computes something else (wrong outputs, inputs not copied in) would train a
+    wrong model silently; instead it is a warning, the eager loop, and the reason recorded."""
+    fake_capture(monkeypatch, wrong)
+    model = small_model().train()
+    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
+    loss, grads = loss_and_grads(model, batch)
+    runner = enable_cuda_graphs(model)
+    with caplog.at_level("WARNING", logger="rnnsearch"):
+        got, got_grads = loss_and_grads(model, batch)
+    assert got == loss and all(torch.equal(got_grads[n], g) for n, g in grads.items())
+    assert runner.captured == 0 and "training goes on without CUDA graphs" in caplog.text
+    assert runner.stats()["cuda_graph_error"].startswith(
+        "the captured loop disagrees with the eager loop (largest relative difference")
+
+
+def test_a_graph_that_agrees_is_used_and_its_check_recorded(monkeypatch):
+    fake_capture(monkeypatch)
+    model = small_model().train()
+    runner = enable_cuda_graphs(model)
+    loss_and_grads(model, pad_batch(collate(random_pairs(5)), rows=8, multiple=8))
+    assert runner.captured == 1 and "cuda_graph_error" not in runner.stats()
+    assert runner.stats()["cuda_graph_check_difference"] == 0.0
+
+
+def test_relative_difference():
+    b = torch.tensor([2.0, -4.0])
+    assert relative_difference(b + torch.tensor([0.0, 0.4]), b) == pytest.approx(0.1)
+    assert relative_difference(None, None) == relative_difference(torch.zeros(2), None) == 0.0
+    assert relative_difference(None, b) == relative_difference(b, b[:1]) == float("inf")
 
 
 def test_train_cell_with_graphs_trains_like_without(monkeypatch, tmp_path, corpus):

@@ -26,6 +26,15 @@ have no target tokens.
 Memory: every shape's graphs share one memory pool. That is safe because a step replays the
 forward graph of one shape and then its backward graph, never interleaved with another shape's.
 
+Checked: the run's first capture is replayed once against the eager loop on other inputs (the
+capture's, halved) before training goes on: the loop's outputs, and the gradients of a fixed
+random projection of them with respect to its inputs and the decoder's parameters, must agree
+to :data:`CHECK_TOLERANCE` (relative). A graph that computed something else (a stale input, a
+gradient that does not reach a parameter) would otherwise train a wrong model without a word;
+this way it is one warning, the eager loop, and the reason in the metrics, as for a capture CUDA
+refuses. (Not with dropout inside the loop, between stacked decoder layers: the two runs would
+draw different masks.)
+
 Validation and decoding (no gradient, or eval mode) and the CPU run the eager loop: the CPU
 path, and with it the default run's numbers, are exactly what they were.
 """
@@ -44,6 +53,7 @@ from rnnsearch.models.state import DecoderState, Memory
 from rnnsearch.training.checkpoints import log
 
 OPTIONAL_STATE = ("cell", "feed")      # DecoderState fields a loop may or may not have
+CHECK_TOLERANCE = 1e-2                 # graphed vs eager: the same kernels; a bug is O(1)
 
 
 class LoopModule(nn.Module):
@@ -69,6 +79,56 @@ class LoopModule(nn.Module):
         return self.decoder.attention_loop(word_gates, memory, state)
 
 
+def relative_difference(a: Tensor | None, b: Tensor | None) -> float:
+    """``max |a - b| / max |b|``; a missing gradient equals a missing or an all-zero one (inf
+    against any other), and tensors of different shapes differ infinitely."""
+    if a is None or b is None:
+        other = b if a is None else a
+        return 0.0 if other is None or not bool(other.any()) else float("inf")
+    if a.shape != b.shape:
+        return float("inf")
+    if b.numel() == 0:
+        return 0.0
+    return float((a.float() - b.float()).abs().max()) / max(float(b.float().abs().max()), 1e-12)
+
+
+def outputs_and_gradients(loop: Any, inputs: tuple[Tensor, ...], params: list[Tensor],
+                          weights: list[Tensor] | None = None
+                          ) -> tuple[list[Tensor], list[Tensor | None], list[Tensor]]:
+    """``loop(*inputs)`` on fresh copies of the inputs: its float outputs, the gradients of
+    ``sum(output * weight)`` with respect to the inputs that require them and ``params``
+    (``.grad`` is left alone), and the weights (fixed random ones when not given). Everything
+    is copied: a graph's outputs and gradients are overwritten by its next replay."""
+    args = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
+    outputs = [o for o in loop(*args) if o.is_floating_point()]
+    if weights is None:
+        weights = [torch.randn(o.shape, generator=torch.Generator().manual_seed(i)).to(o.device)
+                   for i, o in enumerate(outputs)]
+    total = sum((o.float() * w).sum() for o, w in zip(outputs, weights))
+    wrt = [a for a in args if a.requires_grad] + params
+    grads = torch.autograd.grad(total, wrt, allow_unused=True)
+    return ([o.detach().clone() for o in outputs],
+            [None if g is None else g.detach().clone() for g in grads], weights)
+
+
+def loop_disagreement(graphed: Any, eager: nn.Module, inputs: tuple[Tensor, ...]) -> float:
+    """The largest :func:`relative_difference` between ``graphed`` and ``eager`` (the same
+    loop) on ``inputs``: over the outputs, and over the gradients of a fixed random projection
+    of them with respect to the float inputs and ``eager``'s parameters."""
+    params = [p for p in eager.parameters() if p.requires_grad]
+    ours, our_grads, weights = outputs_and_gradients(graphed, inputs, params)
+    theirs, their_grads, _ = outputs_and_gradients(eager, inputs, params, weights)
+    if len(ours) != len(theirs):
+        return float("inf")
+    pairs = [*zip(ours, theirs), *zip(our_grads, their_grads)]
+    return max((relative_difference(a, b) for a, b in pairs), default=0.0)
+
+
+def halved(inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The float inputs halved (the rest as they are): inputs a capture did not see."""
+    return tuple(t.detach() * 0.5 if t.is_floating_point() else t for t in inputs)
+
+
 def _autocast_without_cache() -> Any:
     """The active CUDA autocast (bf16-mixed) with its weight cache off, which graph capture
     requires; a no-op context when autocast is off."""
@@ -88,6 +148,13 @@ class GraphedLoops:
         self.pool: Any = None
         self.capture_seconds = 0.0          # wall time spent warming up and capturing
         self.error: str | None = None       # why a capture failed (the loop then runs eagerly)
+        self.check_difference: float | None = None   # the first capture against the eager loop
+
+    def dropout_in_loop(self) -> bool:
+        """Dropout between stacked decoder layers, inside the loop (graph and eager would draw
+        different masks, so the check cannot compare them)."""
+        config = self.decoder.config
+        return self.decoder.training and config.decoder_layers > 1 and config.dropout > 0
 
     def is_gpu_training(self, word_gates: Tensor) -> bool:
         """Teacher forcing on a GPU with gradients: what the graphs are for."""
@@ -131,9 +198,15 @@ class GraphedLoops:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         samples = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
+        loop = LoopModule(self.decoder, layout)
         graphed = torch.cuda.make_graphed_callables(
-            LoopModule(self.decoder, layout), samples, num_warmup_iters=self.warmup,
-            allow_unused_input=True, pool=self.pool)
+            loop, samples, num_warmup_iters=self.warmup, allow_unused_input=True, pool=self.pool)
+        if not self.graphs and not self.dropout_in_loop():
+            self.check_difference = loop_disagreement(graphed, loop, halved(inputs))
+            if not self.check_difference <= CHECK_TOLERANCE:
+                raise RuntimeError(f"the captured loop disagrees with the eager loop (largest "
+                                   f"relative difference {self.check_difference:.1e} > "
+                                   f"{CHECK_TOLERANCE:g})")
         torch.cuda.synchronize()
         self.graphs[key] = graphed
         self.capture_seconds += time.perf_counter() - start
@@ -149,6 +222,8 @@ class GraphedLoops:
         capturing stopped, if it failed."""
         stats: dict[str, Any] = {"cuda_graph_shapes": self.captured,
                                  "cuda_graph_capture_seconds": round(self.capture_seconds, 1)}
+        if self.check_difference is not None:
+            stats["cuda_graph_check_difference"] = self.check_difference
         if self.error:
             stats["cuda_graph_error"] = self.error
         return stats
