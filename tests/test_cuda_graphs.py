@@ -204,7 +204,17 @@ def stale_inputs(module, sample_args):
     return lambda *args: module(*frozen)
 
 
-@pytest.mark.parametrize("wrong", [scaled_outputs, stale_inputs], ids=["scaled", "stale"])
+def no_input_gradient(module, sample_args):
+    """A graph whose outputs are right but whose backward loses the gradient of its first
+    input (the word embeddings' share of the decoder input)."""
+    def replay(word_gates, *rest):
+        cut = word_gates.detach() + 0.0 * (word_gates - word_gates.detach())
+        return module(cut, *rest)
+    return replay
+
+
+@pytest.mark.parametrize("wrong", [scaled_outputs, stale_inputs, no_input_gradient],
+                         ids=["scaled", "stale", "no-input-gradient"])
 def test_a_graph_that_disagrees_with_the_eager_loop_is_not_used(monkeypatch, caplog, wrong):
     """The run's first capture is checked against the eager loop on inputs it did not see:
     a graph that computes something else (wrong outputs, inputs not copied in) would train a

@@ -125,8 +125,10 @@ def loop_disagreement(graphed: Any, eager: nn.Module, inputs: tuple[Tensor, ...]
 
 
 def halved(inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """The float inputs halved (the rest as they are): inputs a capture did not see."""
-    return tuple(t.detach() * 0.5 if t.is_floating_point() else t for t in inputs)
+    """The float inputs halved (the rest as they are), each still requiring a gradient where
+    it did: inputs a capture did not see, in the form it expects."""
+    return tuple((t.detach() * 0.5).requires_grad_(t.requires_grad) if t.is_floating_point()
+                 else t for t in inputs)
 
 
 def _autocast_without_cache() -> Any:
