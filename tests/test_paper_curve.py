@@ -21,7 +21,7 @@ from gpu_machine import MISSING_ON_THE_GPU, run_as_on_the_gpu_machine
 
 from rnnsearch import presets
 from rnnsearch.data.textio import DataError, read_lines
-from rnnsearch.experiments import paper_curve
+from rnnsearch.experiments import paper_curve, paper_curve_report
 from rnnsearch.experiments.paper_curve import PACK, PACKED, hyp_file, main
 
 CELLS = ("search-50", "encdec-50")
@@ -325,3 +325,19 @@ def test_a_cell_or_method_that_fails_costs_itself_only(work, tmp_path, monkeypat
     assert "| encdec-50 |" in page and "| search-50 |" not in page
     assert ("Not in the tables: search-50 (training failed: CUDA error: an illegal memory access "
             "was encountered); encdec-50 beam (failed: out of memory: CUDA out of memory.") in page
+
+
+def test_report_says_how_the_cuda_graphs_went():
+    run = {"cells": {
+        "search-50": {"cuda_graph_shapes": 12, "cuda_graph_capture_seconds": 4.2,
+                      "cuda_graph_check_difference": 3e-7},
+        "encdec-50": {"steps": 5}}}
+    assert paper_curve_report.graph_lines(run) == [
+        "CUDA graphs: search-50: 12 shapes captured in 4.2 s, the first replayed within "
+        "3.0e-07 (relative) of the eager loop.", ""]
+    run["cells"]["search-50"] = {"cuda_graph_shapes": 0, "cuda_graph_capture_seconds": 0.3,
+                                 "cuda_graph_error": "the captured loop disagrees"}
+    assert paper_curve_report.graph_lines(run)[0] == (
+        "CUDA graphs: search-50: 0 shapes captured in 0.3 s; then the eager loop: the captured "
+        "loop disagrees.")
+    assert paper_curve_report.graph_lines({"cells": {"encdec-50": {}}}) == []

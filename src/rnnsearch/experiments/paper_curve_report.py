@@ -203,8 +203,26 @@ def header(run: dict[str, Any], work: Path) -> list[str]:
         f"{s['budget_seconds']['search']:.0f} s (RNNsearch) and {s['budget_seconds']['encdec']:.0f} s "
         f"(RNNencdec) each. Decoding on the device: greedy and beam {s['search']['beam_size']}, "
         f"{s['decode_batch_size']} sentences a batch.", "",
-        *missing_lines(run),
+        *graph_lines(run), *missing_lines(run),
         f"![Figure 2: BLEU by source sentence length]({FOLDER}.png)", ""]
+
+
+def graph_lines(run: dict[str, Any]) -> list[str]:
+    """How CUDA graphs went in the cells that used them: shapes captured, capture time, the
+    first capture's agreement with the eager loop, or why training fell back to that loop."""
+    notes = []
+    for cell, info in run["cells"].items():
+        if "cuda_graph_shapes" not in info:
+            continue
+        note = (f"{cell}: {info['cuda_graph_shapes']} shapes captured in "
+                f"{info['cuda_graph_capture_seconds']} s")
+        if "cuda_graph_check_difference" in info:
+            note += (f", the first replayed within {info['cuda_graph_check_difference']:.1e} "
+                     f"(relative) of the eager loop")
+        if info.get("cuda_graph_error"):
+            note += f"; then the eager loop: {info['cuda_graph_error']}"
+        notes.append(note)
+    return [f"CUDA graphs: {'; '.join(notes)}.", ""] if notes else []
 
 
 def missing_lines(run: dict[str, Any]) -> list[str]:
