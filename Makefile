@@ -5,7 +5,7 @@ export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 .PHONY: setup help repro test test-fast ui bench preset paper-curve-data paper-curve-report \
-	gpu-preflight gpu-results clean-venv
+	gpu-preflight gpu-rehearsal gpu-results clean-venv
 TEST_JOBS ?= 2
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
@@ -75,6 +75,11 @@ paper-curve-report: $(STAMP)
 ## carry (the pack, the search-50 model), its size against the device tool's 64 MiB, and the call.
 gpu-preflight:
 	@bash scripts/gpu_preflight.sh
+
+## Before that: the GPU session's dry run under the GPU machine's python packages (torch 2.11,
+## no mlflow, dvc, gensim or sacremoses) in .venv-gpu, built the first time (about 5 GB)
+gpu-rehearsal:
+	@bash scripts/gpu_rehearsal.sh
 
 ## After that call: its returned files into the project (reports/bench_gpu.*, the paper curve's
 ## report, reports/gpu_session/) and a summary: make gpu-results FILES=<files_at>

@@ -10,6 +10,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -341,3 +342,20 @@ def test_report_says_how_the_cuda_graphs_went():
         "CUDA graphs: search-50: 0 shapes captured in 0.3 s; then the eager loop: the captured "
         "loop disagrees.")
     assert paper_curve_report.graph_lines({"cells": {"encdec-50": {}}}) == []
+
+
+def test_gpu_rehearsal_refuses_a_venv_with_packages_the_gpu_machine_lacks(tmp_path):
+    """``make gpu-rehearsal`` is only worth running with the GPU machine's package set: a
+    GPU_VENV that has mlflow (here: a stand-in that runs this python) is refused, naming it,
+    before anything runs."""
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    done = subprocess.run(["bash", str(REPO / "scripts" / "gpu_rehearsal.sh")],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, GPU_VENV=str(tmp_path / "venv"),
+                                   OUT=str(tmp_path / "out")))
+    assert done.returncode == 2
+    assert f"{tmp_path / 'venv'} has mlflow, which the GPU machine lacks" in done.stderr
+    assert not (tmp_path / "out").exists()
