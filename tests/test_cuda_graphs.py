@@ -123,6 +123,17 @@ def test_runner_falls_back_to_the_eager_loop_off_the_gpu():
     assert runner.captured == 0
 
 
+def fake_capture(monkeypatch, capture=None) -> None:
+    """Stand-ins for the CUDA calls of a capture, on the CPU: ``make_graphed_callables`` is
+    ``capture(module, sample_args, **options)``, by default the module itself (it computes what
+    the module computes), and the runner takes every step for GPU training."""
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables",
+                        capture or (lambda module, sample_args, **options: module))
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+
+
 @pytest.mark.parametrize("variant", LOOPED)
 def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, variant):
     """The runner's plumbing on the CPU, the capture standing in for itself (what a capture
@@ -135,10 +146,7 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, varian
         assert options["allow_unused_input"] and all(not t.is_inference() for t in sample_args)
         return module
 
-    monkeypatch.setattr(torch.cuda, "make_graphed_callables", capture)
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+    fake_capture(monkeypatch, capture)
     kind, changes = LOOPED[variant]
     model = small_model(kind, **changes).train()
     runner = enable_cuda_graphs(model)
@@ -163,10 +171,7 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
     def refuse(*args, **kwargs):
         raise RuntimeError("operation not permitted when stream is capturing")
 
-    monkeypatch.setattr(torch.cuda, "make_graphed_callables", refuse)
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
+    fake_capture(monkeypatch, refuse)
     model = small_model().train()
     batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
     loss, _ = loss_and_grads(model, batch)
@@ -181,30 +186,18 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
                                                   "capturing"}
 
 
-def fake_capture(monkeypatch, wrong=None) -> None:
-    """Stand-ins for the CUDA calls of a capture: ``make_graphed_callables`` returns the module
-    itself (it computes what the module computes), or ``wrong(module, sample_args)``."""
-    def capture(module, sample_args, **options):
-        return module if wrong is None else wrong(module, sample_args)
-
-    monkeypatch.setattr(torch.cuda, "make_graphed_callables", capture)
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
-
-
-def scaled_outputs(module, sample_args):
+def scaled_outputs(module, sample_args, **options):
     """A graph that computes something else: the loop's outputs, 10% too large."""
     return lambda *args: tuple(out * 1.1 for out in module(*args))
 
 
-def stale_inputs(module, sample_args):
+def stale_inputs(module, sample_args, **options):
     """A graph that replays its capture's inputs instead of copying in the new ones."""
     frozen = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in sample_args)
     return lambda *args: module(*frozen)
 
 
-def no_input_gradient(module, sample_args):
+def no_input_gradient(module, sample_args, **options):
     """A graph whose outputs are right but whose backward loses the gradient of its first
     input (the word embeddings' share of the decoder input)."""
     def replay(word_gates, *rest):

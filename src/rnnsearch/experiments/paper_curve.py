@@ -59,7 +59,7 @@ from rnnsearch.config.train import TrainConfig, cell_name
 from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.data.textio import DataError, read_lines, write_json, write_lines
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.decoding.compare import method_options
 from rnnsearch.decoding.translator import Translator
 from rnnsearch.models import Seq2Seq, count_parameters
 from rnnsearch.presets import load_preset, merge
@@ -292,13 +292,6 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
     return model, stats
 
 
-def search_options(cfg: TranslateConfig, method: str) -> SearchOptions:
-    """Greedy keeps one hypothesis; beam search is ``translate.search`` as given."""
-    if method == "greedy":
-        return dataclasses.replace(cfg.search, beam_size=1, nbest=1)
-    return cfg.search
-
-
 def decode_cell(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig,
                 out: Path, cell: str, save: Callable[[str, dict[str, Any]], None]) -> None:
     """Every method of ``cfg.methods`` over ``sources`` on the translator's device, each
@@ -306,7 +299,7 @@ def decode_cell(translator: Translator, sources: Sequence[Sequence[str]], cfg: T
     (a method that fails, e.g. out of memory, is reported with its error and no file)."""
     batch = cfg.batch_size_for(translator.device)
     for method in cfg.methods:
-        options = search_options(cfg, method)
+        options = method_options(cfg.search, method)
         try:
             translator.translate(sources[:1], method, options, 1, progress=False)  # warm-up
             result = translator.translate(sources, method, options, batch, progress=False)
