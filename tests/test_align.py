@@ -262,3 +262,21 @@ def test_attention_links_are_scored_as_english_french_whichever_side_is_the_sour
     assert result["scores"]["argmax"]["aer"] == 0.0
     assert result["figure"]["source"] == list(words[source])
     assert sorted(result["figure"]["sure"]) == sorted(figure_links)
+
+
+def test_a_figure_sentence_missing_from_the_gold_set_is_refused_naming_the_key(tmp_path):
+    from rnnsearch.alignment.corpus import GoldCorpus
+    from rnnsearch.alignment.gold import GoldPair
+    from rnnsearch.alignment.mapping import Mapped
+    from rnnsearch.stages.align_attention import check_figure_sentence
+    from rnnsearch.stages.runner import StageError
+
+    words, links = ("a", "b"), frozenset({(0, 0), (1, 1)})
+    pairs = [GoldPair(ident, words, words, links, links) for ident in ("1", "2", "3")]
+    mapped = [Mapped(words, ((0,), (1,)))] * 3
+    gold = GoldCorpus(pairs, mapped, mapped)
+    check_figure_sentence(gold, "2", tmp_path / "gold.json")
+    check_figure_sentence(gold, None, tmp_path / "gold.json")          # null: no overlay
+    with pytest.raises(StageError, match=r"^align\.figure_sentence: .*gold\.json has no "
+                                         r"sentence '109' \(its ids: 1 \.\.\. 3; null"):
+        check_figure_sentence(gold, "109", tmp_path / "gold.json")

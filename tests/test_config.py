@@ -41,6 +41,10 @@ def test_defaults_and_nested_values():
     ({"clean": {"min_len": 5, "max_len": 2}}, "prepare.clean.max_len"),
     ({"test_buckets": [20, 10], "test_per_bucket": 3}, "prepare.test_buckets"),
     ({"test_buckets": [10]}, "prepare.test_per_bucket"),
+    ({"clean": {"max_ratio": float("nan")}}, "prepare.clean.max_ratio"),   # passes every bound
+    ({"clean": {"max_ratio": float("inf")}}, "prepare.clean.max_ratio"),
+    ({"cache_dir": ""}, "prepare.cache_dir"),                         # would cache in the repo root
+    ({"mirror": " "}, "prepare.mirror"),
 ])
 def test_bad_prepare_values_name_the_key(override, key):
     with pytest.raises(ConfigError) as err:
@@ -70,3 +74,19 @@ def test_params_file_errors_name_the_file(tmp_path):
     empty_section.write_text(yaml.safe_dump({"tokenize": {}}))
     with pytest.raises(ConfigError, match="missing section 'prepare'"):
         load_section(PrepareConfig, "prepare", empty_section)
+
+
+def test_every_float_param_refuses_nan_and_infinity_naming_the_key():
+    """NaN compares False with every bound, so a range check alone lets it through."""
+    from rnnsearch.config.base import read_params
+    from rnnsearch.config.sections import validate_params
+
+    params = read_params(REPO / "params.yaml")
+    floats = [(section, name) for section, values in params.items() for name, value in
+              values.items() if isinstance(value, float)]
+    assert len(floats) >= 2
+    for section, name in floats:
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            changed = {**params, section: {**params[section], name: bad}}
+            with pytest.raises(ConfigError, match=rf"^{section}\.{name}: must be a finite number"):
+                validate_params(changed)

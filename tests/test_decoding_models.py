@@ -7,7 +7,7 @@ import torch
 
 from rnnsearch.data.tokenize import tokenize_line
 from rnnsearch.data.vocab import EOS_ID, SPECIALS, Vocabulary
-from rnnsearch.decoding import SearchOptions, encode_source, pad_batch, translate_corpus
+from rnnsearch.decoding import SearchOptions, encode_source, translate_corpus
 from rnnsearch.models import ModelConfig, build_model
 
 VARIANTS = {

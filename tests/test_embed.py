@@ -116,10 +116,10 @@ def test_embed_outputs_are_byte_identical_across_runs(tokenized, tmp_path):
     meta = tmp_path / "meta.json"
     meta.write_text(json.dumps({"src_lang": "en", "tgt_lang": "fr"}))
     runs = []
-    for run in ("a", "b"):
-        out = tmp_path / run
+    for name in ("a", "b"):
+        out = tmp_path / name
         assert embed_main("--params", str(params), "--data", str(tokenized), "--meta", str(meta),
-                          "--out", str(out), "--metrics", str(tmp_path / f"{run}.json")) == 0
+                          "--out", str(out), "--metrics", str(tmp_path / f"{name}.json")) == 0
         runs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert runs[0].keys() == runs[1].keys() and "src.kv" in runs[0] and "tgt.w2v.model" in runs[0]
     assert runs[0] == runs[1]

@@ -5,7 +5,6 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import run_script

@@ -18,7 +18,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, make_project, project_env, run_in
+from conftest import make_project, project_env, run_in
 from test_pipeline_e2e import TINY
 
 pytestmark = pytest.mark.fault

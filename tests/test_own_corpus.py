@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from conftest import SHARED_CORPORA, make_project, run_in, run_script
 from test_stages_data import write_params

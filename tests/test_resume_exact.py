@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import random
-import re
 import signal
 import subprocess
 import sys

@@ -44,8 +44,6 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Sequence
 
-import yaml
-
 from rnnsearch.config.base import ConfigError, read_params
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.tracking import repo_root

@@ -22,7 +22,7 @@ class AlignConfig:
     max_pairs: int = 0
     symmetrize: tuple[Symmetrisation, ...] = ("intersection", "union", "grow-diag-final")
     attention_threshold: float = 0.3
-    figure_sentence: str = "109"
+    figure_sentence: str | None = "109"     # gold sentence id drawn in the overlay (null: none)
     batch_size: int = 32
 
     def check(self, key: str) -> None:
@@ -31,5 +31,7 @@ class AlignConfig:
         check_positive(self, key, "iterations", "batch_size")
         check_non_negative(self, key, "max_pairs", "tension")
         require(0.0 < self.p_null < 1.0, f"{key}.p_null", f"must be in (0, 1), got {self.p_null}")
+        require(self.figure_sentence is None or bool(self.figure_sentence.strip()),
+                f"{key}.figure_sentence", "must be a gold sentence id such as '109', or null")
         require(0.0 < self.attention_threshold <= 1.0, f"{key}.attention_threshold",
                 f"must be in (0, 1], got {self.attention_threshold}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import types
 import typing
 from pathlib import Path
@@ -209,7 +210,10 @@ def _coerce_scalar(hint: Any, value: Any, key: str) -> Any:
     if hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         require(ok, key, f"expected a number, got {value!r}")
-        return float(value)
+        number = float(value) if not isinstance(value, int) or abs(value) < 2**1023 else math.inf
+        require(math.isfinite(number), key, f"must be a finite number, got {value!r}"
+                " (where the key allows null, null means none)")
+        return number
     if hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
         require(ok, key, f"expected an integer, got {value!r}")

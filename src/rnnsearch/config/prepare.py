@@ -127,6 +127,10 @@ class PrepareConfig:
         require(not edges or self.test_per_bucket > 0, f"{key}.test_per_bucket",
                 "must be > 0 when test_buckets is set")
         check_seed(self, key, "seed")
+        require(self.mirror is None or bool(self.mirror.strip()), f"{key}.mirror",
+                "must be a folder, or null for no mirror; got ''")
+        require(bool(self.cache_dir.strip()), f"{key}.cache_dir",
+                "must be a folder (where downloaded corpora are kept); got ''")
 
     def check_registered(self, key: str) -> None:
         """A registered corpus that has both languages."""

@@ -56,9 +56,18 @@ def score_cell(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], sour
     return result
 
 
-def figure_record(gold: GoldCorpus, matrices: list[np.ndarray], source: str, ident: str
+def check_figure_sentence(gold: GoldCorpus, ident: str | None, path: Path) -> None:
+    """``align.figure_sentence`` is null or one of the gold sentences of ``path``."""
+    idents = [pair.ident for pair in gold.pairs]
+    if ident is not None and ident not in idents:
+        raise StageError(f"align.figure_sentence: {path} has no sentence '{ident}' (its ids: "
+                         f"{idents[0]} ... {idents[-1]}; null draws no overlay)")
+
+
+def figure_record(gold: GoldCorpus, matrices: list[np.ndarray], source: str, ident: str | None
                   ) -> dict[str, Any] | None:
-    """Words, weights (target x source) and gold links of sentence ``ident`` for the overlay."""
+    """Words, weights (target x source) and gold links of sentence ``ident`` for the overlay
+    (None when ``ident`` is)."""
     index = next((k for k, p in enumerate(gold.pairs) if p.ident == ident), None)
     if index is None:
         return None
@@ -86,6 +95,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                                                  f"{langs['tgt']} (only English-French)"})
         print(f"align_attention: no gold alignments for {langs['src']}-{langs['tgt']}")
         return
+    check_figure_sentence(gold, cfg.figure_sentence, args.gold)
     vocabs = {side: Vocabulary.load(args.tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
     metrics: dict[str, Any] = {"sentences": len(gold.pairs), "threshold": cfg.attention_threshold,
                                "cells": {}}
