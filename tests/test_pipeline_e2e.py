@@ -82,11 +82,37 @@ def test_preset_run_leaves_the_committed_default_run_intact(default_run):
         assert f"Stage '{stage}' didn't change" in ran.stdout, stage
     status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
                      "dvc.lock"], root).stdout
-    assert status == ""
+    assert status == "?? reports/presets/\n"          # the preset's report, exported (below)
     assert "beam2" in run_in(["dvc", "exp", "show", "--json"], root).stdout
     kept = yaml.safe_load(run_in(["git", "show", "preset/beam2:params.yaml"], root).stdout)
     assert kept["translate"]["search"]["beam_size"] == 2
-    assert "Table" in run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout
+    report = run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout
+    assert "Table" in report
+    check_exported_report(root, "beam2", report)
+
+
+def check_exported_report(root: Path, name: str, report: str) -> None:
+    """The preset's branch report is in reports/presets/<name>/, figures, metrics and params
+    included, under a heading naming its branch commit and the params it changed; exporting a
+    preset that never ran names the branch it lacks."""
+    exported = (root / "reports/presets" / name / "README.md").read_text(encoding="utf-8")
+    heading, _, body = exported.partition("\n\n")
+    assert body == report
+    commit = run_in(["git", "rev-parse", "--short", f"preset/{name}"], root).stdout.strip()
+    assert f"`{commit}`" in heading and "`translate.search.beam_size=2`" in heading, heading
+    results = root / "reports/presets" / name / "results"
+    copied = sorted(f"reports/results/{p.name}" for p in results.iterdir())
+    listed = run_in(["git", "ls-tree", "-r", "--name-only", f"preset/{name}", "reports/results"],
+                    root).stdout.split()
+    assert copied == sorted(listed) and any(p.endswith(".png") for p in copied), copied
+    params = yaml.safe_load((root / "reports/presets" / name / "params.yaml").read_text())
+    assert params["translate"]["search"]["beam_size"] == 2
+    assert (root / "reports/presets" / name / "metrics/eval/search-20.json").is_file()
+    missing = run_in([sys.executable, "-m", "rnnsearch.presets", "export", "nosuch"], root,
+                     check=False)
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == ("presets: error: no git branch 'preset/nosuch': run the "
+                                      "preset first (make preset NAME=nosuch)")
 
 
 @pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])

@@ -9,14 +9,18 @@ merges it over params.yaml, validates the result (every section, the grid), then
 1. runs ``dvc exp run --temp -n <name> -C <path>... -S key=value ...`` (one ``-S`` per changed
    leaf): an ordinary DVC experiment, run in a temporary copy of the repository
    (``.dvc/tmp/exps/<tmp>/``), so the workspace (``params.yaml``, ``dvc.lock``, ``metrics/``,
-   ``plots/``, ``reports/``: the committed default run) is left exactly as it was;
+   ``plots/``, ``reports/README.md``, ``reports/results/``: the committed default run) is left
+   exactly as it was;
 2. points the git branch ``preset/<name>`` at the experiment's commit, which holds the preset's
    params, ``dvc.lock``, metrics, plots and its report (``reports/README.md``,
-   ``reports/results/``).
+   ``reports/results/``);
+3. copies that report, with the metrics and params.yaml it was made from, into
+   ``reports/presets/<name>/`` (:func:`export`), a folder no stage writes, headed by where it
+   came from (branch commit, baseline, the params it changed).
 
 ``dvc exp show`` lists the experiment; ``dvc exp apply <name>`` brings it into the workspace on
-purpose; ``git show preset/<name>:reports/README.md`` reads its tables without touching anything.
-``show`` prints the commands instead of running them; ``check`` only validates.
+purpose; ``export`` copies the branch's report into ``reports/presets/<name>/`` again (e.g. after
+``git branch -f``). ``show`` prints the commands instead of running them; ``check`` only validates.
 
 Why ``--temp`` and not a workspace run: ``dvc exp run`` in the workspace rewrites params.yaml and
 dvc.lock and replaces the default run's metrics and report. Why ``-C``: a temporary copy gets the
@@ -43,6 +47,8 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Sequence
+
+import yaml
 
 from rnnsearch.config.base import ConfigError, read_params
 from rnnsearch.config.sections import grid_cells, validate_params
@@ -198,17 +204,74 @@ def run(name: str, params: dict[str, Any], dry: bool = False) -> int:
         if status:
             return status
     if not dry:
-        print(f"preset '{name}': 'dvc exp show' lists it; its report: git show "
-              f"{branch(name)}:reports/README.md; into the workspace: dvc exp apply {name}")
+        folder = export(name).relative_to(root)
+        print(f"preset '{name}': its report (from the branch {branch(name)}) is in {folder}/"
+              f"README.md; 'dvc exp show' lists it; into the workspace: dvc exp apply {name}")
     return 0
+
+
+# What export copies from a preset's branch: its report, and the metrics and params it came from.
+REPORT_PATHS = ("reports/README.md", "reports/results", "metrics", "params.yaml")
+
+
+def export_folder(name: str) -> Path:
+    """Where :func:`export` puts preset ``name``'s report: ``reports/presets/<name>/``."""
+    return repo_root() / "reports" / "presets" / name
+
+
+def changed_params(root: Path, ref: str) -> list[str]:
+    """``key=value`` for every params leaf the commit ``ref`` changed against its parent."""
+    def params_at(rev: str) -> dict[str, Any]:
+        return dict(leaves(yaml.safe_load(git(root, "show", f"{rev}:params.yaml"))))
+
+    before, after = params_at(f"{ref}^"), params_at(ref)
+    return [override_argument(key, value) for key, value in after.items()
+            if before.get(key, object()) != value]
+
+
+def provenance(name: str, root: Path, ref: str) -> str:
+    """The paragraph heading an exported report: which run made it and how to make it again."""
+    commit, baseline = (git(root, "rev-parse", "--short", rev) for rev in (ref, f"{ref}^"))
+    overrides = ", ".join(f"`{o}`" for o in changed_params(root, ref)) or "none"
+    return (f"> Preset `{name}`: the report of the git branch `{branch(name)}` (experiment "
+            f"commit `{commit}`, run on `{baseline}`), copied here by `python -m rnnsearch.presets "
+            f"export {name}`. Params changed against the default run: {overrides}. Run it again "
+            f"with `make preset NAME={name}`. Its `metrics/` and `params.yaml` are beside this "
+            "file.\n\n")
+
+
+def export(name: str) -> Path:
+    """Copy preset ``name``'s report from its branch into :func:`export_folder`, replacing it
+    whole (a failed copy leaves the previous one), headed by :func:`provenance`."""
+    from rnnsearch.data.textio import atomic_dir
+
+    root, ref = repo_root(), branch(name)
+    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
+                      capture_output=True).returncode:
+        raise ConfigError(f"no git branch '{ref}': run the preset first (make preset NAME={name})")
+    files = git(root, "ls-tree", "-r", "--name-only", ref, "--", *REPORT_PATHS).splitlines()
+    with atomic_dir(export_folder(name)) as folder:
+        for path in files:
+            content = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root,
+                                     capture_output=True, check=True).stdout
+            if path == REPORT_PATHS[0]:
+                content = provenance(name, root, ref).encode() + content
+            inside = PurePosixPath(path)
+            target = folder / (inside.relative_to("reports") if inside.parts[0] == "reports"
+                               else inside)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+    return export_folder(name)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["check", "show", "run"])
+    parser.add_argument("action", choices=["check", "show", "run", "export"])
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     args = parser.parse_args(argv)
+    if args.action == "export":
+        return export_main(args.name)
     try:
         merged, cells = resolve(args.name, repo_root() / "params.yaml",
                                 runtime=args.action == "run")
@@ -219,6 +282,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"preset '{args.name}' is valid; grid cells: {', '.join(cells)}")
         return 0
     return run(args.name, merged, dry=args.action == "show")
+
+
+def export_main(name: str) -> int:
+    """The ``export`` action: one line saying where the report went, or why not (exit 2)."""
+    try:
+        folder = export(name)
+    except ConfigError as err:
+        print(f"presets: error: {err}", file=sys.stderr)
+        return 2
+    print(f"preset '{name}': its report is in {folder.relative_to(repo_root())}/README.md")
+    return 0
 
 
 if __name__ == "__main__":
