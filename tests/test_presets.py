@@ -51,6 +51,18 @@ def test_luong_preset_adds_two_cells_to_the_default_grid():
     assert cells[:4] == ["encdec-30", "encdec-50", "search-30", "search-50"] and len(cells) == 8
 
 
+def test_luong_variants_preset_covers_scores_local_m_and_input_feeding_at_30():
+    merged, cells = presets.resolve("luong_variants", REPO / "params.yaml")
+    train = validate_params(merged)["train"]
+    assert cells == ["encdec-30", "search-30", "luong_dot-30", "luong_concat-30",
+                     "luong_local_m-30", "luong_no_feed-30"]
+    variants = {name: train.model_config(name) for name in ("luong_dot", "luong_concat",
+                                                            "luong_local_m", "luong_no_feed")}
+    assert {m.score for m in variants.values()} == {"dot", "concat", "general"}
+    assert variants["luong_local_m"].attention == "local_m"
+    assert [m.input_feeding for m in variants.values()] == [True, True, True, False]
+
+
 def test_preset_with_a_bad_value_fails_naming_the_key(tmp_path, monkeypatch):
     (tmp_path / "presets").mkdir()
     (tmp_path / "presets" / "broken.yaml").write_text("train:\n  grid:\n    models: [search, nosuch]\n")
