@@ -54,8 +54,9 @@ ui: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
 
-## Run a preset as a temporary DVC experiment, the workspace left alone: make preset NAME=quick |
-## NAME=luong | NAME=paper (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>.
+## Run a preset as a temporary DVC experiment, the default run left alone: make preset NAME=quick |
+## NAME=luong | NAME=luong_variants | NAME=paper (presets/<name>.yaml). Results: dvc exp show, git
+## branch preset/<name>, and its report copied to reports/presets/<name>/.
 preset: $(STAMP)
 	$(if $(NAME),,$(error make preset needs NAME=<preset>: one of $(basename $(notdir $(wildcard presets/*.yaml)))))
 	$(PY) -m rnnsearch.presets run $(NAME)
