@@ -134,6 +134,16 @@ def fake_capture(monkeypatch, capture=None) -> None:
     monkeypatch.setattr(GraphedLoops, "is_gpu_training", lambda self, word_gates: True)
 
 
+def eager_then_graphed(monkeypatch, capture):
+    """``capture`` standing in for CUDA's, a small model and batch with their eager loss and
+    gradients, then the model's CUDA-graph runner: (model, batch, loss, grads, runner)."""
+    fake_capture(monkeypatch, capture)
+    model = small_model().train()
+    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
+    loss, grads = loss_and_grads(model, batch)
+    return model, batch, loss, grads, enable_cuda_graphs(model)
+
+
 @pytest.mark.parametrize("variant", LOOPED)
 def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, variant):
     """The runner's plumbing on the CPU, the capture standing in for itself (what a capture
@@ -171,11 +181,7 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
     def refuse(*args, **kwargs):
         raise RuntimeError("operation not permitted when stream is capturing")
 
-    fake_capture(monkeypatch, refuse)
-    model = small_model().train()
-    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
-    loss, _ = loss_and_grads(model, batch)
-    runner = enable_cuda_graphs(model)
+    model, batch, loss, _, runner = eager_then_graphed(monkeypatch, refuse)
     with caplog.at_level("WARNING", logger="rnnsearch"):
         assert loss_and_grads(model, batch)[0] == loss
         assert loss_and_grads(model, batch)[0] == loss
@@ -212,11 +218,7 @@ def test_a_graph_that_disagrees_with_the_eager_loop_is_not_used(monkeypatch, cap
     """The run's first capture is checked against the eager loop on inputs it did not see:
     a graph that computes something else (wrong outputs, inputs not copied in) would train a
     wrong model silently; instead it is a warning, the eager loop, and the reason recorded."""
-    fake_capture(monkeypatch, wrong)
-    model = small_model().train()
-    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
-    loss, grads = loss_and_grads(model, batch)
-    runner = enable_cuda_graphs(model)
+    model, batch, loss, grads, runner = eager_then_graphed(monkeypatch, wrong)
     with caplog.at_level("WARNING", logger="rnnsearch"):
         got, got_grads = loss_and_grads(model, batch)
     assert got == loss and all(torch.equal(got_grads[n], g) for n, g in grads.items())
