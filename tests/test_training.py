@@ -300,3 +300,62 @@ def test_optimizer_choice_follows_params():
     assert isinstance(adam, torch.optim.Adam)
     assert isinstance(adadelta, torch.optim.Adadelta)
     assert adadelta.defaults["rho"] == 0.95 and adadelta.defaults["eps"] == 1e-6
+
+
+def test_position_lr_scale_gives_local_p_predictor_its_own_rate():
+    local_p = build_model(ModelConfig(**TINY_MODEL, model="luong", score="general",
+                                      attention="local_p"), 20, 20)
+    search = build_model(ModelConfig(**TINY_MODEL), 20, 20)
+    scaled = config(optim={"lr": 0.002, "position_lr_scale": 0.1}).optim
+    groups = TranslationTask(local_p, scaled).configure_optimizers().param_groups
+    predictor = {id(p) for p in local_p.decoder.attention.position.parameters()}
+    assert [len(g["params"]) for g in groups] == [len(list(local_p.parameters())) - 2, 2]
+    assert {id(p) for p in groups[1]["params"]} == predictor
+    assert groups[0]["lr"] == 0.002 and groups[1]["lr"] == pytest.approx(0.0002)
+    # no predictor, or the scale at 1: one group over every parameter, as before the option
+    for net, optim in ((search, scaled), (local_p, config().optim)):
+        (group,) = TranslationTask(net, optim).configure_optimizers().param_groups
+        assert [id(p) for p in group["params"]] == [id(p) for p in net.parameters()]
+
+
+def test_position_lr_scale_must_be_positive():
+    with pytest.raises(ConfigError, match=r"train\.optim\.position_lr_scale"):
+        config(optim={"position_lr_scale": 0.0})
+
+
+# ---- local-p's window centre while it trains (rnnsearch.experiments.local_p_trace) -----------
+
+def local_p_params(tmp_path: Path, **optim) -> Path:
+    params = tiny_params(models={"local_p": {"model": "luong", "score": "general",
+                                             "attention": "local_p", "window": 2}},
+                         optim=optim)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"train": params}))
+    return path
+
+
+def test_local_p_trace_follows_the_train_cell(corpus, tmp_path, capsys):
+    from rnnsearch.experiments import local_p_trace
+
+    out = tmp_path / "trace.json"
+    args = ["--params", str(local_p_params(tmp_path)), "--model", "local_p", "--max-len", "12",
+            "--data", str(corpus), "--steps", "6", "--every", "3", "--json", str(out)]
+    assert local_p_trace.main(args) == 0
+    rows = json.loads(out.read_text())
+    assert [row["step"] for row in rows] == [0, 3, 6]
+    assert all(0 < row[k] < 1 for row in rows for k in ("first", "middle", "last"))
+    # untrained, the predictor's input is near 0: every window starts near the middle
+    assert abs(rows[0]["input_mean"]) < 0.5 and rows[0]["first"] == pytest.approx(0.5, abs=0.12)
+    assert rows[0]["input_mean"] != rows[-1]["input_mean"]       # the predictor trains
+    assert capsys.readouterr().out.count("\n| 6 |") == 1         # one table row per trace point
+    # the same steps from the same seed: the same numbers
+    assert local_p_trace.main(args) == 0 and json.loads(out.read_text()) == rows
+
+
+def test_local_p_trace_refuses_a_model_without_a_window_predictor(corpus, tmp_path, capsys):
+    from rnnsearch.experiments import local_p_trace
+
+    args = ["--params", str(local_p_params(tmp_path)), "--model", "search", "--max-len", "12",
+            "--data", str(corpus), "--steps", "2"]
+    assert local_p_trace.main(args) == 2
+    assert "train.models.search: not a local-p model" in capsys.readouterr().err

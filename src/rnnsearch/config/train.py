@@ -48,9 +48,10 @@ class OptimConfig:
     adadelta_eps: float = 1e-6
     weight_decay: float = 0.0
     clip_norm: float = 1.0          # gradient-norm clipping (the paper: 1; 0: off)
+    position_lr_scale: float = 1.0  # local-p: lr multiplier of the window-centre predictor
 
     def check(self, key: str) -> None:
-        check_positive(self, key, "lr", "adadelta_eps")
+        check_positive(self, key, "lr", "adadelta_eps", "position_lr_scale")
         check_non_negative(self, key, "weight_decay", "clip_norm")
         require(0 < self.adadelta_rho < 1, f"{key}.adadelta_rho", "must be in (0, 1)")
 

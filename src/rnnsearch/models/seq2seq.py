@@ -40,6 +40,11 @@ class Seq2Seq(nn.Module):
     def has_attention(self) -> bool:
         return self.decoder.attention is not None
 
+    def position_predictor_parameters(self) -> list[nn.Parameter]:
+        """Local-p's window-centre predictor (``v_p``, ``W_p``); empty for every other model."""
+        position = getattr(self.decoder.attention, "position", None)
+        return list(position.parameters()) if position is not None else []
+
     def encode(self, src: Tensor, src_len: Tensor) -> Memory:
         """``src``: batch x src_len ids, ``src_len``: batch real lengths -> :class:`Memory`."""
         values, final, mask, lengths = self.encoder(src, src_len)

@@ -98,7 +98,24 @@ class TranslationTask(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         o = self.optim
+        groups = parameter_groups(self.model, o)
         if o.optimizer == "adadelta":
-            return torch.optim.Adadelta(self.model.parameters(), lr=o.lr, rho=o.adadelta_rho,
+            return torch.optim.Adadelta(groups, lr=o.lr, rho=o.adadelta_rho,
                                         eps=o.adadelta_eps, weight_decay=o.weight_decay)
-        return torch.optim.Adam(self.model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
+        return torch.optim.Adam(groups, lr=o.lr, weight_decay=o.weight_decay)
+
+
+def parameter_groups(model: Seq2Seq, optim: OptimConfig) -> list[dict[str, Any]]:
+    """The optimiser's parameter groups: one, unless ``optim.position_lr_scale`` gives local-p's
+    window-centre predictor (``p_t = S sigmoid(v_p^T tanh(W_p h_t))``) a learning rate of its own.
+
+    Adam's per-parameter normalisation cancels the sigmoid's vanishing slope, so at the shared
+    rate the predictor's weights keep growing into saturation and p_t ends pinned to one end of
+    the sentence (README, "Variants and presets"); a smaller rate keeps it movable.
+    """
+    position = model.position_predictor_parameters()
+    if optim.position_lr_scale == 1.0 or not position:
+        return [{"params": list(model.parameters())}]
+    ids = {id(p) for p in position}
+    rest = [p for p in model.parameters() if id(p) not in ids]
+    return [{"params": rest}, {"params": position, "lr": optim.lr * optim.position_lr_scale}]
