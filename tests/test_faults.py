@@ -93,9 +93,9 @@ def kill_stage_at_random(root: Path, script: str, ready: Path | None, rng: rando
     delay = rng.uniform(0.0, 2.0)
     time.sleep(delay)
     killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
-    proc.communicate(timeout=600)
+    _, stderr = proc.communicate(timeout=600)
     story = f"{script}: killed {killed} after {delay:.2f}s, dvc exit {proc.returncode}"
-    assert killed and proc.returncode != 0, story
+    assert killed and proc.returncode != 0, f"{story}\n{stderr[-3000:]}"
     return story
 
 
@@ -113,7 +113,9 @@ def assert_same_tensors(a: Path, b: Path) -> None:
 
 def test_killed_stages_rerun_to_the_unbroken_runs_results(unbroken, tmp_path):
     root = make_project(tmp_path / "killed", FAULT_PARAMS)
-    rng = random.Random(os.environ.get("FAULT_SEED", time.time_ns()))
+    seed = os.environ.get("FAULT_SEED", str(time.time_ns()))
+    print(f"replay the kill delays with FAULT_SEED={seed}")    # shown when the test fails
+    rng = random.Random(seed)
     story = [kill_stage_at_random(root, "prepare.py", None, rng),
              kill_stage_at_random(root, "tokenize_text.py", None, rng),
              kill_stage_at_random(root, "pretrain_lm.py", root / "data/lm/last.ckpt", rng),
