@@ -325,10 +325,9 @@ def test_position_lr_scale_must_be_positive():
 
 # ---- local-p's window centre while it trains (rnnsearch.experiments.local_p_trace) -----------
 
-def local_p_params(tmp_path: Path, **optim) -> Path:
+def local_p_params(tmp_path: Path) -> Path:
     params = tiny_params(models={"local_p": {"model": "luong", "score": "general",
-                                             "attention": "local_p", "window": 2}},
-                         optim=optim)
+                                             "attention": "local_p", "window": 2}})
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump({"train": params}))
     return path
