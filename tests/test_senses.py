@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
+from conftest import run_script
 from rnnsearch.config.base import load_section
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.senses import SensesConfig
@@ -120,28 +121,34 @@ def test_bad_params_fail_naming_the_key(tmp_path, capsys, text, key):
     assert not (tmp_path / "s").exists()
 
 
-@pytest.fixture
-def tiny_project(tmp_path: Path) -> dict[str, Path]:
-    """A tokenised toy corpus (en: the two banks; fr: filler), meta.json, params, and the embed
-    stage's vectors of it."""
-    data = tmp_path / "tokenized"
+def write_project(root: Path, en: list[str], params_text: str) -> dict[str, Path]:
+    """A tokenised corpus in ``root`` (``en`` as source, filler as French target), meta.json,
+    params (``params_text``), and the embed stage's vectors of it."""
+    data = root / "tokenized"
     data.mkdir()
-    en = [" ".join(s) for s in toy_corpus(300)] + ["a lonely heron"]
-    fr = [" ".join(random.Random(i).sample(FILLER, 4)) for i in range(300)]
+    fr = [" ".join(random.Random(i).sample(FILLER, 4)) for i in range(len(en))]
     for side, lines in (("src", en), ("tgt", fr)):
         (data / f"train.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
         Vocabulary.build(Counter(" ".join(lines).split()), 100).save(data / f"vocab.{side}.txt")
-    meta = tmp_path / "meta.json"
+    meta = root / "meta.json"
     meta.write_text(json.dumps({"src_lang": "en", "tgt_lang": "fr"}))
-    params = tmp_path / "params.yaml"
-    params.write_text("embed:\n  vector_size: 16\n  epochs: 3\n  min_count: 1\n  plot_words: 10\n"
-                      "senses:\n  words: {en: [bank, absent, heron], fr: []}\n"
-                      "  min_occurrences: 20\n  neighbours: 3\n")
-    paths = {"data": data, "meta": meta, "params": params, "embed": tmp_path / "embed"}
+    params = root / "params.yaml"
+    params.write_text(params_text)
+    paths = {"data": data, "meta": meta, "params": params, "embed": root / "embed"}
     paths["embed"].mkdir()
     embed_corpus(load_section(EmbedConfig, "embed", params), data, paths["embed"],
                  {"src": "en", "tgt": "fr"})
     return paths
+
+
+@pytest.fixture
+def tiny_project(tmp_path: Path) -> dict[str, Path]:
+    """The toy corpus (en: the two banks; fr: filler) as a project with the embed stage's
+    vectors."""
+    en = [" ".join(s) for s in toy_corpus(300)] + ["a lonely heron"]
+    return write_project(tmp_path, en, "embed:\n  vector_size: 16\n  epochs: 3\n  min_count: 1\n"
+                         "  plot_words: 10\nsenses:\n  words: {en: [bank, absent, heron], fr: []}\n"
+                         "  min_occurrences: 20\n  neighbours: 3\n")
 
 
 def run_senses(paths: dict[str, Path], out: Path, metrics: Path) -> int:
@@ -186,3 +193,47 @@ def check_report(metrics: Path) -> None:
     assert any("'heron' not split" in note for note in table.notes)
     assert senses_figure(inputs.senses) is not None
     assert ReportInputs.load(metrics / "absent").senses is None
+
+
+def topic_sentences(words: list[str], n: int, with_bank: int, rng: random.Random) -> list[str]:
+    """``n`` sentences of all of ``words`` (shuffled) and one filler word; the first
+    ``with_bank`` of them hold ``bank`` too."""
+    sentences = []
+    for i in range(n):
+        tokens = rng.sample(words, len(words)) + [FILLER[i % len(FILLER)]]
+        if i < with_bank:
+            tokens.insert(rng.randint(0, len(tokens)), "bank")
+        sentences.append(" ".join(tokens))
+    return sentences
+
+
+@pytest.mark.parametrize("k, max_k", [(0, 3), (3, 4)])
+def test_a_sense_rarer_than_embed_min_count_is_not_a_crash(tmp_path, k, max_k):
+    """Was: ``KeyError: "Key 'bank_3' not present in vocabulary"``: a sense of 10 occurrences
+    under ``embed.min_count: 20`` got no vector from the retrained word2vec. Now a k that leaves
+    such a sense is not chosen (recorded in the metrics and the report's notes), and a word
+    whose every k does is skipped, saying why."""
+    rng = random.Random(0)
+    en = (topic_sentences(RIVER[:4], 150, 150, rng) + topic_sentences(MONEY[:4], 150, 150, rng)
+          + topic_sentences(["heron", "egret", "stork", "gull"], 40, 10, rng))
+    paths = write_project(tmp_path, en, "embed:\n  vector_size: 16\n  epochs: 3\n"
+                          "  min_count: 20\n  plot_words: 10\nsenses:\n  words: {en: [bank]}\n"
+                          f"  k: {k}\n  max_k: {max_k}\n  min_occurrences: 20\n  neighbours: 3\n")
+    result = run_script("senses.py", "--params", str(paths["params"]), "--data",
+                        str(paths["data"]), "--embed", str(paths["embed"]), "--meta",
+                        str(paths["meta"]), "--out", "senses", "--metrics", "metrics/senses.json",
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    side = json.loads((tmp_path / "metrics/senses.json").read_text())["src"]
+    notes = " ".join(senses_table(ReportInputs.load(tmp_path / "metrics").senses).notes)
+    if k == 0:
+        bank = side["words"]["bank"]
+        assert bank["k"] == 2 and bank["too_rare"] == {"3": [150, 150, 10]}
+        assert bank["min_sense_size"] == 20 and "3" in bank["silhouette"]
+        assert "k = 3 not chosen: a sense of 10 occurrences, under embed.min_count 20" in notes
+    else:
+        why = side["skipped"]["bank"]
+        assert why.startswith("a sense under embed.min_count 20 for every k tried (k = 3: "
+                              "150/150/10)"), why
+        assert f"'bank' skipped: {why}" in result.stdout and f"'bank' not split: {why}" in notes
+        assert not (tmp_path / "senses/src.kv").exists()

@@ -13,6 +13,11 @@ so each sense gets its own vector, whose nearest neighbours show what the sense 
 Only a seeded sample of at most ``max_occurrences_clustered`` occurrences is clustered (k-means
 and the quadratic silhouette stay fast); every occurrence then goes to its nearest centroid.
 An occurrence with no context vector at all (a one-word sentence) goes to the largest sense.
+
+The retrained word2vec keeps only tokens seen at least ``embed.min_count`` times, so a sense
+rarer than that would get no vector. A k that leaves such a sense is therefore not chosen,
+whatever its silhouette (the metrics record its sense sizes), and a word for which every k does
+is not split (:class:`NotSplit` says so).
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ class Clustering:
     silhouette: dict[int, float]    # silhouette score of each k tried
     clustered: int                  # occurrences in the clustered sample
     labels: np.ndarray              # n: sense of every occurrence with a context, 0 the largest
+    too_rare: dict[int, tuple[int, ...]]   # sense sizes of each k not chosen: a sense too rare
+    min_size: int                   # the fewest rows a sense may have (embed.min_count)
 
 
 @dataclass(frozen=True)
@@ -128,11 +135,13 @@ def _by_size(labels: np.ndarray, k: int) -> np.ndarray:
     return rank[labels]
 
 
-def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int) -> Clustering:
+def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int,
+                   min_size: int = 1) -> Clustering:
     """k-means of ``points`` (``[n, d]``, unit rows) for each k in ``ks`` on a seeded sample of
-    at most ``cap`` rows; keeps the k with the best silhouette (the smaller k on a tie) and
-    assigns every row to its nearest centroid. Raises :class:`NotSplit` when the sample has too
-    few distinct points for any k."""
+    at most ``cap`` rows; assigns every row to its nearest centroid and keeps the k with the
+    best silhouette (the smaller k on a tie) among those whose every cluster has at least
+    ``min_size`` rows. Raises :class:`NotSplit` when the sample has too few distinct points for
+    any k, or every k leaves a cluster under ``min_size``."""
     sample = points[sample_rows(len(points), cap, seed)]    # m x d
     distinct = len(np.unique(sample, axis=0))
     # One thread: these problems are small, and OpenMP/BLAS threads spinning on a busy machine
@@ -144,10 +153,16 @@ def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int) -
             raise NotSplit(f"{distinct} distinct contexts, too few for {min(ks)} senses")
         scores = {k: round(float(silhouette_score(sample, fit.labels_)), DIGITS)
                   for k, fit in fits.items()}
-        best = max(fits, key=lambda k: (scores[k], -k))
-        labels = _by_size(fits[best].predict(points), best)
+        labels = {k: _by_size(fit.predict(points), k) for k, fit in fits.items()}
+    sizes = {k: tuple(int(n) for n in np.bincount(labels[k], minlength=k)) for k in fits}
+    too_rare = {k: counts for k, counts in sizes.items() if min(counts) < min_size}
+    if len(too_rare) == len(fits):
+        shown = "; ".join(f"k = {k}: {'/'.join(map(str, c))}" for k, c in too_rare.items())
+        raise NotSplit(f"a sense under embed.min_count {min_size} for every k tried ({shown}), "
+                       f"so the retrained word2vec would give it no vector")
+    best = max((k for k in fits if k not in too_rare), key=lambda k: (scores[k], -k))
     return Clustering(best, "silhouette" if len(ks) > 1 else "fixed", scores, len(sample),
-                      labels)
+                      labels[best], too_rare, min_size)
 
 
 def characteristic_contexts(contexts: Sequence[Sequence[str]], senses: np.ndarray, k: int,
@@ -173,9 +188,11 @@ def _is_word(token: str) -> bool:
 
 
 def split_word(sentences: Sequence[Sequence[str]], word: str, positions: Sequence[Position],
-               kv: KeyedVectors, cfg: SensesConfig) -> SplitWord:
-    """Cluster the occurrences of ``word`` at ``positions`` into senses (see the module doc).
-    Raises :class:`NotSplit` (with the reason) for a word that cannot be split."""
+               kv: KeyedVectors, cfg: SensesConfig, min_count: int = 1) -> SplitWord:
+    """Cluster the occurrences of ``word`` at ``positions`` into senses (see the module doc),
+    each of at least ``min_count`` occurrences (``embed.min_count``, so that the retrained
+    word2vec keeps every sense). Raises :class:`NotSplit` (with the reason) for a word that
+    cannot be split."""
     if len(positions) < cfg.min_occurrences:
         raise NotSplit(f"{len(positions)} occurrences (< senses.min_occurrences "
                        f"{cfg.min_occurrences})")
@@ -184,8 +201,9 @@ def split_word(sentences: Sequence[Sequence[str]], word: str, positions: Sequenc
     if taken:
         raise NotSplit(f"the word vectors already have the token '{taken[0]}' (a sense label)")
     points, found = context_vectors(sentences, positions, kv, cfg.window)
+    # Counting the found rows only is exact: the others join sense 0, the largest one.
     clustering = cluster_points(points[found], cfg.candidate_ks, cfg.seed,
-                                cfg.max_occurrences_clustered)
+                                cfg.max_occurrences_clustered, min_count)
     senses = np.zeros(len(positions), dtype=np.int64)       # no context: the largest sense
     senses[found] = clustering.labels
     contexts = [context_tokens(sentences, p, cfg.window) for p in positions]
@@ -248,5 +266,7 @@ def describe(split: SplitWord, single: KeyedVectors, retrained: KeyedVectors, n:
             "no_context": split.no_context, "k": clustering.k,
             "k_chosen_by": clustering.chosen_by,
             "silhouette": {str(k): v for k, v in clustering.silhouette.items()},
+            "too_rare": {str(k): list(sizes) for k, sizes in clustering.too_rare.items()},
+            "min_sense_size": clustering.min_size,
             "single_neighbours": single_near, "senses": senses,
             "pca": projection(retrained, near)}

@@ -47,6 +47,14 @@ def _near(pairs: Sequence[Sequence[Any]]) -> str:
     return ", ".join(f"{word} ({cosine:.2f})" for word, cosine in pairs) or fmt(None)
 
 
+def _too_rare(data: Mapping[str, Any]) -> str:
+    """`` k = 3 not chosen: a sense of 10 occurrences, ...`` for each k left out because the
+    retrained word2vec would have dropped a sense (metrics written before that rule: none)."""
+    return "".join(f" k = {k} not chosen: a sense of {min(sizes)} occurrences, under "
+                   f"embed.min_count {data['min_sense_size']} (word2vec would give it no vector)."
+                   for k, sizes in data.get("too_rare", {}).items())
+
+
 def senses_table(senses: Mapping[str, Any]) -> Table:
     """Each split word: its single vector's neighbours, then each sense's size, typical context
     words and neighbours in the retrained vectors; notes say how k was chosen and which words
@@ -60,7 +68,8 @@ def senses_table(senses: Mapping[str, Any]) -> Table:
                       _near(s["neighbours"])) for s in data["senses"]]
             scores = ", ".join(f"{k}: {v:.3f}" for k, v in data["silhouette"].items())
             notes.append(f"{side['lang']} '{word}': k = {data['k']} ({data['k_chosen_by']}; "
-                         f"silhouette {scores}), {data['clustered']} occurrences clustered.")
+                         f"silhouette {scores}), {data['clustered']} occurrences clustered."
+                         + _too_rare(data))
         notes += [f"{side['lang']} '{word}' not split: {why}."
                   for word, why in side["skipped"].items()]
     notes.append("Senses: k-means of each occurrence's context (mean of the embed stage's unit "

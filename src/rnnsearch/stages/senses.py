@@ -6,6 +6,11 @@ occurrences ``word_1`` ... ``word_k``, retrain word2vec on the relabelled text w
 section's settings and report each sense's size, typical context words and nearest neighbours
 next to the single vector's (``metrics/senses.json``, an MLflow table and a PCA figure). The
 embed stage's outputs are read, never changed, so the stages that read them stay cached.
+
+A k that leaves a sense rarer than ``embed.min_count`` (which the retrained word2vec would drop,
+leaving that sense without a vector) is not chosen; the metrics keep its sense sizes
+(``too_rare``) and the report says so. A word for which every k does is skipped, with that
+reason.
 """
 from __future__ import annotations
 
@@ -40,12 +45,14 @@ def load_vectors(path: Path) -> KeyedVectors:
 
 
 def split_words(sentences: list[list[str]], words: tuple[str, ...], kv: KeyedVectors,
-                cfg: SensesConfig, lang: str) -> tuple[list[SplitWord], dict[str, str]]:
-    """The words that split, and why each of the others did not (also printed)."""
+                cfg: SensesConfig, min_count: int, lang: str
+                ) -> tuple[list[SplitWord], dict[str, str]]:
+    """The words that split (every sense seen at least ``min_count`` times, so the retrained
+    word2vec keeps it), and why each of the others did not (also printed)."""
     splits, skipped = [], {}
     for word, positions in find_occurrences(sentences, words).items():
         try:
-            splits.append(split_word(sentences, word, positions, kv, cfg))
+            splits.append(split_word(sentences, word, positions, kv, cfg, min_count))
         except NotSplit as why:
             skipped[word] = str(why)
             print(f"senses: {lang} '{word}' skipped: {why}")
@@ -71,7 +78,8 @@ def senses_side(cfg: SensesConfig, embed: EmbedConfig, args: argparse.Namespace,
     started = time.perf_counter()
     sentences = read_sentences(args.data / f"train.{side}")
     single = load_vectors(args.embed / f"{side}.kv")
-    splits, result["skipped"] = split_words(sentences, words, single, cfg, lang)
+    splits, result["skipped"] = split_words(sentences, words, single, cfg, embed.min_count,
+                                            lang)
     if splits:
         model = train_word2vec(relabel(sentences, splits), embed, f"word2vec {lang} (senses)")
         without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))   # reruns byte-identical
