@@ -428,26 +428,45 @@ main("prepare")
 """
 
 
-def test_prepare_strips_a_bom_and_drops_control_only_lines(tmp_path):
-    """The prepare stage (its runner and body, with a test corpus registered) on a corpus whose
-    first line starts with a BOM and whose second source line holds only control characters."""
-    sums = corpus_mirror(tmp_path / "mirror")
-    (tmp_path / "prepare_tiny.py").write_text(PREPARE_TINY % sums)
-    write_params(tmp_path, repo_params(**{
+def prepare_tiny(root: Path, sums: dict[str, str]) -> subprocess.CompletedProcess:
+    """The prepare stage (its runner and body) in ``root`` on the mirror ``root/mirror`` of
+    :func:`corpus_mirror`, registered as corpus 'tiny' with the files' sha256 ``sums``."""
+    (root / "prepare_tiny.py").write_text(PREPARE_TINY % sums)
+    write_params(root, repo_params(**{
         "prepare": {"corpus": "tiny", "src_lang": "en", "tgt_lang": "fr",
-                    "mirror": str(tmp_path / "mirror"), "download": False,
+                    "mirror": str(root / "mirror"), "download": False,
                     "sizes": {"train": 0, "dev": 0, "test": 0}, "test_buckets": [],
                     "test_per_bucket": 0}}))
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     env.pop("RNNSEARCH_CORPORA", None)                  # the mirror of params.yaml, not another
-    done = subprocess.run([sys.executable, "prepare_tiny.py"], cwd=tmp_path, env=env,
+    return subprocess.run([sys.executable, "prepare_tiny.py"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
+
+
+def test_prepare_strips_a_bom_and_drops_control_only_lines(tmp_path):
+    """The prepare stage (its runner and body, with a test corpus registered) on a corpus whose
+    first line starts with a BOM and whose second source line holds only control characters."""
+    done = prepare_tiny(tmp_path, corpus_mirror(tmp_path / "mirror"))
     assert done.returncode == 0, done.stderr[-3000:]
     src = read_lines(tmp_path / "data/prepared/train.src")
     assert src == ["Hello world .", "good morning .", "A cat ."]
     assert (tmp_path / "data/prepared/train.src").read_bytes().startswith(b"Hello")
     metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
     assert metrics["train"]["dropped"]["control"] == 1 and metrics["train"]["pairs"] == 3
+
+
+def test_prepare_names_a_corrupt_gzip_file_of_the_mirror(tmp_path):
+    """Was: a ``zlib.error`` traceback naming no file, for a mirror file whose deflate stream is
+    damaged (not truncated) but whose sha256 is the registered one."""
+    sums = corpus_mirror(tmp_path / "mirror")
+    path = tmp_path / "mirror/tiny/dev.fr.gz"
+    data = bytearray(path.read_bytes())
+    data[10:18] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+    sums["dev.fr.gz"] = hashlib.sha256(data).hexdigest()
+    line = assert_refused(prepare_tiny(tmp_path, sums), f"{path}: corrupt gzip data")
+    assert "invalid block type" in line
+    assert not (tmp_path / "data").exists() and not (tmp_path / "metrics").exists()
 
 
 def test_hypotheses_with_unicode_line_separators_keep_their_lines(tmp_path):

@@ -148,8 +148,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def bad_input(case: str, root: Path, url: str) -> tuple[dict[str, Any] | None, str]:
+def corrupt_gzip(path: Path) -> None:
+    """Overwrite the first bytes of ``path``'s deflate stream (a corrupt, not truncated, .gz)."""
+    data = bytearray(path.read_bytes())
+    data[10:18] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+
+
+def bad_input(case: str, root: Path, http_root: tuple[Path, str]
+              ) -> tuple[dict[str, Any] | None, str]:
     """Write the corpus broken as ``case`` says; returns (prepare.custom, expected message)."""
+    served, url = http_root
     custom = custom_params("own")
     write_corpus(root / "own")
     if case == "missing file":
@@ -168,6 +177,15 @@ def bad_input(case: str, root: Path, url: str) -> tuple[dict[str, Any] | None, s
     if case == "not found (404)":
         custom["train"]["src"] = f"{url}/missing.de"
         return custom, f"{url}/missing.de: download failed: HTTP Error 404"
+    if case == "corrupt gzip":
+        corrupt_gzip(root / "own/dev.de.gz")
+        return custom, ("own/dev.de.gz: corrupt gzip data (Error -3 while decompressing data: "
+                        "invalid block type) (prepare.custom.dev)")
+    if case == "corrupt gzip download":
+        corrupt_gzip(write_text(served / "train.de.gz", ["ein Hund", "eine Katze"]))
+        custom["train"]["src"] = f"{url}/train.de.gz"
+        return custom, (f"{url}/train.de.gz: corrupt gzip data (Error -3 while decompressing "
+                        "data: invalid block type) (prepare.custom.train.src)")
     if case == "tsv line without a tab":
         write_text(root / "own/dev.tsv", ["ein Hund\ta dog", "eine Katze\ta cat", "kein Tab"])
         custom["dev"] = {"tsv": "own/dev.tsv"}
@@ -177,14 +195,18 @@ def bad_input(case: str, root: Path, url: str) -> tuple[dict[str, Any] | None, s
 
 
 @pytest.mark.parametrize("case", ["missing file", "line counts differ", "bad checksum",
-                                  "connection refused", "not found (404)",
-                                  "tsv line without a tab", "custom missing"])
+                                  "connection refused", "not found (404)", "corrupt gzip",
+                                  "corrupt gzip download", "tsv line without a tab",
+                                  "custom missing"])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, http_root, case):
-    custom, message = bad_input(case, tmp_path, http_root[1])
+    """Was, for a corrupt gzip file (local or downloaded): a ``zlib.error`` traceback naming no
+    file, and the bad download left in the cache."""
+    custom, message = bad_input(case, tmp_path, http_root)
     use_custom(tmp_path, custom)
     result = run_prepare(tmp_path)
     assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines()
+             if not line.startswith("download ")]          # the progress bar of a download
     assert len(lines) == 1 and lines[0].startswith("prepare: error: "), result.stderr
     assert message in lines[0]
     assert not (tmp_path / "data").exists() and not (tmp_path / "metrics").exists()

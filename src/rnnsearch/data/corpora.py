@@ -24,7 +24,7 @@ from typing import Mapping
 
 from tqdm import tqdm
 
-from rnnsearch.data.textio import DataError
+from rnnsearch.data.textio import DataError, check_gzip
 
 MIRROR_ENV = "RNNSEARCH_CORPORA"
 SPLITS = ("train", "dev", "test")
@@ -124,9 +124,10 @@ def mirror_dir(configured: str | None) -> Path | None:
 def download(url: str, dest: Path, expected_sha256: str | None, timeout: float = 60.0,
              source: str = "") -> Path:
     """Download ``url`` to ``dest`` with a progress bar; verify (unless ``expected_sha256`` is
-    None); rename into place. ``source`` says where the expected sha256 comes from.
+    None) and, for a ``.gz`` file, read it through (a corrupt one is refused naming ``url``);
+    rename into place. ``source`` says where the expected sha256 comes from.
 
-    Nothing is left at ``dest`` (or beside it) when the download or the checksum fails.
+    Nothing is left at ``dest`` (or beside it) when the download or a check fails.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)
@@ -140,6 +141,8 @@ def download(url: str, dest: Path, expected_sha256: str | None, timeout: float =
                     bar.update(len(block))
         if expected_sha256 is not None:
             verify(tmp, expected_sha256, source)
+        if dest.suffix == ".gz":
+            check_gzip(tmp, url)
         os.replace(tmp, dest)
     except BaseException as err:
         tmp.unlink(missing_ok=True)

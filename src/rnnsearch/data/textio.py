@@ -1,7 +1,8 @@
 """Reading and writing parallel text safely.
 
 * :func:`read_lines` decodes strictly as UTF-8 (gzip or plain) and names the file and line of a
-  bad byte sequence; an empty or missing file is an error too.
+  bad byte sequence; an empty, missing, truncated or corrupt (gzip) file is an error too, and
+  :func:`check_gzip` reads a ``.gz`` file through to find out before it is used.
 * :func:`read_parallel` checks that both sides have the same number of lines and names both files
   and both counts when they do not; :func:`read_tsv_pairs` reads both sides from one
   tab-separated file and names the file and line of a line without exactly one tab.
@@ -19,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
@@ -29,6 +31,26 @@ class DataError(ValueError):
 
 def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+@contextlib.contextmanager
+def unreadable_as_data_error(name: str | Path) -> Iterator[None]:
+    """Turn the errors of reading a file (or a damaged gzip stream, whose ``zlib.error`` is not
+    an ``OSError``) into a :class:`DataError` naming ``name``."""
+    try:
+        yield
+    except (zlib.error, gzip.BadGzipFile) as err:
+        raise DataError(f"{name}: corrupt gzip data ({err})") from err
+    except (OSError, EOFError) as err:
+        raise DataError(f"{name}: cannot read: {err}") from err
+
+
+def check_gzip(path: Path, name: str | Path) -> None:
+    """Read the gzip file ``path`` through to its end; a corrupt or truncated stream raises
+    :class:`DataError` naming ``name`` (e.g. the URL it came from)."""
+    with unreadable_as_data_error(name), gzip.open(path, "rb") as handle:
+        while handle.read(1 << 20):
+            pass
 
 
 BOM = "\ufeff"
@@ -58,11 +80,8 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    try:
-        with _open_binary(path) as handle:
-            lines = list(decode_lines(handle, path))
-    except (OSError, EOFError) as err:
-        raise DataError(f"{path}: cannot read: {err}") from err
+    with unreadable_as_data_error(path), _open_binary(path) as handle:
+        lines = list(decode_lines(handle, path))
     if not lines:
         raise DataError(f"{path}: file is empty")
     return lines
