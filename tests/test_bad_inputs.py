@@ -24,6 +24,7 @@ import torch
 import yaml
 
 from conftest import REPO, run_script
+from test_report import _eval
 from rnnsearch.config.base import ConfigError, from_dict, read_params
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig, check_baseline
@@ -348,18 +349,32 @@ def test_nan_word_vectors_are_refused(tmp_path):
         read_vector_rows(embed / "tgt.vocab.npy", embed / "tgt.mask.npy", vectors.shape[0], 8)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{}", "missing key 'model'"),
-    ('{"model": {"name": "search"}, "systems": {"beam": {"al', "not valid JSON"),
+EMPTY_METRICS = [(name, "{}", "holds no metrics (an empty JSON object); rerun the")
+                 for name in ("eval/search-50.json", "alignments/search-50.json",
+                              "train/search-50.json", "embed.json", "lm.json", "senses.json",
+                              "align.json", "align_attention.json")]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("eval/search-50.json", '{"systems": {}}', "missing key 'model'"),
+    ("eval/search-50.json", '{"model": {"name": "search"}, "systems": {"beam": {"al',
+     "not valid JSON"),
+    *EMPTY_METRICS,
+    ("lm.json", '{"environment": {"python": "3.11"}}',
+     "holds no metrics (only its 'environment' block); rerun the pretrain_lm stage"),
 ])
-def test_report_names_a_bad_metrics_file(tmp_path, content, message):
+def test_report_names_a_bad_metrics_file(tmp_path, name, content, message):
+    """Beside one good evaluated cell, a bad metrics file. Was, for one holding ``{}``: the
+    report left its table out (or showed it empty) without a word."""
     write_params(tmp_path, repo_params())
-    (tmp_path / "metrics/eval").mkdir(parents=True)
-    (tmp_path / "metrics/eval/search-50.json").write_text(content)
+    good = json.dumps(_eval("search", 50, 7.0))
+    for path, text in (("eval/search-50.json", good), (name, content)):
+        (tmp_path / "metrics" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "metrics" / path).write_text(text)
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports/README.md").write_text("the previous report\n")
     line = assert_refused(run_script("report.py", "--no-mlflow", cwd=tmp_path),
-                          "metrics/eval/search-50.json")
+                          f"metrics/{name}")
     assert message in line
     assert (tmp_path / "reports/README.md").read_text() == "the previous report\n"
     assert not (tmp_path / "reports/results").exists()

@@ -12,6 +12,7 @@ from rnnsearch.reporting.senses import check_senses
 SYSTEM_KEYS = ("all", "by_length")                    # every system of metrics/eval/<cell>.json
 BUCKET_KEYS = ("n", "bleu", "step")                   # every by_length bucket
 SAMPLE_KEYS = ("index", "source", "target", "attention")   # every alignment sample
+ENVIRONMENT = "environment"                 # the machine and library versions, not a result
 RERUN = {"eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
          "train": "rerun the train stage", "embed": "rerun the embed stage",
          "lm": "rerun the pretrain_lm stage", "senses": "rerun the senses stage",
@@ -19,14 +20,20 @@ RERUN = {"eval": "rerun the evaluate stage", "alignments": "rerun the translate 
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
-    """One metrics file: a JSON object; a truncated or non-JSON file raises :class:`DataError`
-    naming it, with ``hint`` (which stage writes it)."""
+    """One metrics file: a JSON object with at least one result in it; a truncated, non-JSON
+    or empty one (``{}``, or only the ``environment`` block every stage adds) raises
+    :class:`DataError` naming it, with ``hint`` (which stage writes it). A stage always writes
+    results, so an empty file is damage, not a stage with nothing to say, and its table would
+    otherwise vanish from the report without a word."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise DataError(f"{path}: not valid JSON (truncated?): {err}; {hint}") from err
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object, got {type(data).__name__}; {hint}")
+    if not data.keys() - {ENVIRONMENT}:
+        what = f"only its '{ENVIRONMENT}' block" if data else "an empty JSON object"
+        raise DataError(f"{path}: holds no metrics ({what}); {hint}")
     return data
 
 
