@@ -2,6 +2,7 @@
 stage scripts."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -35,6 +36,21 @@ def mirror() -> Path:
     return SHARED_CORPORA
 
 
+@contextlib.contextmanager
+def http_server(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port, a thread) answering with ``handler``; yields
+    its base URL and stops it afterwards."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 @pytest.fixture
 def http_root(tmp_path):
     """A directory served over HTTP on 127.0.0.1 (a free port, a thread), stopped after the
@@ -42,13 +58,8 @@ def http_root(tmp_path):
     root = tmp_path / "served"
     root.mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with http_server(handler) as url:
+        yield root, url
 
 
 def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.server
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import SHARED_CORPORA, make_project, run_in, run_script
+from conftest import SHARED_CORPORA, http_server, make_project, run_in, run_script
 from test_stages_data import write_params
 
 from rnnsearch.config import ConfigError, from_dict
@@ -209,6 +211,47 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, http_root, case):
              if not line.startswith("download ")]          # the progress bar of a download
     assert len(lines) == 1 and lines[0].startswith("prepare: error: "), result.stderr
     assert message in lines[0]
+    assert not (tmp_path / "data").exists() and not (tmp_path / "metrics").exists()
+    assert not [p for p in tmp_path.glob(".cache/**/*") if p.is_file()]
+
+
+class Trickle(http.server.BaseHTTPRequestHandler):
+    """Answers at once, promising 1,000 bytes, then sends one byte every 0.1 s (30 s at most)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        for _ in range(300):
+            try:
+                self.wfile.write(b"x")
+                self.wfile.flush()
+            except OSError:                  # the client gave up
+                return
+            time.sleep(0.1)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_trickling_download_is_abandoned_naming_the_url(tmp_path):
+    """Was: a server sending a byte now and then kept the download going for ever (each byte
+    restarted the socket's timeout). Now under $RNNSEARCH_DOWNLOAD_SPEED_LIMIT bytes/s over
+    $RNNSEARCH_DOWNLOAD_SPEED_TIME seconds (here 1 s) gives up, naming the URL, and removes the
+    partial file."""
+    write_corpus(tmp_path / "own")
+    with http_server(Trickle) as url:
+        custom = custom_params("own")
+        custom["train"]["src"] = f"{url}/train.de"
+        use_custom(tmp_path, custom)
+        started = time.monotonic()
+        result = run_script("prepare.py", cwd=tmp_path,
+                            env={"RNNSEARCH_DOWNLOAD_SPEED_TIME": "1"})
+    assert time.monotonic() - started < 25           # the server trickles for 30 s
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"prepare: error: {url}/train.de: download too slow: "), line
+    assert "RNNSEARCH_DOWNLOAD_SPEED_TIME" in line and "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists() and not (tmp_path / "metrics").exists()
     assert not [p for p in tmp_path.glob(".cache/**/*") if p.is_file()]
 

@@ -11,23 +11,73 @@ names, every file's sha256, and the upstream URL template where one exists. Look
    file, verified against its sha256, then renamed into the cache (never half-written).
 
 Every file found is checked against its sha256 before use.
+
+A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (default 1024) over
+``RNNSEARCH_DOWNLOAD_SPEED_TIME`` seconds (default 60) is abandoned, as curl's
+``--speed-limit``/``--speed-time`` do: the socket's own timeout restarts with every byte, so a
+server that trickles a byte now and then would otherwise keep the stage waiting for ever.
 """
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import tempfile
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from tqdm import tqdm
 
 from rnnsearch.data.textio import DataError, check_gzip
 
 MIRROR_ENV = "RNNSEARCH_CORPORA"
+SPEED_LIMIT_ENV = "RNNSEARCH_DOWNLOAD_SPEED_LIMIT"
+SPEED_TIME_ENV = "RNNSEARCH_DOWNLOAD_SPEED_TIME"
 SPLITS = ("train", "dev", "test")
+BLOCK = 1 << 16
+
+
+@dataclass(frozen=True)
+class SpeedLimit:
+    """The slowest download kept going: at least ``bytes_per_s`` on average over every
+    ``seconds`` (curl's ``--speed-limit``/``--speed-time``)."""
+
+    bytes_per_s: float = 1024.0
+    seconds: float = 60.0
+
+    @classmethod
+    def from_env(cls) -> "SpeedLimit":
+        """The limit set by ``$RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` and ``$..._SPEED_TIME`` (each
+        defaulting to the field's default); a value that is not a positive number is refused
+        naming the variable."""
+        return cls(_positive_env(SPEED_LIMIT_ENV, cls.bytes_per_s),
+                   _positive_env(SPEED_TIME_ENV, cls.seconds))
+
+    def too_slow(self, url: str, dest: Path, received: int, elapsed: float) -> DataError:
+        """The error that abandons the download of ``url`` (into ``dest``) after ``received``
+        bytes in the last ``elapsed`` seconds."""
+        return DataError(
+            f"{url}: download too slow: {received} bytes in the last {elapsed:.1f} s, under "
+            f"{self.bytes_per_s:g} bytes/s over {self.seconds:g} s (${SPEED_LIMIT_ENV}, "
+            f"${SPEED_TIME_ENV}); the partial file was removed. Check the connection and rerun, "
+            f"or fetch {dest.name} another way and point the params at the local copy")
+
+
+def _positive_env(name: str, default: float) -> float:
+    """The positive number in environment variable ``name``, or ``default`` when unset."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+        if not 0 < value < float("inf"):
+            raise ValueError(text)
+    except ValueError:
+        raise DataError(f"${name}: must be a positive number, got '{text}'") from None
+    return value
 
 
 @dataclass(frozen=True)
@@ -122,21 +172,26 @@ def mirror_dir(configured: str | None) -> Path | None:
 
 
 def download(url: str, dest: Path, expected_sha256: str | None, timeout: float = 60.0,
-             source: str = "") -> Path:
+             source: str = "", limit: SpeedLimit | None = None) -> Path:
     """Download ``url`` to ``dest`` with a progress bar; verify (unless ``expected_sha256`` is
     None) and, for a ``.gz`` file, read it through (a corrupt one is refused naming ``url``);
-    rename into place. ``source`` says where the expected sha256 comes from.
+    rename into place. ``source`` says where the expected sha256 comes from. ``timeout`` (at
+    most ``limit.seconds``) bounds the wait for the server's answer; ``limit`` (default:
+    :meth:`SpeedLimit.from_env`) abandons a download that then stalls or trickles.
 
     Nothing is left at ``dest`` (or beside it) when the download or a check fails.
     """
+    limit = limit or SpeedLimit.from_env()
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+        # No byte for limit.seconds is too slow already, so no socket read waits longer.
+        with os.fdopen(fd, "wb") as out, \
+                urllib.request.urlopen(url, timeout=min(timeout, limit.seconds)) as resp:
             total = int(resp.headers.get("Content-Length") or 0) or None
             with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {dest.name}") as bar:
-                for block in iter(lambda: resp.read(1 << 16), b""):
+                for block in read_blocks(resp, limit, url, dest):
                     out.write(block)
                     bar.update(len(block))
         if expected_sha256 is not None:
@@ -150,6 +205,28 @@ def download(url: str, dest: Path, expected_sha256: str | None, timeout: float =
             raise DataError(f"{url}: download failed: {err}") from err
         raise
     return dest
+
+
+def read_blocks(resp: http.client.HTTPResponse, limit: SpeedLimit, url: str, dest: Path) -> Iterator[bytes]:
+    """The body of the response ``resp`` in blocks as they arrive (``read1``: a plain ``read``
+    of a trickle would wait for a whole block); raises ``limit``'s error when fewer than
+    ``limit.bytes_per_s`` bytes/s arrived over the last ``limit.seconds``, or when one read
+    times out."""
+    started, received = time.monotonic(), 0
+    while True:
+        try:
+            block = resp.read1(BLOCK)
+        except TimeoutError:
+            raise limit.too_slow(url, dest, received, time.monotonic() - started) from None
+        if not block:
+            return
+        yield block
+        received += len(block)
+        elapsed = time.monotonic() - started
+        if elapsed >= limit.seconds:
+            if received < limit.bytes_per_s * elapsed:
+                raise limit.too_slow(url, dest, received, elapsed)
+            started, received = time.monotonic(), 0
 
 
 def locate(corpus: Corpus, split: str, lang: str, mirror: str | None, cache_dir: str | Path,
