@@ -207,7 +207,8 @@ def download(url: str, dest: Path, expected_sha256: str | None, timeout: float =
     return dest
 
 
-def read_blocks(resp: http.client.HTTPResponse, limit: SpeedLimit, url: str, dest: Path) -> Iterator[bytes]:
+def read_blocks(resp: http.client.HTTPResponse, limit: SpeedLimit, url: str, dest: Path
+                ) -> Iterator[bytes]:
     """The body of the response ``resp`` in blocks as they arrive (``read1``: a plain ``read``
     of a trickle would wait for a whole block); raises ``limit``'s error when fewer than
     ``limit.bytes_per_s`` bytes/s arrived over the last ``limit.seconds``, or when one read
