@@ -47,8 +47,10 @@ test-fast: $(STAMP)
 
 ## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; the bare address
 ## redirects to the experiment's runs table (MLflow 3.17 would open its GenAI view; rnnsearch.ui_app).
+## PORT=5001 for another port (one in use is refused). Ctrl-C or SIGTERM stops the server and all
+## it started (exec: make's SIGTERM reaches the UI itself, not a shell in between).
 ui: $(STAMP)
-	$(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
+	exec $(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 
 ## Speed benchmark: writes reports/bench.json and reports/bench.md.
 bench: $(STAMP)

@@ -1,5 +1,7 @@
 """``make ui`` opens on the experiment's runs (not MLflow 3's GenAI "Traces" overview), seen in a
-real headless Chromium; and the experiment is tagged as model training, old stores included.
+real headless Chromium; and the experiment is tagged as model training, old stores included. On a
+port already in use it stops at once naming the port; SIGTERM to ``make ui`` stops the server and
+every process it started.
 
 The browser test skips when no Chromium is installed (``apt-get install chromium``).
 """
@@ -19,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import mlflow
+import psutil
 import pytest
 
 from rnnsearch import tracking
@@ -78,8 +81,8 @@ def wait_for_runs_address(log: Path, base: str, ui: subprocess.Popen,
 
 
 def stop(ui: subprocess.Popen) -> None:
-    """Stop every process of the UI's own group (``mlflow ui``, its server and job consumers
-    outlive the ``rnnsearch.tracking`` parent): TERM, then KILL what is left after 20 s."""
+    """Stop every process of the UI's own group (the command the test started, which stops the
+    server's processes itself): TERM, then KILL what is left after 20 s."""
     for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
         deadline = time.time() + grace
         try:
@@ -117,6 +120,19 @@ def test_configure_tags_new_and_old_experiments_as_model_training(monkeypatch):
     assert mlflow.get_experiment(hand).tags[tracking.KIND_TAG] == "finetuning"
 
 
+def ui_command(port: int) -> list[str]:
+    """``python -m rnnsearch.tracking ui`` on ``port`` of 127.0.0.1, as ``make ui`` runs it."""
+    return [sys.executable, "-m", "rnnsearch.tracking", "ui", "--host", "127.0.0.1",
+            "--port", str(port)]
+
+
+def start(cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
+    """Start ``cmd`` in its own session (so :func:`stop` reaches all it left), output to ``log``."""
+    with open(log, "w", encoding="utf-8") as out:
+        return subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=cwd,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 @pytest.fixture
 def ui(tmp_path):
     """``python -m rnnsearch.tracking ui`` (as ``make ui`` starts it) on a free port of
@@ -126,11 +142,7 @@ def ui(tmp_path):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "ui.log"
-    with open(log, "w", encoding="utf-8") as out:
-        server = subprocess.Popen([sys.executable, "-m", "rnnsearch.tracking", "ui",
-                                   "--host", "127.0.0.1", "--port", str(port)],
-                                  env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=tmp_path,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = start(ui_command(port), log, tmp_path)
     try:
         yield base, wait_for_runs_address(log, base, server)
     finally:
@@ -168,3 +180,68 @@ def test_ui_opens_on_the_runs_in_a_headless_browser(ui, tmp_path):
         assert re.search(rf"(^| ){re.escape(name)} ", text), (name, text[:2000])
     # Not the GenAI overview a new experiment opens on in MLflow 3: "Traces 0, no data".
     assert not title.startswith("Overview") and "No data available" not in text
+
+
+def test_ui_on_a_port_in_use_stops_at_once_naming_the_port(tmp_path):
+    with socket.socket() as held:                  # someone else's server on the port
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        log = tmp_path / "ui.log"
+        ui = start(ui_command(port), log, tmp_path)
+        try:
+            status = ui.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 30 s after the start:\n{log.read_text()[-3000:]}")
+        finally:
+            stop(ui)
+    lines = [line for line in log.read_text().splitlines() if line.strip()]
+    assert status == 2, lines
+    assert "Traceback" not in log.read_text()
+    assert f"port {port}" in lines[-1] and "in use" in lines[-1], lines[-1]
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``processes`` that still run (a zombie has ended; its parent just has not
+    reaped it yet)."""
+    running = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                running.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return running
+
+
+def serves(port: int) -> bool:
+    """True while something accepts connections on ``port`` of 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_sigterm_to_make_ui_stops_the_server_and_every_process_it_started(tmp_path):
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make on PATH")
+    port = free_port()
+    log = tmp_path / "ui.log"
+    # -o: never reinstall the venv here; PY: the interpreter running the tests.
+    ui = start([make, "-s", "-C", str(REPO), "-o", ".venv/.installed", "ui", f"PORT={port}",
+                f"PY={sys.executable}"], log, tmp_path)
+    tree: list[psutil.Process] = []
+    try:
+        wait_for_runs_address(log, f"http://127.0.0.1:{port}", ui)
+        tree = psutil.Process(ui.pid).children(recursive=True)
+        os.kill(ui.pid, signal.SIGTERM)                 # make's process, not its group
+        deadline = time.time() + 15
+        while time.time() < deadline and (serves(port) or alive(tree)):
+            time.sleep(0.2)
+        assert not serves(port), f"still serving on {port}:\n{log.read_text()[-3000:]}"
+        assert not alive(tree), [p.cmdline() for p in alive(tree)]
+        assert ui.wait(timeout=5) is not None
+    finally:
+        stop(ui)
+        for process in alive(tree):
+            process.kill()

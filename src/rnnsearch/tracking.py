@@ -9,6 +9,9 @@
   and the MLflow system tags ``mlflow.source.git.commit`` / ``mlflow.runName``.
 
 Run ``python -m rnnsearch.tracking ui`` (or ``make ui``) to start the MLflow UI over this store.
+It checks first that the port is free (else one line naming it, exit 2), and the server's
+processes end with it (:mod:`rnnsearch.procgroup`): SIGTERM, Ctrl-C or a closed terminal stop them
+all, and a server that stops by itself ends ``ui`` with exit 2.
 The experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training,
 not GenAI), and ``ui`` prints the address of its runs table with ``?workflowType=machine_learning``:
 MLflow 3.17's UI picks its landing page from that sidebar switch (default: GenAI, an empty
@@ -19,9 +22,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -222,12 +227,40 @@ def runs_address(base: str) -> str:
     return base + runs_path()
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why a server cannot listen on ``host``:``port`` (the port in use, an unknown host), or
+    None when it can. Binds as uvicorn will (``SO_REUSEADDR``: a port a stopped server left in
+    TIME_WAIT is free, one with a listener is not)."""
+    if port > 65535:
+        return f"--port {port}: a TCP port is at most 65535"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except socket.gaierror as err:
+        return f"--host {host}: unknown host ({err.strerror})"
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            return (f"port {port} on {host} is already in use (another MLflow UI?): stop what "
+                    f"listens there, or choose another port: make ui PORT={port + 1}")
+        return f"cannot listen on {host}:{port}: {err.strerror or err}"
+    return None
+
+
 def _serve(args: argparse.Namespace) -> int:
-    """Start the MLflow UI on the project's store (foreground). The server is MLflow's own,
-    run as the ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address redirects to the
-    runs table."""
+    """Start the MLflow UI on the project's store (foreground) and stop it, with every process
+    it started, on SIGTERM, Ctrl-C or a closed terminal. The server is MLflow's own, run as the
+    ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address redirects to the runs
+    table. Exit status 2, with one line, when the port is taken or the server stops by itself."""
+    from rnnsearch.procgroup import run_group
     from rnnsearch.ui_app import LANDING_ENV
 
+    problem = port_problem(args.host, args.port)
+    if problem:
+        print(f"ui: error: {problem}", file=sys.stderr)
+        return 2
     root = repo_root()
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", tracking_uri(),
            "--default-artifact-root", str(root / "mlartifacts"), "--app-name", "rnnsearch-ui",
@@ -236,7 +269,13 @@ def _serve(args: argparse.Namespace) -> int:
     landing = runs_path()
     print(f"MLflow UI on {base}  (store: {tracking_uri()}; it opens on the runs)", flush=True)
     print(f"Runs of '{experiment_name()}': {base}{landing}", flush=True)
-    return subprocess.call(cmd, env=dict(os.environ, **{LANDING_ENV: landing}))
+    status = run_group(cmd, env=dict(os.environ, **{LANDING_ENV: landing}))
+    if status is None:
+        print("MLflow UI stopped", flush=True)
+        return 0
+    print(f"ui: error: the MLflow server on {base} stopped by itself (exit status {status}); "
+          "its last lines above say why", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import errno
 import fcntl
 import importlib
@@ -43,11 +42,11 @@ from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 from rnnsearch.config.base import ConfigError, load_section
 from rnnsearch.data.textio import DataError, atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
+from rnnsearch.procgroup import proc_stat, set_parent_death_signal
 
 T = TypeVar("T")
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
-PR_SET_PDEATHSIG = 1
 
 
 class StageError(Exception):
@@ -187,19 +186,12 @@ def die_with_parent() -> None:
     a shell sits between them. A stage started by hand is left to its user (``nohup`` works)."""
     if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
         return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    set_parent_death_signal(signal.SIGTERM)
     dvc = dvc_ancestor()
     if dvc is None or not _alive(*dvc):
         os.kill(os.getpid(), signal.SIGTERM)     # dvc died before we were watching
         return
     threading.Thread(target=_watch, args=dvc, name="watch-dvc", daemon=True).start()
-
-
-def _proc_stat(pid: int) -> list[str]:
-    """Fields of ``/proc/<pid>/stat`` after the command name: state, ppid, ... start time (19)."""
-    text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    return text.rsplit(")", 1)[1].split()
 
 
 def dvc_ancestor() -> tuple[int, str] | None:
@@ -210,15 +202,15 @@ def dvc_ancestor() -> tuple[int, str] | None:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             if any(Path(a.decode(errors="replace")).name == "dvc" for a in argv[:2]) or \
                     argv[1:3] == [b"-m", b"dvc"]:
-                return pid, _proc_stat(pid)[19]
-            pid = int(_proc_stat(pid)[1])
+                return pid, proc_stat(pid)[19]
+            pid = int(proc_stat(pid)[1])
     return None
 
 
 def _alive(pid: int, started: str) -> bool:
     """True while ``pid`` is the same process (not a reused pid) and not a zombie."""
     try:
-        stat = _proc_stat(pid)
+        stat = proc_stat(pid)
     except OSError:
         return False
     return stat[19] == started and stat[0] != "Z"
