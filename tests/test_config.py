@@ -1,11 +1,16 @@
 """Typed params: unknown keys, wrong types and impossible values fail naming the key."""
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import make_project, run_in
 from rnnsearch.config import ConfigError, from_dict, load_section
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
@@ -90,3 +95,37 @@ def test_every_float_param_refuses_nan_and_infinity_naming_the_key():
             changed = {**params, section: {**params[section], name: bad}}
             with pytest.raises(ConfigError, match=rf"^{section}\.{name}: must be a finite number"):
                 validate_params(changed)
+
+
+def presets_check(root: Path, name: str) -> subprocess.CompletedProcess:
+    """``python -m rnnsearch.presets check <name>`` over the project at ``root``."""
+    return run_in([sys.executable, "-m", "rnnsearch.presets", "check", name], root, check=False,
+                  timeout=300)
+
+
+def write_lr(root: Path, text: str) -> None:
+    """Write ``pretrain_lm.lr`` of ``root``'s params.yaml as the YAML text ``text``."""
+    params = root / "params.yaml"
+    content, count = re.subn(r"(?m)^(pretrain_lm:\n(?:  .*\n)*?  lr: )\S+", rf"\g<1>{text}",
+                             params.read_text())
+    assert count == 1
+    params.write_text(content)
+
+
+def test_a_learning_rate_written_1e_3_is_the_number_dvc_reads(tmp_path):
+    """YAML 1.1 (PyYAML) reads ``1e-3`` (no dot) as a string; DVC, on YAML 1.2, as 0.001."""
+    project = make_project(tmp_path / "project", {})
+    (project / "presets" / "small_lr.yaml").write_text("train:\n  optim:\n    lr: 5E-4\n")
+    write_lr(project, "1e-3")
+    done = presets_check(project, "small_lr")
+    assert done.returncode == 0, done.stderr
+    assert "preset 'small_lr' is valid" in done.stdout
+    changed = json.loads(run_in(["dvc", "params", "diff", "--json"], project).stdout)
+    lr = changed["params.yaml"]["pretrain_lm.lr"]
+    assert (lr["old"], lr["new"]) == (0.002, 0.001)        # a number for DVC too
+    run_in(["dvc", "status"], project)
+    write_lr(project, "1e-3x")                             # not a number: refused by name
+    done = presets_check(project, "small_lr")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "pretrain_lm.lr: expected a number, got '1e-3x'" in lines[-1], lines

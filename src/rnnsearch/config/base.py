@@ -20,12 +20,15 @@ Rules, checked against the dataclass' field types:
   preset validated for another machine must not fail.
 
 The params file itself must be a YAML mapping without duplicated keys (DVC refuses those too).
+Numbers with an exponent but no dot or no exponent sign (``1e-3``, ``5E+4``, ``1.0e3``) are read
+as numbers, as YAML 1.2 and DVC read them; PyYAML (YAML 1.1) would make them strings.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -88,6 +91,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2's floats that YAML 1.1 lacks: an exponent without a dot or without a sign. The
+# strings YAML 1.1 does read as floats (``0.5``, ``1.0e-6``) keep their resolver, tried first.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+_UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
+                                       list("-+.0123456789"))
 
 
 def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
