@@ -1,6 +1,9 @@
 """Presets resolve to valid configurations (every section, the grid) without training."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -91,6 +94,22 @@ def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypat
     env = presets.run_environment({"prepare": {"mirror": "../shared/corpora"}})
     assert env["RNNSEARCH_CORPORA"] == str((tmp_path.parent / "shared" / "corpora").resolve())
     assert "RNNSEARCH_CORPORA" not in presets.run_environment({"prepare": {"mirror": "/abs"}})
+
+
+
+@pytest.mark.parametrize("action, name", [("check", "../params"), ("show", "../params"),
+                                          ("export", "../params"), ("check", "presets/quick"),
+                                          ("check", "quick.yaml"), ("check", "")])
+def test_a_preset_name_that_is_not_a_plain_name_is_refused(action, name):
+    """``presets/<name>.yaml`` must not reach another file (``../params`` is params.yaml)."""
+    done = subprocess.run([sys.executable, "-m", "rnnsearch.presets", action, name], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, (done.stdout, done.stderr)
+    assert len(lines) == 1 and f"preset name '{name}'" in lines[0], lines
+    assert "letters, digits, _ and -" in lines[0]
+    assert not done.stdout
 
 
 # A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.

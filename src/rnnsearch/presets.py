@@ -55,11 +55,22 @@ from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.tracking import repo_root
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
+_NAME = re.compile(r"[A-Za-z0-9_-]+")     # a preset's name
+
+
+def check_name(name: str) -> str:
+    """``name`` when it is a plain name (letters, digits, _ and -), else a :class:`ConfigError`
+    naming it: the name makes a file path, a git branch and a report folder, and ``../params``
+    would read params.yaml as a preset."""
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"preset name '{name}': use letters, digits, _ and - only (the file "
+                          f"presets/<name>.yaml, named without .yaml)")
+    return name
 
 
 def preset_path(name: str) -> Path:
-    """``presets/<name>.yaml`` at the repository root."""
-    return repo_root() / "presets" / f"{name}.yaml"
+    """``presets/<name>.yaml`` at the repository root (``name`` checked by :func:`check_name`)."""
+    return repo_root() / "presets" / f"{check_name(name)}.yaml"
 
 
 def load_preset(name: str) -> dict[str, Any]:
@@ -245,7 +256,7 @@ def export(name: str) -> Path:
     whole (a failed copy leaves the previous one), headed by :func:`provenance`."""
     from rnnsearch.data.textio import atomic_dir
 
-    root, ref = repo_root(), branch(name)
+    root, ref = repo_root(), branch(check_name(name))
     if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
                       capture_output=True).returncode:
         raise ConfigError(f"no git branch '{ref}': run the preset first (make preset NAME={name})")
