@@ -201,6 +201,9 @@ def evaluate_workspace(root: Path, hyps: list[str], **changes: Any) -> Path:
     ("trainer", {"devices": -3}, "train.trainer.devices"),
     ("trainer", {"accelerator": "tpu"}, "train.trainer.accelerator"),
     ("trainer", {"precision": "bf17-mixed"}, "train.trainer.precision"),
+    ("trainer", {"precision": "16-true"}, "train.trainer.precision"),   # Lightning's, but the
+    ("trainer", {"precision": "bf16-true"}, "train.trainer.precision"),  # models train with
+    ("trainer", {"precision": "64-true"}, "train.trainer.precision"),    # 32-bit weights
     ("trainer", {"strategy": "dpp"}, "train.trainer.strategy"),
     ("seed", -1, "train.seed"),
 ])

@@ -118,6 +118,8 @@ def test_changed_configuration_starts_afresh(lm_data_dir, tmp_path):
     data = load_lm_data(lm_data_dir)
     train_lm(tiny_config(max_steps=4), data, tmp_path / "c")
     longer = train_lm(tiny_config(max_steps=6), data, tmp_path / "c")
-    assert longer.resumed and longer.global_step == 6  # a bigger budget continues
+    assert not longer.resumed and longer.global_step == 6  # a bigger budget trains afresh
+    again = train_lm(tiny_config(max_steps=6), data, tmp_path / "c")
+    assert again.resumed and again.global_step == 6  # the same budget: nothing left to train
     other = train_lm(tiny_config(max_steps=6, lr=0.01), data, tmp_path / "c")
     assert not other.resumed and other.global_step == 6

@@ -73,6 +73,13 @@ class BudgetConfig:
         check_non_negative(self, key, "max_minutes", "early_stopping_patience")
 
 
+# The precisions the models train in: 32-bit weights, with or without autocast to 16 bits.
+# "16-true", "bf16-true" and "64-true" convert the weights and every input (the batches are
+# frozen dataclasses, which Lightning's converter refuses); "transformer-engine" is for
+# Transformer layers on NVIDIA GPUs. ("32", "16", "bf16": Lightning's older names of the three.)
+TRAINABLE_PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "32", "16", "bf16")
+
+
 def lightning_choices() -> dict[str, tuple[str, ...]]:
     """The accelerator, strategy and precision names Lightning's own registries accept."""
     from pytorch_lightning.accelerators import AcceleratorRegistry
@@ -144,6 +151,10 @@ class TrainerConfig:
             value = getattr(self, name)
             require(value in allowed, f"{key}.{name}",
                     f"Lightning has no {name} {value!r}; use one of: {', '.join(allowed)}")
+        require(str(self.precision) in TRAINABLE_PRECISIONS, f"{key}.precision",
+                f"{self.precision!r} is a Lightning precision these models do not train in "
+                f"(they keep 32-bit weights: full or mixed precision); use one of: "
+                f"{', '.join(TRAINABLE_PRECISIONS)}")
 
     def check_runtime(self, key: str) -> None:
         """Lightning must be able to set these flags up on this machine (an available GPU, an

@@ -2,9 +2,12 @@
 
 Checkpoints live in the output directory: ``best.ckpt`` (best dev perplexity) and ``last.ckpt``
 (every ``checkpoint_every`` steps). A run finds ``last.ckpt`` and resumes from it when the
-checkpoint was written with the same configuration and data (a fingerprint of everything but the
-budget and the thread count: ``max_steps``/``max_minutes`` may grow to train a finished run
-further); otherwise it starts afresh. A resumed run also continues its MLflow run.
+checkpoint was written with the same configuration and data (a fingerprint of every setting that
+changes the result, the budget and the thread count included: a finished run continued to a
+larger ``max_steps`` does not end where a fresh run with that budget ends, so a larger budget
+trains afresh); otherwise it starts afresh, and the previous checkpoints are set aside until the
+new run has written its own (:mod:`rnnsearch.training.previous_run`). A resumed run also
+continues its MLflow run.
 """
 from __future__ import annotations
 
@@ -30,10 +33,11 @@ from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
-from rnnsearch.training.checkpoints import load_checkpoint, resume_point
+from rnnsearch.training.checkpoints import SameDiskCheckpointIO, load_checkpoint, resume_point
+from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
-RUNTIME_KEYS = ("max_steps", "max_minutes", "threads", "gradient_flow")
+NOT_IN_RESULT = ("gradient_flow",)   # a diagnostic measured after training
 
 
 @dataclass
@@ -68,9 +72,9 @@ class LMRun:
 
 
 def fingerprint(cfg: PretrainLMConfig, files: Sequence[Path]) -> str:
-    """sha256 of the configuration (budget and threads excluded) and of the ``files`` read."""
+    """sha256 of the configuration (all but ``NOT_IN_RESULT``) and of the ``files`` read."""
     digest = hashlib.sha256()
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUNTIME_KEYS}
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_IN_RESULT}
     digest.update(json.dumps(settings, sort_keys=True).encode())
     for path in files:
         digest.update(Path(path).read_bytes())
@@ -88,8 +92,9 @@ class RunInfo(Callback):
         checkpoint["rnnsearch"] = dict(self.info)
 
 
-def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
-    """The ``rnnsearch`` stamp of ``last.ckpt`` if it was written by this configuration."""
+def resumable(ckpt_dir: Path, fp: str, say: bool = True) -> dict[str, Any] | None:
+    """The ``rnnsearch`` stamp of ``last.ckpt`` if it was written by this configuration
+    (``say``: tell when it was not)."""
     last = ckpt_dir / "last.ckpt"
     if not last.is_file():
         return None
@@ -99,8 +104,24 @@ def resumable(ckpt_dir: Path, fp: str) -> dict[str, Any] | None:
     stamp = checkpoint.get("rnnsearch", {})
     if stamp.get("fingerprint") == fp:
         return stamp
-    rank_zero_info(f"{last} is from another configuration or data; starting afresh")
+    if say:
+        rank_zero_info(f"{last} is from another configuration or data; starting afresh")
     return None
+
+
+def lm_state(ckpt_dir: Path) -> RunState:
+    """The language model's resume state: ``last.ckpt`` and the ``best.ckpt`` of its run."""
+    return RunState(ckpt_dir, ("last.ckpt", "best.ckpt"), "last.ckpt")
+
+
+def find_resumable(ckpt_dir: Path, fp: str) -> tuple[dict[str, Any] | None, bool]:
+    """``(stamp, aside)``: the checkpoint to continue, in ``ckpt_dir`` or (``aside`` True) set
+    aside by a later run that has not finished; (None, False) for none."""
+    stamp = resumable(ckpt_dir, fp)
+    if stamp is not None:
+        return stamp, False
+    stamp = resumable(lm_state(ckpt_dir).aside.folder, fp, say=False)
+    return stamp, stamp is not None
 
 
 def build_model(cfg: PretrainLMConfig, vocab_size: int,
@@ -129,7 +150,7 @@ def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
                          val_check_interval=cfg.val_every, check_val_every_n_epoch=None,
                          num_sanity_val_steps=0, log_every_n_steps=10, logger=logger,
                          callbacks=[best, last, RngState(), *callbacks],
-                         enable_model_summary=False)
+                         enable_model_summary=False, plugins=[SameDiskCheckpointIO()])
     return trainer, best
 
 
@@ -147,7 +168,7 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
         torch.set_num_threads(cfg.threads)
     files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
     fp = fingerprint(cfg, files)
-    stamp = resumable(ckpt_dir, fp)
+    stamp, aside = find_resumable(ckpt_dir, fp)
     model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
     train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
     dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
@@ -156,17 +177,21 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
     info = RunInfo({"fingerprint": fp, "run_id": run_id})
     trainer, best = build_trainer(cfg, ckpt_dir, logger, [info, RewindStream(train), *callbacks])
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    if stamp is None:  # a stale best.ckpt must not compete with this run's
-        for name in ("last.ckpt", "best.ckpt"):
-            (ckpt_dir / name).unlink(missing_ok=True)
+    state = lm_state(ckpt_dir)
+    if aside:
+        state.swap_with_aside()
+    elif stamp is None:  # a stale best.ckpt must not compete with this run's
+        state.set_aside()
     if isinstance(logger, MLFlowLogger) and stamp is None:
         logger.log_hyperparams(tracking.flatten_params(cfg))
-    with warnings.catch_warnings():  # RewindStream makes a mid-epoch restore exact
+    with state.restored_on_failure(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
+        # (RewindStream makes a mid-epoch restore exact)
         trainer.fit(LMTask(model, cfg.lr), train, dev, weights_only=True,  # never run a pickle
                     ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
-    if not trainer.interrupted:  # a rerun or a bigger budget continues from the true end
-        trainer.save_checkpoint(ckpt_dir / "last.ckpt")   # the full state, to resume from
+        if not trainer.interrupted:  # a rerun continues from the true end
+            trainer.save_checkpoint(ckpt_dir / "last.ckpt")   # the full state, to resume from
+    state.drop_aside()
     select_best(model, dev, best)
     return LMRun(model, trainer.global_step, coverage, stamp is not None, run_id)
 

@@ -6,7 +6,6 @@ inputs: nothing is cached on the module), or ``forward`` for teacher forcing. Se
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.savefile import save_atomically
 from rnnsearch.data.textio import DataError
 from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder
 from rnnsearch.models.encoder import Encoder
@@ -79,16 +79,13 @@ def save_model(model: Seq2Seq, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    # Through a temporary folder and a rename, so that a kill never leaves half a file; the
-    # file inside is always called model.pt because torch.save names the archive's root folder
-    # after the file: the same weights then give the same bytes (and DVC hash) wherever the
-    # model is headed (model.pt, or model.pt.partial while a run is going).
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.mkdir(exist_ok=True)
-    torch.save({"config": model.config.to_dict(), "src_vocab": model.src_vocab,
-                "tgt_vocab": model.tgt_vocab, "state_dict": state}, tmp / "model.pt")
-    os.replace(tmp / "model.pt", path)
-    tmp.rmdir()
+    data = {"config": model.config.to_dict(), "src_vocab": model.src_vocab,
+            "tgt_vocab": model.tgt_vocab, "state_dict": state}
+    # Through a temporary folder and a rename, so that a kill or a full disk never leaves half
+    # a file; the file inside is always called model.pt because torch.save names the archive's
+    # root folder after the file: the same weights then give the same bytes (and DVC hash)
+    # wherever the model is headed (model.pt, or model.pt.partial while a run is going).
+    save_atomically(path, lambda file: torch.save(data, file), inner_name="model.pt")
 
 
 MODEL_FILE = "a model file of the train stage"

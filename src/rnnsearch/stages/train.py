@@ -3,7 +3,8 @@
 Trains the variant ``--model`` of ``train.models`` on pairs of at most ``--max-len`` tokens with
 Lightning (see :mod:`rnnsearch.training.run`: resuming from ``last.ckpt`` after a kill, the best
 dev model in ``model.pt``), then writes ``metrics/train/<cell>.json``. A run whose dev loss ends
-as NaN or inf fails (the previous ``model.pt`` stays) rather than passing a broken model on.
+as NaN or inf, or far above guessing, fails (the previous ``model.pt`` stays) rather than
+passing a broken model on.
 Under DDP only the main process writes the metrics; the other ranks (which Lightning starts by
 re-running this script) only train.
 """

@@ -1,4 +1,5 @@
-"""Reading Lightning checkpoints safely: weights only, and a clear error naming a damaged file.
+"""Lightning checkpoints read safely (weights only, a clear error naming a damaged file) and
+written whole or not at all (:class:`SameDiskCheckpointIO`).
 
 ``torch.load(..., weights_only=True)`` (through :func:`rnnsearch.models.files.read_torch_dict`)
 accepts tensors, containers, numbers and strings only, so a crafted pickle cannot run code; a
@@ -10,6 +11,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import torch
+from pytorch_lightning.plugins.io import TorchCheckpointIO
+
+from rnnsearch.data.savefile import save_atomically
 from rnnsearch.data.textio import DataError
 from rnnsearch.models.files import read_torch_dict
 
@@ -32,3 +37,17 @@ def resume_point(path: str | Path, instead: str) -> dict[str, Any] | None:
     except DataError as err:
         log.warning("warning: %s: %s", err, instead)
         return None
+
+
+class SameDiskCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, but the file is written beside its target and renamed into
+    place (:func:`rnnsearch.data.savefile.save_atomically`): a full disk or a kill leaves the
+    previous ``last.ckpt`` whole, and the error names the checkpoint and its file system. (The
+    stock writer goes through the system's temporary folder and then copies over the previous
+    file, which a full disk leaves truncated.)"""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any,
+                        storage_options: Any = None) -> None:
+        if storage_options is not None:
+            raise TypeError("storage_options are not supported for local checkpoints")
+        save_atomically(Path(path), lambda file: torch.save(checkpoint, file))

@@ -4,16 +4,17 @@ Order matters for failing fast: the config, the data, the model and its optional
 (word vectors, language model) are all checked before the Trainer starts, so a bad variant name or
 a vector file of the wrong shape fails in seconds, not after an hour.
 
-Resuming: ``<out>/run.json`` records a fingerprint of everything the run depends on (this cell's
-params and the data files) and whether it finished. When ``dvc repro`` reruns the stage after an
-interruption (the output directory is ``persist: true``), a matching, unfinished run continues from
-``<out>/last.ckpt`` (steps, optimiser, elapsed time budget, best dev score) and logs into the same
-MLflow run. Anything else (changed params or data, or a finished run rerun because code changed)
-starts afresh.
+Resuming: ``<out>/run.json`` records a fingerprint of everything the run's result depends on
+(this cell's params, budget included, the data files and the initialisation's files) and whether
+it finished. When ``dvc repro`` reruns the stage after an interruption (the output directory is
+``persist: true``), a matching, unfinished run continues from ``<out>/last.ckpt`` (steps,
+optimiser, elapsed time budget, best dev score) and logs into the same MLflow run. Anything else
+(changed params or data, or a finished run rerun because code changed) starts afresh.
 
-Nothing of the previous run is lost to a failed start: its resume state is replaced only after
-the data, the model and the Trainer have been built, and the running run keeps its best model in
-``model.pt.partial``, which replaces ``model.pt`` only when the run finishes.
+Nothing of the previous run is lost to a failed start: its resume state is set aside only after
+the data, the model and the Trainer have been built, and comes back when the new run fails before
+its first checkpoint (:mod:`rnnsearch.training.previous_run`); the running run keeps its best
+model in ``model.pt.partial``, which replaces ``model.pt`` only when the run finishes.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import shutil
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -41,9 +42,10 @@ from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
-from rnnsearch.training.checkpoints import log, resume_point
+from rnnsearch.training.checkpoints import SameDiskCheckpointIO, log, resume_point
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
+from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
@@ -74,14 +76,31 @@ def initialise(model: Seq2Seq, init: InitConfig, embed_dir: str | Path | None,
     return report
 
 
-def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path) -> str:
-    """A hash of this cell's params and the data it reads: equal -> safe to resume."""
+def init_files(init: InitConfig, embed_dir: str | Path | None,
+               lm_path: str | Path | None) -> list[Path]:
+    """The files the model's initialisation reads (none when ``train.init`` is off)."""
+    files = []
+    if init.embeddings and embed_dir is not None:
+        files += [Path(embed_dir) / f"{side}.{kind}.npy" for side in ("src", "tgt")
+                  for kind in ("vocab", "mask")]
+    if init.lm and lm_path is not None:
+        files.append(Path(lm_path))
+    return files
+
+
+def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
+                init: Sequence[Path] = ()) -> str:
+    """A hash of everything the cell's result depends on: its params (the budget included: a
+    run resumed with a larger budget would not end where a fresh run with that budget ends),
+    the data it reads and the files its initialisation reads (``init``). Equal -> safe to
+    resume."""
     params = dataclasses.asdict(config)
     params.pop("grid")
     params["models"] = {model_name: dataclasses.asdict(config.model_config(model_name))}
     digest = hashlib.sha256(json.dumps([params, model_name, max_len], sort_keys=True).encode())
-    for name in ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt"):
-        digest.update((data_dir / name).read_bytes())
+    names = ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt")
+    for path in [data_dir / name for name in names] + list(init):
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -117,12 +136,26 @@ def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
     return info
 
 
+def run_state(out_dir: Path) -> RunState:
+    """The files a cell's resume state is made of (``model.pt`` is not among them: it stays
+    until a finished run replaces it)."""
+    return RunState(out_dir, (LAST, PARTIAL, RUN_FILE), LAST)
+
+
+def find_resumable(out_dir: Path, fp: str) -> tuple[dict[str, Any], bool]:
+    """``(info, aside)``: the run to continue, in ``out_dir`` or (``aside`` True) set aside in
+    ``out_dir/.previous-run`` by a later run that has not finished; ({}, False) for none."""
+    info = resumable_run(out_dir, fp)
+    if info:
+        return info, False
+    info = resumable_run(run_state(out_dir).aside.folder, fp)
+    return info, bool(info)
+
+
 def clear_stale_run(out_dir: Path) -> None:
-    """Remove the resume state of an earlier run that cannot be continued (its ``model.pt``
-    stays until this run's model replaces it)."""
-    if is_main_process():
-        for name in (LAST, PARTIAL, RUN_FILE):
-            (out_dir / name).unlink(missing_ok=True)
+    """Remove the resume state of a run that must not be continued (its ``model.pt`` stays
+    until this run's model replaces it)."""
+    run_state(out_dir).clear()
 
 
 def remove_half_written(out_dir: Path) -> None:
@@ -136,20 +169,41 @@ def remove_half_written(out_dir: Path) -> None:
 
 
 class TrainingDiverged(ValueError):
-    """The dev score ended as NaN or inf: the run's model is worthless."""
+    """The best dev score is NaN, infinite or worse than guessing: the run's model is worthless."""
 
 
-def check_finite(best: dict[str, float], out_dir: Path, step: int) -> None:
-    """Refuse a run whose best dev scores are NaN or infinite (it diverged, or its inputs held
-    NaN). Its resume state is cleared, so that a rerun after the cause is fixed starts afresh
-    instead of resuming NaN weights; the previous ``model.pt`` stays."""
+DIVERGED_FACTOR = 10.0  # a dev loss above this many times the uniform distribution's: diverged
+
+
+def diverged_scores(best: dict[str, float], vocab_size: int) -> dict[str, float]:
+    """The scores of ``best`` that say the run diverged: any NaN or infinity, and a dev loss
+    above ``DIVERGED_FACTOR`` x ln(``vocab_size``), ln(V) being the loss of a model that gives
+    every target word the same probability. Which of the two a run that blew up ends with
+    depends on the CPU's kernels (one CPU overflows to inf and then NaN where another stays at
+    6e30), so both mean the same. The factor leaves room for a model that overfits a tiny
+    corpus (confidently wrong on dev: 1.1 x ln(V) seen in the tests)."""
     bad = {k: v for k, v in best.items() if not math.isfinite(v)}
+    loss = best.get("val_loss")
+    if loss is not None and math.isfinite(loss) and loss > DIVERGED_FACTOR * math.log(vocab_size):
+        bad["val_loss"] = loss
+    return bad
+
+
+def check_converged(best: dict[str, float], vocab_size: int, out_dir: Path, step: int) -> None:
+    """Refuse a run that diverged (:func:`diverged_scores`) or was never scored. Its resume
+    state is cleared, so that a rerun after the cause is fixed starts afresh instead of resuming
+    broken weights; the previous ``model.pt`` (and the resume state set aside) stays."""
+    bad = diverged_scores(best, vocab_size)
     if not best or bad:
         clear_stale_run(out_dir)
-        shown = ", ".join(f"{k} = {v}" for k, v in bad.items()) or "no dev score"
-        raise TrainingDiverged(f"{out_dir}: training diverged ({shown} at step {step}); the "
-                               f"previous model.pt is unchanged. Check the inputs (word vectors, "
-                               f"language model) and train.optim (lr, clip_norm)")
+        shown = ", ".join(f"{k} = {v:.6g}" for k, v in bad.items()) or "no dev score"
+        uniform = DIVERGED_FACTOR * math.log(vocab_size)
+        raise TrainingDiverged(f"{out_dir}: training diverged ({shown} at step {step}; a dev "
+                               f"loss must be finite and at most {uniform:.3f}, "
+                               f"{DIVERGED_FACTOR:g} x ln of the {vocab_size:,}-word target "
+                               f"vocabulary); the previous model.pt is unchanged. Check the "
+                               f"inputs (word vectors, language model) and train.optim "
+                               f"(lr, clip_norm)")
 
 
 def promote_model(out_dir: Path) -> None:
@@ -190,7 +244,8 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         gradient_clip_val=config.optim.clip_norm or None, gradient_clip_algorithm="norm",
         logger=logger, callbacks=callbacks, log_every_n_steps=t.log_every_steps,
         num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(out_dir),
-        enable_progress_bar=True, enable_model_summary=is_main_process())
+        enable_progress_bar=True, enable_model_summary=is_main_process(),
+        plugins=[SameDiskCheckpointIO()])
 
 
 def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:
@@ -259,8 +314,9 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                              config.data.dev_bleu_sentences)
     require(dev_bleu is not None or config.budget.monitor != "bleu", "train.budget.monitor",
             "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
-    fp = fingerprint(config, model_name, max_len, data_dir)
-    previous = resumable_run(out_dir, fp)
+    fp = fingerprint(config, model_name, max_len, data_dir,
+                     init_files(config.init, embed_dir, lm_path))
+    previous, aside = find_resumable(out_dir, fp)
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
@@ -270,30 +326,44 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     trainer = make_trainer(config, out_dir, logger, callbacks)
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_half_written(out_dir)
-    if not previous:          # every check has passed: only now replace the old resume state
-        clear_stale_run(out_dir)
+    state = run_state(out_dir)
+    if aside:                 # every check has passed: only now move resume states
+        state.swap_with_aside()
+    elif not previous:
+        state.set_aside()
     run_id = logger.run_id if is_main_process() else None
     _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
+    with state.restored_on_failure():
+        metrics = {"cell": cell, "model": model_name, "max_len": max_len,
+                   **fit_and_select(task, data, trainer, saver, timer, out_dir, bool(previous)),
+                   **init_report}
+        if graphs is not None:
+            metrics.update(graphs.stats())
+        promote_model(out_dir)
+    state.drop_aside()
+    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
+    return metrics
+
+
+def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: pl.Trainer,
+                   saver: BestModelSaver, timer: Timer, out_dir: Path, resume: bool
+                   ) -> dict[str, Any]:
+    """Train (from ``last.ckpt`` when ``resume``), score the final weights on dev when the last
+    step had no validation, and refuse a diverged run; returns the run's metrics."""
     # weights_only=True: Lightning's default (None) follows torch's, which an environment
     # variable (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD) turns off; resumable_run has read it this way
     trainer.fit(task, datamodule=data, weights_only=True,
-                ckpt_path=str(out_dir / LAST) if previous else None)
+                ckpt_path=str(out_dir / LAST) if resume else None)
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
-    metrics = {"cell": cell, "model": model_name, "max_len": max_len, **best,
-               "best_step": saver.best_step, "steps": trainer.global_step,
-               "epochs": trainer.global_step / max(trainer.num_training_batches, 1),
-               "train_minutes": timer.time_elapsed("train") / 60,
-               "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(model),
-               "train_pairs": len(data.train_pairs), "resumed": bool(previous), **init_report}
-    if graphs is not None:
-        metrics.update(graphs.stats())
     if trainer.is_global_zero:
-        logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
-                           {"train/tokens_per_s_mean": task.tokens_per_second},
-                           step=trainer.global_step)
-    check_finite(best, out_dir, trainer.global_step)
-    promote_model(out_dir)
-    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
-    return metrics
+        trainer.logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
+                                   {"train/tokens_per_s_mean": task.tokens_per_second},
+                                   step=trainer.global_step)
+    check_converged(best, len(data.tgt_vocab), out_dir, trainer.global_step)
+    return {**best, "best_step": saver.best_step, "steps": trainer.global_step,
+            "epochs": trainer.global_step / max(trainer.num_training_batches, 1),
+            "train_minutes": timer.time_elapsed("train") / 60,
+            "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(task.model),
+            "train_pairs": len(data.train_pairs), "resumed": resume}

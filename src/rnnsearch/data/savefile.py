@@ -1,0 +1,76 @@
+"""Writing a binary file (a model, a checkpoint) so that it is whole or not there at all.
+
+:func:`save_atomically` writes into a hidden temporary folder beside the target, on the same
+disk, and renames the file into place: a kill or a full disk leaves the previous file as it was,
+never a truncated one. (Lightning's own checkpoint writer first writes into the system's
+temporary folder, often another disk, and then copies the file over the previous one.)
+
+A failed write becomes one ``OSError`` naming the file the user knows (not the temporary one),
+its file system and the space left there. torch's archive writer reports a full disk as a
+``RuntimeError`` (``PytorchStreamWriter failed writing file ...``, ``unexpected pos ...``); that
+becomes ``ENOSPC`` when the disk is (nearly) full.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+FULL_BELOW = 1 << 20   # bytes left on a file system whose write failed: it counts as full
+TORCH_WRITE_FAILURES = ("PytorchStreamWriter", "unexpected pos", "file write failed")
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system ``path`` (or its nearest existing parent) is on."""
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes free to this process on the file system of ``path``."""
+    return shutil.disk_usage(mount_point(path)).free
+
+
+def write_failure(path: Path, err: BaseException, free: int) -> OSError:
+    """The error to raise for a failed write of ``path`` (``free``: bytes left at the failure)."""
+    code = getattr(err, "errno", None)
+    if code is None or code == errno.EIO:
+        code = errno.ENOSPC if free < FULL_BELOW else errno.EIO
+    where = f"file system {mount_point(path)}: {free / 1e6:.1f} MB free"
+    return OSError(code, f"{os.strerror(code)} ({where})", str(path))
+
+
+def is_write_failure(err: BaseException) -> bool:
+    """True for an ``OSError``, and for torch's ``RuntimeError`` of a failed archive write."""
+    return isinstance(err, OSError) or (
+        isinstance(err, RuntimeError) and any(s in str(err) for s in TORCH_WRITE_FAILURES))
+
+
+def save_atomically(path: str | Path, save: Callable[[Path], None],
+                    inner_name: str | None = None) -> None:
+    """Call ``save(file)`` on ``.<name>.tmp-<pid>/<inner_name>`` beside ``path``, then rename the
+    file into place. ``inner_name`` (default: ``path``'s name) is there because ``torch.save``
+    names its archive after the file: one fixed name gives the same bytes for the same content
+    wherever it is headed. A failed write removes the temporary folder and raises
+    :func:`write_failure`'s ``OSError``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.mkdir(exist_ok=True)
+    file = tmp / (inner_name or path.name)
+    try:
+        save(file)
+        os.replace(file, path)
+    except BaseException as err:
+        free = free_bytes(path.parent)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if is_write_failure(err):
+            raise write_failure(path, err, free) from err
+        raise
+    tmp.rmdir()
