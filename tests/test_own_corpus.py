@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import SHARED_CORPORA, http_server, make_project, run_in, run_script
+from conftest import REPO, SHARED_CORPORA, http_server, make_project, run_in, run_script
 from test_stages_data import write_params
 
 from rnnsearch.config import ConfigError, from_dict
@@ -314,3 +314,32 @@ def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tm
     assert metrics["test"]["held_out_from"] == "train"
     assert metrics["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
                                                  "sha256": sha256(served / "train.de")}
+
+
+def key_comment(params: Path, section: str, key: str) -> str:
+    """The comment on ``section.key`` in ``params``: the end of its line and the comment-only
+    lines that continue it."""
+    lines = params.read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"{section}:")
+    at = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(f"  {key}:"))
+    comment = [lines[at].partition("#")[2]]
+    for line in lines[at + 1:]:
+        if not line.lstrip().startswith("#"):
+            break
+        comment.append(line.lstrip()[1:])
+    return " ".join(" ".join(comment).split())
+
+
+def test_mirror_and_cache_may_be_anywhere_on_disk_as_params_yaml_says(tmp_path, http_root):
+    assert "anywhere on disk" in key_comment(REPO / "params.yaml", "prepare", "cache_dir")
+    served, url = http_root
+    files = write_corpus(served)
+    elsewhere = tmp_path / "elsewhere" / "corpora"         # outside the project folder
+    project = tmp_path / "project"
+    project.mkdir()
+    use_custom(project, custom_params(url), cache_dir=str(elsewhere))   # mirror: absolute too
+    done = run_prepare(project)
+    assert done.returncode == 0, done.stderr
+    cached = sorted(p.name.split("-", 1)[1] for p in (elsewhere / "custom").iterdir())
+    assert cached == sorted(files)
+    assert not (project / ".cache").exists()
