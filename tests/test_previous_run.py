@@ -231,7 +231,7 @@ def test_a_full_disk_keeps_the_last_checkpoint_and_the_rerun_resumes(tmp_path, s
     err = capsys.readouterr().err
     last_line = err.strip().splitlines()[-1]
     assert "Traceback" not in err and "disk full writing" in last_line, err[-2000:]
-    assert str(out) in last_line and str(small_disk) in last_line
+    assert str(out) in last_line and f"(file system {small_disk}, " in last_line
     assert (out / "last.ckpt").read_bytes() == kept["last.ckpt"]
     assert not list(out.glob(".*.tmp-*"))
     monkeypatch.setattr(resume.LastCheckpoint, "on_validation_end", save)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 
 from rnnsearch.config.base import ConfigError, load_section
+from rnnsearch.data.savefile import free_bytes, mount_point
 from rnnsearch.data.textio import DataError, atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
 from rnnsearch.procgroup import proc_stat, set_parent_death_signal
@@ -170,11 +171,16 @@ def quiet_known_noise() -> None:
 
 
 def describe(err: BaseException) -> str:
-    """One line for an expected failure; a full disk says what to do."""
+    """One line for an expected failure; a full disk names the file, its file system and the
+    space left there, and says what to do."""
     if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-        where = f" writing {err.filename}" if err.filename else ""
+        where = ""
+        if err.filename:
+            disk = Path(err.filename).parent
+            where = (f" writing {err.filename} (file system {mount_point(disk)}, "
+                     f"{free_bytes(disk) / 1e6:.1f} MB free)")
         return (f"disk full{where}: free some space and rerun (the previous outputs are "
-                f"unchanged)")
+                f"unchanged; a training run resumes from its last checkpoint)")
     if isinstance(err, OSError) and err.filename and str(err.filename) not in str(err):
         return f"{err.filename}: {err.strerror or err}"
     return " ".join(str(err).split()) or type(err).__name__
