@@ -192,17 +192,50 @@ def bad_input(case: str, root: Path, http_root: tuple[Path, str]
         write_text(root / "own/dev.tsv", ["ein Hund\ta dog", "eine Katze\ta cat", "kein Tab"])
         custom["dev"] = {"tsv": "own/dev.tsv"}
         return custom, "own/dev.tsv:3: expected source<TAB>target (exactly one tab), found 0 tabs"
+    if case in EMPTIED:
+        return emptied_split(case, root, custom)
     assert case == "custom missing"
     return None, "prepare.custom: required when prepare.corpus is 'custom'"
+
+
+LONG = " ".join(["Wort"] * 81)             # one word over the default clean.max_len (80)
+EMPTIED = {  # case -> split, its source and target lines, the expected message after the files
+    "dev emptied by clean.max_len": ("dev", [LONG] * 60, ["a long line"] * 60,
+                                     "cleaning dropped all 60 pairs of the dev split (too_long "
+                                     "60): loosen prepare.clean.max_len (80)"),
+    "test emptied by clean.max_ratio": ("test", ["Hund"] * 50, ["a b c d e f g h i j"] * 50,
+                                        "cleaning dropped all 50 pairs of the test split (ratio "
+                                        "50): loosen prepare.clean.max_ratio (9.0)"),
+    "train emptied, test held out of it": ("train", [LONG, "Hund"], ["long", "a b c d e f g h i j"],
+                                           "cleaning dropped all 2 pairs of the train split "
+                                           "(too_long 1, ratio 1): loosen prepare.clean.max_len "
+                                           "(80), prepare.clean.max_ratio (9.0)"),
+    "dev lines blank": ("dev", [" ", "\t"], ["ein", "zwei"], "cleaning dropped all 2 pairs of "
+                        "the dev split (empty 2): every pair has a side without words"),
+}
+
+
+def emptied_split(case: str, root: Path, custom: dict[str, Any]
+                  ) -> tuple[dict[str, Any], str]:
+    """The corpus with one split's files replaced as :data:`EMPTIED` says (train: and no test
+    files, so test is held out of train); returns (prepare.custom, expected message)."""
+    split, src, tgt, message = EMPTIED[case]
+    names = [Path(custom[split][side]).name for side in ("src", "tgt")]
+    for name, lines in zip(names, (src, tgt)):
+        write_text(root / "own" / name, lines)
+    if split == "train":
+        custom["test"] = None
+    return custom, f"own/{names[0]}, own/{names[1]}: {message}"
 
 
 @pytest.mark.parametrize("case", ["missing file", "line counts differ", "bad checksum",
                                   "connection refused", "not found (404)", "corrupt gzip",
                                   "corrupt gzip download", "tsv line without a tab",
-                                  "custom missing"])
+                                  "custom missing", *EMPTIED])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, http_root, case):
     """Was, for a corrupt gzip file (local or downloaded): a ``zlib.error`` traceback naming no
-    file, and the bad download left in the cache."""
+    file, and the bad download left in the cache. A split that cleaning empties passed prepare
+    and failed only in tokenize."""
     custom, message = bad_input(case, tmp_path, http_root)
     use_custom(tmp_path, custom)
     result = run_prepare(tmp_path)
@@ -213,6 +246,21 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, http_root, case):
     assert message in lines[0]
     assert not (tmp_path / "data").exists() and not (tmp_path / "metrics").exists()
     assert not [p for p in tmp_path.glob(".cache/**/*") if p.is_file()]
+
+
+def test_test_buckets_that_take_no_pair_are_refused_naming_the_key(tmp_path):
+    """Was: an empty test split written, failing only later in tokenize."""
+    write_corpus(tmp_path / "own")
+    for name in ("test.de", "test.en"):
+        write_text(tmp_path / "own" / name, ["eins zwei drei vier"] * 20)
+    use_custom(tmp_path, custom_params("own"), test_buckets=[3], test_per_bucket=5)
+    result = run_prepare(tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert lines[-1] == ("prepare: error: prepare.test_buckets [3]: none of the 20 clean pairs "
+                         "the test split is drawn from has a source of at most 3 words (the "
+                         "shortest has 4)"), lines
+    assert not (tmp_path / "data").exists()
 
 
 class Trickle(http.server.BaseHTTPRequestHandler):

@@ -32,6 +32,10 @@ class CleanRules:
     max_ratio: float = 9.0
 
 
+# The field of CleanRules behind each drop reason that has one (``empty``, ``control``: none).
+RULE_FIELDS = {"too_short": "min_len", "too_long": "max_len", "ratio": "max_ratio"}
+
+
 def normalise_space(line: str) -> str:
     """Strip and fold runs of white space to one space."""
     return " ".join(line.split())

@@ -9,6 +9,10 @@ statistics.
 files, the test split is held out of the cleaned training pairs first (seeded, stratified when
 ``test_buckets`` is set), and train is sampled from what remains with every copy of a test pair
 removed, so train and test never share a pair.
+
+A split left without pairs is refused here rather than in ``tokenize``: by cleaning (the message
+names its files and the ``prepare.clean`` keys that dropped its pairs) or, for the test split, by
+``test_buckets`` that take none of its pairs.
 """
 from __future__ import annotations
 
@@ -20,17 +24,24 @@ from typing import Any
 from rnnsearch import tracking
 from rnnsearch.config.prepare import CUSTOM, PrepareConfig
 from rnnsearch.data import custom
-from rnnsearch.data.clean import CleanRules, clean_pairs, sample_indices, stratified_indices
+from rnnsearch.data.clean import (RULE_FIELDS, CleanRules, clean_pairs, sample_indices,
+                                  stratified_indices)
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
 from rnnsearch.data.textio import DataError, read_parallel, write_lines
 from rnnsearch.stages.runner import Stage, StageContext
 
 
 def _select(cfg: PrepareConfig, split: str, src: list[str]) -> tuple[list[int], dict[str, Any]]:
-    """Indices to keep for ``split`` (seeded; the test split may be stratified by length)."""
+    """Indices to keep for ``split`` (seeded; the test split may be stratified by length, and
+    is refused when its length buckets take no pair)."""
     if split == "test" and cfg.test_buckets:
         lengths = [len(s.split()) for s in src]
         chosen, counts = stratified_indices(lengths, cfg.test_buckets, cfg.test_per_bucket, cfg.seed)
+        if not chosen:
+            raise DataError(f"prepare.test_buckets {list(cfg.test_buckets)}: none of the "
+                            f"{len(src)} clean pairs the test split is drawn from has a source of "
+                            f"at most {cfg.test_buckets[-1]} words (the shortest has "
+                            f"{min(lengths)})")
         lows = (0,) + cfg.test_buckets[:-1]
         buckets = {f"{lo + 1}-{hi}": n for lo, hi, n in zip(lows, cfg.test_buckets, counts)}
         return chosen, {"per_bucket": buckets}
@@ -53,13 +64,29 @@ def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], di
 
 def read_clean(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
     """The cleaned pairs of ``split`` and their statistics (counts, then where they came from),
-    with ``pairs`` left for the caller to fill in."""
+    with ``pairs`` left for the caller to fill in. A split that cleaning empties is refused
+    here (:func:`emptied_message`), not later in ``tokenize``."""
     src, tgt, origin = read_split(cfg, split)
     rules = CleanRules(cfg.clean.min_len, cfg.clean.max_len, cfg.clean.max_ratio)
     src, tgt, dropped = clean_pairs(src, tgt, rules)
     stats = {"raw_pairs": len(src) + sum(dropped.values()), "dropped": dropped,
              "clean_pairs": len(src), "pairs": 0, **origin}
+    if not src:
+        raise DataError(emptied_message(split, stats, rules))
     return src, tgt, stats
+
+
+def emptied_message(split: str, stats: dict[str, Any], rules: CleanRules) -> str:
+    """Why cleaning left no pair of ``split``: its files, the rules that dropped its pairs and
+    the params keys (with their values) to loosen."""
+    drops = {reason: n for reason, n in stats["dropped"].items() if n}
+    keys = [f"prepare.clean.{field} ({getattr(rules, field)})"
+            for reason, field in RULE_FIELDS.items() if reason in drops]
+    advice = (f"loosen {', '.join(keys)}" if keys
+              else "every pair has a side without words")
+    counts = ", ".join(f"{reason} {n}" for reason, n in drops.items())
+    return (f"{', '.join(stats['files'])}: cleaning dropped all {stats['raw_pairs']} pairs of "
+            f"the {split} split ({counts}): {advice}")
 
 
 def write_split(out_dir: Path, split: str, src: list[str], tgt: list[str],
