@@ -42,8 +42,22 @@ def _eval(name: str, max_len: int, bleu: float, kind: str | None = None, **model
             "systems": systems}
 
 
-def make_metrics(root: Path, extras: bool = True) -> Path:
+HANSARD = {"name": "hansard36", "title": "Aligned Hansards of the 36th Parliament of Canada",
+           "src_lang": "en", "tgt_lang": "fr", "test_set": "hansard36 test.en.gz / test.fr.gz"}
+
+
+def write_prepare(metrics: Path, corpus: dict, inputs: dict | None = None) -> None:
+    """``metrics/prepare.json`` with its corpus block and split sizes."""
+    splits = {split: {"pairs": n, **({"inputs": inputs[split]} if inputs else {})}
+              for split, n in (("train", 1000), ("dev", 50), ("test", 100))}
+    metrics.mkdir(parents=True, exist_ok=True)
+    (metrics / "prepare.json").write_text(json.dumps({"corpus": corpus, **splits}))
+
+
+def make_metrics(root: Path, extras: bool = True, corpus: dict | None = HANSARD) -> Path:
     metrics = root / "metrics"
+    if corpus is not None:
+        write_prepare(metrics, corpus)
     cells = [_eval("encdec", 30, 5.0), _eval("search", 30, 7.0), _eval("encdec", 50, 6.0),
              _eval("search", 50, 8.5)]
     if extras:
@@ -75,8 +89,41 @@ def test_table1_layout_and_paper_columns(tmp_path):
     assert table.rows[names.index("RNNencdec-30")][6] == "–"          # the baseline has no p
     assert "RNNsearch-50* (paper only)" in names and "Moses (paper only)" in names
     assert "100 sentences, 40 with no unknown word" in table.notes[0]
-    variants = variants_table(inputs)
-    assert variants.rows == (("luong_dot-50", "global", "dot", "yes", "12.35", "8.00", "18.6 (6.1)"),)
+    assert "(hansard36 test.en.gz / test.fr.gz, en->fr)" in table.notes[0]
+    variants = variants_table(inputs)     # Luong et al.'s numbers are En->De: not shown here
+    assert variants.rows == (("luong_dot-50", "global", "dot", "yes", "12.35", "8.00"),)
+    assert "En->De" in variants.notes[0]
+
+
+def test_paper_columns_only_in_the_papers_setting(tmp_path):
+    """An en->vi corpus of one's own: no paper column or row, the corpus, its files and the
+    pair named first; En->De gets Luong et al.'s column."""
+    given = {"src": {"file": "data/own/train.en", "sha256": "ab" * 32},
+             "tgt": {"file": "data/own/train.vi", "sha256": "cd" * 32}}
+    own = {"name": "custom", "title": "your own files", "src_lang": "en", "tgt_lang": "vi",
+           "test_set": "tst2013.en / tst2013.vi"}
+    metrics = make_metrics(tmp_path, corpus=None)
+    write_prepare(metrics, own, {"train": given, "dev": given, "test": given})
+    inputs = ReportInputs.load(metrics)
+    table = table1(inputs)
+    assert len(table.header) == 7 and not any("paper" in row[0] for row in table.rows)
+    assert "(tst2013.en / tst2013.vi, en->vi)" in table.notes[0]
+    index = {p.name: p.read_text() for p in write_report(inputs, ReportConfig(), tmp_path / "r")
+             if p.suffix == ".md"}["README.md"]
+    first_table = index[index.index("### "):index.index("### Table 1")]
+    assert "en->vi" in first_table and "1,000 / 50 / 100" in first_table
+    assert "data/own/train.vi" in first_table and "cd" * 32 in first_table
+    assert "Paper" not in index and "Moses" not in index
+    write_prepare(metrics, {**own, "name": "wmt14", "tgt_lang": "de"})
+    variants = variants_table(ReportInputs.load(metrics))
+    assert variants.rows[0][-1] == "18.6 (6.1)"
+
+
+def test_a_run_without_a_recorded_corpus_says_so(tmp_path):
+    inputs = ReportInputs.load(make_metrics(tmp_path, corpus=None))
+    assert len(table1(inputs).header) == 7          # not known to be the paper's setting
+    index = {p.name: p for p in write_report(inputs, ReportConfig(), tmp_path / "r")}["README.md"]
+    assert "not recorded: metrics/prepare.json has no 'corpus' block" in index.read_text()
 
 
 def test_report_regenerates_identically(tmp_path):

@@ -22,38 +22,48 @@ def _score(metrics: dict[str, Any], system: str, subset: str) -> float | None:
 
 
 def table1(inputs: ReportInputs, method: str = "beam") -> Table:
-    """Bahdanau et al.'s Table 1: BLEU on all test sentences and on those with no UNK."""
+    """Bahdanau et al.'s Table 1: BLEU on all test sentences and on those with no UNK; the
+    paper's columns and rows only when the run is in the paper's setting (En->Fr)."""
+    paper = inputs.in_setting_of("bahdanau")
     rows = []
     for cell in inputs.ordered_cells():
         m = inputs.evals[cell]
         vs = m["systems"].get(method, {}).get("vs_baseline")
-        paper = BAHDANAU_TABLE1.get(_name(m), (None, None))
-        rows.append((_name(m), fmt(_score(m, "greedy", "all")), fmt(_score(m, "greedy", "no_unk")),
-                     fmt(_score(m, "beam", "all")), fmt(_score(m, "beam", "no_unk")),
-                     fmt(_score(m, "beam_unk", "all")),
-                     fmt(vs["all"]["p_value"], 3) if vs else fmt(None),
-                     fmt(paper[0]), fmt(paper[1])))
-    ours = {row[0] for row in rows}
-    rows += [(f"{name} (paper only)",) + (fmt(None),) * 6 + (fmt(all_), fmt(no_unk))
-             for name, (all_, no_unk) in BAHDANAU_TABLE1.items() if name not in ours]
-    return Table("Table 1: BLEU on the test set (all sentences / no unknown word)",
-                 ("Model", "Greedy All", "Greedy No UNK", "Beam All", "Beam No UNK",
-                  "Beam+UNK repl. All", f"p ({method} vs baseline)", "Paper All", "Paper No UNK"),
-                 tuple(rows), _table1_notes(inputs, method))
+        ours = (_name(m), fmt(_score(m, "greedy", "all")), fmt(_score(m, "greedy", "no_unk")),
+                fmt(_score(m, "beam", "all")), fmt(_score(m, "beam", "no_unk")),
+                fmt(_score(m, "beam_unk", "all")),
+                fmt(vs["all"]["p_value"], 3) if vs else fmt(None))
+        rows.append(ours + (tuple(fmt(x) for x in BAHDANAU_TABLE1.get(ours[0], (None, None)))
+                            if paper else ()))
+    columns = ("Model", "Greedy All", "Greedy No UNK", "Beam All", "Beam No UNK",
+               "Beam+UNK repl. All", f"p ({method} vs baseline)")
+    if paper:
+        named = {row[0] for row in rows}
+        rows += [(f"{name} (paper only)",) + (fmt(None),) * 6 + (fmt(all_), fmt(no_unk))
+                 for name, (all_, no_unk) in BAHDANAU_TABLE1.items() if name not in named]
+        columns += ("Paper All", "Paper No UNK")
+    return Table("Table 1: BLEU on the test set (all sentences / no unknown word)", columns,
+                 tuple(rows), _table1_notes(inputs, method, paper))
 
 
-def _table1_notes(inputs: ReportInputs, method: str) -> tuple[str, ...]:
+def _table1_notes(inputs: ReportInputs, method: str, paper: bool) -> tuple[str, ...]:
     if not inputs.evals:
         return ("No metrics/eval/*.json found: run the evaluate stage.",)
     first = inputs.evals[inputs.ordered_cells()[0]]
     beam = first["systems"].get(method) or next(iter(first["systems"].values()))
-    return (f"Test set: {first['sentences']} sentences, {first['no_unk_sentences']} with no "
-            "unknown word in source or reference (the No UNK column).",
-            f"BLEU: sacreBLEU `{beam['all'].get('bleu_signature', '?')}` on detokenised output "
-            "against the raw references. p: paired bootstrap resampling against the "
-            "no-attention model of the same maximum length.",
-            "Paper: Bahdanau et al. 2015, WMT'14 En->Fr newstest2014 (3,003 sentences), 30k "
-            "vocabularies, about 5 days of training per model, beam search.")
+    corpus = inputs.corpus
+    named = f" ({corpus.test_set}, {corpus.pair})" if corpus is not None else ""
+    notes = (f"Test set{named}: {first['sentences']} sentences, {first['no_unk_sentences']} "
+             "with no unknown word in source or reference (the No UNK column).",
+             f"BLEU: sacreBLEU `{beam['all'].get('bleu_signature', '?')}` on detokenised output "
+             "against the raw references. p: paired bootstrap resampling against the "
+             "no-attention model of the same maximum length.")
+    if paper:
+        return notes + ("Paper: Bahdanau et al. 2015, WMT'14 En->Fr newstest2014 (3,003 "
+                        "sentences), 30k vocabularies, about 5 days of training per model, "
+                        "beam search.",)
+    return notes + ("No paper column: Bahdanau et al.'s numbers are En->Fr (WMT'14), which "
+                    "this run is not.",)
 
 
 def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
@@ -72,9 +82,13 @@ def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
                      f"{paper[0]:.1f} ({paper[1]:.1f})" if paper else fmt(None)))
     if not rows:
         return None
-    return Table("Attention variants (Luong et al. 2015): dev perplexity and test BLEU",
-                 ("Cell", "Attention", "Score", "Input feeding", "Dev ppl", f"Test BLEU ({method})",
-                  "Paper BLEU (ppl)"), tuple(rows),
+    columns = ("Cell", "Attention", "Score", "Input feeding", "Dev ppl", f"Test BLEU ({method})")
+    title = "Attention variants (Luong et al. 2015): dev perplexity and test BLEU"
+    if not inputs.in_setting_of("luong"):
+        return Table(title, columns, tuple(row[:-1] for row in rows),
+                     ("No paper column: Luong et al.'s numbers are En->De (WMT'14), which this "
+                      "run is not.",))
+    return Table(title, columns + ("Paper BLEU (ppl)",), tuple(rows),
                  ("Paper: WMT'14 En->De newstest2014, BLEU before UNK replacement; input feeding "
                   f"adds about +{LUONG_INPUT_FEEDING_GAIN} BLEU there.",))
 

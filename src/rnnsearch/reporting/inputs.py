@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any, Callable, Container, Mapping
 
 from rnnsearch.data.textio import DataError
+from rnnsearch.reporting.corpus import CorpusInfo
 from rnnsearch.reporting.senses import check_senses
 
 SYSTEM_KEYS = ("all", "by_length")                    # every system of metrics/eval/<cell>.json
 BUCKET_KEYS = ("n", "bleu", "step")                   # every by_length bucket
 SAMPLE_KEYS = ("index", "source", "target", "attention")   # every alignment sample
 ENVIRONMENT = "environment"                 # the machine and library versions, not a result
-RERUN = {"eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
+RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
          "train": "rerun the train stage", "embed": "rerun the embed stage",
          "lm": "rerun the pretrain_lm stage", "senses": "rerun the senses stage",
          "align": "rerun the align stage", "align_attention": "rerun the align_attention stage"}
@@ -113,6 +114,7 @@ class ReportInputs:
     senses: dict[str, Any] | None = None                  # metrics/senses.json
     align: dict[str, Any] | None = None                   # metrics/align.json
     align_attention: dict[str, Any] | None = None         # metrics/align_attention.json
+    prepare: dict[str, Any] | None = None                 # metrics/prepare.json (the corpus)
 
     @classmethod
     def load(cls, metrics: Path) -> "ReportInputs":
@@ -131,7 +133,18 @@ class ReportInputs:
                    lm=_read_file(metrics / "lm.json"),
                    senses=_read_file(metrics / "senses.json", check_senses),
                    align=_read_file(metrics / "align.json"),
-                   align_attention=_read_file(metrics / "align_attention.json"))
+                   align_attention=_read_file(metrics / "align_attention.json"),
+                   prepare=_read_file(metrics / "prepare.json"))
+
+    @property
+    def corpus(self) -> CorpusInfo | None:
+        """The corpus the run translated, as prepare recorded it (None: not recorded)."""
+        return CorpusInfo.from_metrics(self.prepare)
+
+    def in_setting_of(self, paper: str) -> bool:
+        """True when the run's corpus and direction are ``paper``'s (its numbers compare)."""
+        corpus = self.corpus
+        return corpus is not None and corpus.in_setting_of(paper)
 
     def ordered_cells(self, baseline: str = "encdec") -> list[str]:
         """Cells by max length, the baseline model first, then by name (the paper's order)."""

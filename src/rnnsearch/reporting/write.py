@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.data.textio import atomic_dir, atomic_write_text
 from rnnsearch.reporting import alignment, build
+from rnnsearch.reporting.corpus import unknown_corpus_table
 from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.tables import Table
@@ -33,7 +34,9 @@ def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path) -> list
 
 
 def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
-    tables = {"table1": build.table1(inputs, cfg.method)}
+    corpus = inputs.corpus
+    tables = {"corpus": corpus.table() if corpus is not None else unknown_corpus_table(),
+              "table1": build.table1(inputs, cfg.method)}
     if inputs.evals:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method)
         tables["speed"] = build.speed_table(inputs)
