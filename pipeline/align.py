@@ -1,4 +1,4 @@
 """DVC stage `align`: the body is rnnsearch.stages.align."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("align")
+run_stage("align")

@@ -1,4 +1,4 @@
 """DVC stage `align_attention`: the body is rnnsearch.stages.align_attention."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("align_attention")
+run_stage("align_attention")

@@ -1,4 +1,4 @@
 """DVC stage `embed`: the body is rnnsearch.stages.embed."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("embed")
+run_stage("embed")

@@ -1,4 +1,4 @@
 """DVC stage `evaluate`: the body is rnnsearch.stages.evaluate."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("evaluate")
+run_stage("evaluate")

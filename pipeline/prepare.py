@@ -1,4 +1,4 @@
 """DVC stage `prepare`: the body is rnnsearch.stages.prepare."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("prepare")
+run_stage("prepare")

@@ -1,4 +1,4 @@
 """DVC stage `pretrain_lm`: the body is rnnsearch.stages.pretrain_lm."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("pretrain_lm")
+run_stage("pretrain_lm")

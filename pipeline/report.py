@@ -1,4 +1,4 @@
 """DVC stage `report`: the body is rnnsearch.stages.report."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("report")
+run_stage("report")

@@ -1,4 +1,4 @@
 """DVC stage `senses`: the body is rnnsearch.stages.senses."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("senses")
+run_stage("senses")

@@ -1,5 +1,5 @@
 """DVC stage `tokenize`: the body is rnnsearch.stages.tokenize.
 Named tokenize_text.py so that it does not shadow Python's own tokenize module."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("tokenize")
+run_stage("tokenize")

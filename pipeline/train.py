@@ -1,4 +1,4 @@
 """DVC stage `train`: the body is rnnsearch.stages.train."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("train")
+run_stage("train")

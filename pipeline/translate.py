@@ -1,4 +1,4 @@
 """DVC stage `translate`: the body is rnnsearch.stages.translate."""
-from rnnsearch.stages.runner import main
+from _entry import run_stage
 
-main("translate")
+run_stage("translate")

@@ -60,7 +60,7 @@ def test_every_dvc_stage_has_its_module_and_a_one_call_script():
         script = REPO / "pipeline" / ("tokenize_text.py" if stage == "tokenize" else f"{stage}.py")
         code = [line for line in script.read_text(encoding="utf-8").splitlines()
                 if line.strip() and not line.startswith(('"""', "Named"))]
-        assert code == ["from rnnsearch.stages.runner import main", f'main("{stage}")'], script
+        assert code == ["from _entry import run_stage", f'run_stage("{stage}")'], script
 
 
 def make(*args: str) -> subprocess.CompletedProcess:

@@ -124,3 +124,16 @@ def test_lightnings_checkpoint_notice_is_filtered_other_lines_kept(caplog):
         logger.info("`weights_only` was not set, defaulting to `False`.")
         logger.info("Restored all states from the checkpoint")
     assert [r.getMessage() for r in caplog.records] == ["Restored all states from the checkpoint"]
+
+
+@pytest.mark.parametrize("script", ["prepare.py", "tokenize_text.py", "train.py", "report.py"])
+def test_a_stage_started_by_another_python_says_how_to_get_the_projects(tmp_path, script):
+    """``dvc repro`` outside the project's .venv runs a python that cannot import rnnsearch
+    (``-S``: no site-packages, as a system python): one line on how to fix it, exit 2."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-S", str(REPO / "pipeline" / script)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "cannot import 'rnnsearch'" in lines[0] and "source .venv/bin/activate" in lines[0]
+    assert lines[0].startswith(script.split(".")[0].replace("_text", "") + ": error: ")
