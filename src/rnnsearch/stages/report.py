@@ -1,6 +1,8 @@
 """DVC stage ``report``: the papers' tables and figures under ``reports/``, from metrics files only
-(``metrics/eval``, ``metrics/alignments``, ``metrics/train``, ``metrics/embed.json``,
-``metrics/lm.json``), and the same files in one MLflow run named "report"."""
+(``metrics/prepare.json``, ``metrics/eval``, ``metrics/alignments``, ``metrics/train``,
+``metrics/embed.json``, ``metrics/lm.json``, ...), the headline numbers ``dvc metrics show``
+shows (``metrics/summary/``, :mod:`rnnsearch.reporting.summary`), and the same files in one
+MLflow run named "report"."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.reporting import RESULTS, ReportInputs, write_report
+from rnnsearch.reporting.summary import SUMMARY, write_summaries
 from rnnsearch.stages.runner import Stage, StageContext
 
 
@@ -22,7 +25,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     cfg = ctx.section(ReportConfig)
     inputs = ReportInputs.load(args.metrics)
     written = write_report(inputs, cfg, args.reports)
-    print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/")
+    summary = write_summaries(inputs, cfg.method, args.metrics)
+    print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/, "
+          f"headline numbers in {summary}/")
     if not args.no_mlflow:
         import mlflow
 
@@ -32,4 +37,4 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
 
 
 STAGE = Stage("report", __doc__, add_arguments,
-              lambda a: [a.reports / RESULTS, a.reports / "README.md"], body)
+              lambda a: [a.reports / RESULTS, a.reports / "README.md", a.metrics / SUMMARY], body)

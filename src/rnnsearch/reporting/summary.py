@@ -1,0 +1,57 @@
+"""The headline numbers, one small JSON file per row of ``dvc metrics show``.
+
+DVC shows every metrics file as one row of one table whose columns are the union of all their
+keys, flattened: the stages' full metrics (per-bucket BLEU, decode speeds, the machine's
+description) made a table 22,000 characters wide. So ``dvc.yaml`` declares as metrics only
+``metrics/summary/<name>.json``, which the report writes from the full files (those stay where
+they are, as plain outputs): one file per grid cell and one for the language model, sharing a
+few numeric columns, so the table fits a terminal and ``dvc metrics diff`` / ``dvc exp show``
+compare what matters.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rnnsearch.data.textio import atomic_dir, write_json
+from rnnsearch.reporting.inputs import ReportInputs
+
+SUMMARY = "summary"
+
+
+def _bleu(system: dict[str, Any], subset: str) -> float | None:
+    return system.get(subset, {}).get("bleu")
+
+
+def cell_summary(inputs: ReportInputs, cell: str, method: str) -> dict[str, float]:
+    """A cell's test BLEU (all / no UNK), chrF and p against its baseline (``method``'s
+    decoding), and its dev perplexity; keys whose number is missing are left out."""
+    system = inputs.evals[cell]["systems"].get(method, {})
+    vs = system.get("vs_baseline") or {}
+    row = {"bleu": _bleu(system, "all"), "bleu_no_unk": _bleu(system, "no_unk"),
+           "chrf": system.get("all", {}).get("chrf"),
+           "p_vs_baseline": vs.get("all", {}).get("p_value"),
+           "dev_ppl": inputs.train.get(cell, {}).get("val_ppl")}
+    return {key: value for key, value in row.items() if value is not None}
+
+
+def lm_summary(lm: dict[str, Any]) -> dict[str, float]:
+    """The language model's dev and test perplexity."""
+    return {"dev_ppl": lm["dev"]["perplexity"], "test_ppl": lm["test"]["perplexity"]}
+
+
+def summaries(inputs: ReportInputs, method: str) -> dict[str, dict[str, float]]:
+    """``{file name: headline numbers}`` for every evaluated cell and the language model."""
+    rows = {cell: cell_summary(inputs, cell, method) for cell in inputs.ordered_cells()}
+    if inputs.lm is not None and "dev" in inputs.lm:
+        rows["lm"] = lm_summary(inputs.lm)
+    return rows
+
+
+def write_summaries(inputs: ReportInputs, method: str, metrics: Path) -> Path:
+    """Replace ``<metrics>/summary/`` with :func:`summaries` (atomically); returns the folder."""
+    folder = metrics / SUMMARY
+    with atomic_dir(folder) as tmp:
+        for name, row in summaries(inputs, method).items():
+            write_json(tmp / f"{name}.json", row)
+    return folder
