@@ -4,7 +4,7 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup help repro test test-fast ui bench preset paper-curve-data paper-curve-report \
+.PHONY: setup help repro test test-fast ui bench preset experiment paper-curve-data paper-curve-report \
 	gpu-preflight gpu-rehearsal gpu-results clean-venv
 TEST_JOBS ?= 2
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
@@ -62,6 +62,14 @@ bench: $(STAMP)
 preset: $(STAMP)
 	$(if $(NAME),,$(error make preset needs NAME=<preset>: one of $(basename $(notdir $(wildcard presets/*.yaml)))))
 	$(PY) -m rnnsearch.presets run $(NAME)
+
+## Your own experiment, run as a preset (the default run and its committed results left alone):
+## make experiment NAME=envi PARAMS=my.yaml, where my.yaml holds the params you change (e.g. a
+## prepare section naming your corpus files); copied to presets/<NAME>.yaml, results in
+## reports/presets/<NAME>/, the git branch preset/<NAME> and dvc exp show.
+experiment: $(STAMP)
+	$(if $(and $(NAME),$(PARAMS)),,$(error make experiment needs NAME=<name> PARAMS=<your params overrides file>))
+	$(PY) -m rnnsearch.presets run $(NAME) --from $(PARAMS)
 
 ## The paper-width curve (scripts/gpu_paper_curve.sh): its data, prepared and tokenised by the real
 ## stages and packed for the GPU command (data/paper_curve/pack.tar.xz, about 2 minutes) ...

@@ -113,3 +113,32 @@ def test_a_preset_name_that_is_not_a_plain_name_is_refused(action, name):
 
 
 # A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.
+
+
+def test_your_own_params_file_becomes_a_named_preset_and_never_overwrites_one(tmp_path):
+    """``make experiment NAME=envi PARAMS=my.yaml``'s first step: my.yaml (any path) becomes
+    presets/envi.yaml and is validated like a preset; a different preset of that name stays."""
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+    mine = tmp_path / "elsewhere" / "my.yaml"
+    mine.parent.mkdir()
+    mine.write_text("train:\n  grid: {models: [search], max_lens: [30]}\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RNNSEARCH_ROOT=str(tmp_path))
+
+    def presets_check(source: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rnnsearch.presets", "check", "envi",
+                               "--from", str(source)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    done = presets_check(mine)
+    assert done.returncode == 0, done.stderr
+    assert "grid cells: search-30" in done.stdout
+    assert (tmp_path / "presets/envi.yaml").read_bytes() == mine.read_bytes()
+    assert presets_check(mine).returncode == 0          # the same file again: fine
+    other = tmp_path / "other.yaml"
+    other.write_text("train:\n  grid: {models: [encdec], max_lens: [30]}\n")
+    refused = presets_check(other)
+    assert refused.returncode == 2 and "a different preset 'envi' exists" in refused.stderr
+    assert (tmp_path / "presets/envi.yaml").read_bytes() == mine.read_bytes()
+    missing = presets_check(tmp_path / "nope.yaml")
+    assert missing.returncode == 2 and "nope.yaml: file not found" in missing.stderr

@@ -3,7 +3,7 @@
 Floating-point results depend on the CPU's vector instructions (torch picks AVX2 or AVX-512
 kernels at run time, and so does MKL), on the library versions and on the number of threads.
 Every metrics file and every MLflow run carries this description, so two runs that disagree in
-the last digits can be told apart from a real change (see the README's "Reproducibility").
+the last digits can be told apart from a real change (see docs/reproducibility.md).
 """
 from __future__ import annotations
 

@@ -275,14 +275,44 @@ def export(name: str) -> Path:
     return export_folder(name)
 
 
+def adopt(name: str, source: str | Path) -> Path:
+    """Your own experiment: the params overrides file ``source`` (any path, params.yaml's
+    layout, only the keys it changes) becomes the preset ``name`` (``presets/<name>.yaml``),
+    which runs like every preset: the default run, params.yaml and the committed results are
+    left alone. A different preset of that name is never overwritten."""
+    source, target = Path(source), preset_path(name)
+    if not source.is_file():
+        raise ConfigError(f"{source}: file not found (the params overrides of experiment "
+                          f"'{name}')")
+    read_params(source)                                  # a YAML mapping, or an error naming it
+    text = source.read_bytes()
+    if target.is_file() and target.read_bytes() != text:
+        raise ConfigError(f"{target}: a different preset '{name}' exists; choose another NAME, "
+                          f"or edit {target} itself")
+    if not target.is_file():
+        target.write_bytes(text)
+        print(f"experiment '{name}': {source} copied to {target.relative_to(repo_root())} "
+              f"(commit it to keep the experiment's definition)")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["check", "show", "run", "export"])
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
+    parser.add_argument("--from", dest="source", metavar="FILE",
+                        help="your own params overrides: copied to presets/<name>.yaml first "
+                             "(make experiment NAME=... PARAMS=FILE)")
     args = parser.parse_args(argv)
     if args.action == "export":
         return export_main(args.name)
+    try:
+        if args.source:
+            adopt(args.name, args.source)
+    except ConfigError as err:
+        print(f"presets: error: {err}", file=sys.stderr)
+        return 2
     try:
         merged, cells = resolve(args.name, repo_root() / "params.yaml",
                                 runtime=args.action == "run")

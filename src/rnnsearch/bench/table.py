@@ -101,8 +101,8 @@ def markdown_report(results: dict[str, Any]) -> str:
         lines += ["", f"bf16 autocast (`torch.autocast(\"cpu\", torch.bfloat16)`), search model: "
                       f"{bf16:,.0f} target tokens/s, {bf16 / ref['tokens_per_s']:.2f}x fp32 "
                       f"(native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}); "
-                      "in the train stage it is `train.trainer.precision: bf16-mixed` (the "
-                      "README's Performance section compares it with fp32 on a default cell)."]
+                      "in the train stage it is `train.trainer.precision: bf16-mixed` "
+                      "(docs/performance.md)."]
     lines += ["", f"## Decoding (search model, {ref['decoding']['test_sentences']} test sentences "
                   f"batched by 64; {ref['decoding']['single_sentences']} one at a time; peak RSS "
                   f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]

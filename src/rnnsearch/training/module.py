@@ -111,7 +111,7 @@ def parameter_groups(model: Seq2Seq, optim: OptimConfig) -> list[dict[str, Any]]
 
     Adam's per-parameter normalisation cancels the sigmoid's vanishing slope, so at the shared
     rate the predictor's weights keep growing into saturation and p_t ends pinned to one end of
-    the sentence (README, "Variants and presets"); a smaller rate keeps it movable.
+    the sentence (docs/findings.md); a smaller rate keeps it movable.
     """
     position = model.position_predictor_parameters()
     if optim.position_lr_scale == 1.0 or not position:
