@@ -1,7 +1,8 @@
 """clean-corpus-n rules, seeded sampling and length stratification."""
 from __future__ import annotations
 
-from rnnsearch.data.clean import CleanRules, clean_pairs, sample_indices, stratified_indices
+from rnnsearch.data.clean import (USABLE_ONLY, CleanRules, clean_pairs, count_entities,
+                                  sample_indices, stratified_indices, unescape_lines)
 
 
 def test_each_rule_counts_what_it_drops():
@@ -33,3 +34,16 @@ def test_stratified_sampling_per_bucket():
     assert counts == [8, 5, 8]  # the middle bucket has only 5; 99 is beyond the last edge
     assert all(lengths[i] != 99 for i in chosen)
     assert chosen == sorted(chosen)
+
+
+def test_usable_only_drops_just_pairs_without_words():
+    long = " ".join(["w"] * 500)
+    src, tgt, dropped = clean_pairs([long, "a", " ", "\x00"], ["b", long, "c", "d"], USABLE_ONLY)
+    assert (src, tgt) == ([long, "a"], ["b", long])
+    assert {k: v for k, v in dropped.items() if v} == {"empty": 1, "control": 1}
+
+
+def test_entities_are_counted_as_html_unescape_sees_them():
+    lines = ["l&apos;eau &quot;x&quot;", "AT&T; R&D &nosuch;", "&#39;&#x27;&lt;", "plain"]
+    assert count_entities(lines) == {"occurrences": 6, "lines": 2}
+    assert unescape_lines(lines) == ["l'eau \"x\"", "AT&T; R&D &nosuch;", "''<", "plain"]

@@ -61,22 +61,48 @@ class CustomSplit:
             check_location(value, f"{key}.{name}")
 
 
+GIVEN_SPLITS = ("dev", "test")     # the splits a user's own file is used whole for
+
+
 @dataclass(frozen=True)
 class CustomCorpus:
-    """The files of a corpus of one's own, per split; ``test`` null: held out from train."""
+    """The files of a corpus of one's own, per split; ``test`` null: held out from train.
+
+    A given dev or test file is used whole (only pairs with an empty side are dropped), so that
+    scores on it compare with others' on the same file; ``cut_given`` lists the given splits to
+    clean and sample like a built-in corpus' instead (``clean``, ``sizes``, ``test_buckets``).
+    """
 
     train: CustomSplit
     dev: CustomSplit
     test: CustomSplit | None = None
+    cut_given: tuple[str, ...] = ()
+
+    def check(self, key: str) -> None:
+        for split in self.cut_given:
+            require(split in GIVEN_SPLITS, f"{key}.cut_given",
+                    f"'{split}' is not dev or test (train is always cleaned and sampled)")
+        require(self.test is not None or "test" not in self.cut_given, f"{key}.cut_given",
+                f"lists test, but {key}.test is null (a test split held out of train is always "
+                f"sampled)")
+
+    def is_given(self, split: str) -> bool:
+        """True when ``split`` is dev or test read from the user's own file (not held out)."""
+        return split in GIVEN_SPLITS and getattr(self, split) is not None
+
+    def is_whole(self, split: str) -> bool:
+        """True when ``split`` is a given file used whole (not listed in ``cut_given``)."""
+        return self.is_given(split) and split not in self.cut_given
 
 
 @dataclass(frozen=True)
 class CleanConfig:
-    """clean-corpus-n bounds (words)."""
+    """clean-corpus-n bounds (words), and whether HTML/XML entities become characters first."""
 
     min_len: int = 1
     max_len: int = 80
     max_ratio: float = 9.0
+    unescape_entities: bool = False
 
     def check(self, key: str) -> None:
         check_positive(self, key, "min_len", "max_len", "max_ratio")

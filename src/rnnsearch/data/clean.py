@@ -13,10 +13,23 @@ Rules, applied in order, each pair counted under the first rule that drops it:
 * ``ratio``: ``max(len_src, len_tgt) / min(len_src, len_tgt) > max_ratio`` (words).
 
 Word counts here are white-space counts of the raw text, as in clean-corpus-n.
+
+:data:`USABLE_ONLY` keeps every pair that has words on both sides: the rules a split the user
+gives as a whole (their dev or test file) gets, so that it stays comparable with published scores.
+
+HTML/XML entities (``&apos;`` ``&quot;`` ``&amp;`` ``&lt;`` ``&gt;`` ``&#39;`` ``&#x27;``, every
+HTML5 named entity) are what a Moses-escaped corpus holds instead of the characters; the tokenizer
+splits them (``&apos;s`` -> ``& apos ; s``). :func:`count_entities` counts the ``&...;`` forms
+that :func:`html.unescape` turns into characters; :func:`unescape_lines` applies it.
 """
 from __future__ import annotations
 
+import html
+import html.entities
+import math
 import random
+import re
+import sys
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +47,33 @@ class CleanRules:
 
 # The field of CleanRules behind each drop reason that has one (``empty``, ``control``: none).
 RULE_FIELDS = {"too_short": "min_len", "too_long": "max_len", "ratio": "max_ratio"}
+# Drops only what cannot be used at all: a side without words (``empty``, ``control``).
+USABLE_ONLY = CleanRules(min_len=1, max_len=sys.maxsize, max_ratio=math.inf)
+ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+
+
+def is_entity(match: re.Match) -> bool:
+    """True when the ``&...;`` of ``match`` is numeric or an HTML5 named entity."""
+    name = match.group(1)
+    return name.startswith("#") or f"{name};" in html.entities.html5
+
+
+def count_entities(lines: Sequence[str]) -> dict[str, int]:
+    """``{"occurrences": n, "lines": m}``: the HTML/XML entities in ``lines`` and how many
+    lines hold at least one."""
+    occurrences = holding = 0
+    for line in lines:
+        if "&" not in line:             # the common case, fast
+            continue
+        found = sum(1 for match in ENTITY.finditer(line) if is_entity(match))
+        occurrences += found
+        holding += found > 0
+    return {"occurrences": occurrences, "lines": holding}
+
+
+def unescape_lines(lines: Sequence[str]) -> list[str]:
+    """``lines`` with HTML/XML entities turned into characters (:func:`html.unescape`)."""
+    return [html.unescape(line) if "&" in line else line for line in lines]
 
 
 def normalise_space(line: str) -> str:

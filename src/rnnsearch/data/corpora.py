@@ -90,6 +90,7 @@ class Corpus:
     sha256: Mapping[str, str]  # file name -> sha256
     url_template: str | None  # "{file}" is replaced by the file name; None: no upstream
     note: str = ""
+    title: str = ""  # one line naming the corpus (the report's first table)
 
     def file_name(self, split: str, lang: str) -> str:
         """The corpus' file name of ``split`` in ``lang``, e.g. ``val.en.gz``."""
@@ -117,6 +118,7 @@ MULTI30K = Corpus(
     },
     url_template="https://github.com/multi30k/dataset/raw/master/data/task1/raw/{file}",
     note="Multi30k task 1 (Elliott et al. 2016), image-caption translation, short sentences.",
+    title="Multi30k task 1 (Elliott et al. 2016), image captions",
 )
 
 HANSARD36 = Corpus(
@@ -134,6 +136,7 @@ HANSARD36 = Corpus(
     url_template=None,
     note="Aligned Hansards of the 36th Parliament of Canada (USC/ISI release 2001-1a), "
          "one file per split; no upstream URL serves these exact files.",
+    title="Aligned Hansards of the 36th Parliament of Canada (USC/ISI release 2001-1a)",
 )
 
 REGISTRY: dict[str, Corpus] = {c.name: c for c in (MULTI30K, HANSARD36)}

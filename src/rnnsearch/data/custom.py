@@ -43,10 +43,15 @@ def is_url(location: str) -> bool:
     return urllib.parse.urlsplit(location).scheme.lower() in ("http", "https")
 
 
+def file_name(location: str) -> str:
+    """The file name of a local path or of an http(s) URL's path (``""`` when it has none)."""
+    return Path(urllib.parse.urlsplit(location).path if is_url(location) else location).name
+
+
 def cache_path(url: str, cache_dir: str | Path) -> Path:
     """Where the download of ``url`` is kept: its file name (suffix kept, so ``.gz`` is read as
     gzip) behind 16 digits of the URL's sha256 (two URLs never share a copy)."""
-    name = Path(urllib.parse.urlsplit(url).path).name or "download"
+    name = file_name(url) or "download"
     digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
     return Path(cache_dir) / CACHE_FOLDER / f"{digest}-{name}"
 
