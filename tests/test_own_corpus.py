@@ -82,8 +82,8 @@ def test_local_files_run_through_prepare_and_tokenize(tmp_path):
         result = run_script(script, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
     metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
-    assert {split: metrics[split]["pairs"] for split in FILES} == {"train": 300, "dev": 50,
-                                                                   "test": 40}
+    assert {split: metrics[split]["pairs"] for split in FILES} == {"train": 300, "dev": 60,
+                                                                   "test": 50}   # given: whole
     for split, (_, _, names) in FILES.items():
         assert metrics[split]["inputs"] == {
             side: {"file": f"own/{name}", "sha256": sha256(files[name])}
@@ -92,7 +92,7 @@ def test_local_files_run_through_prepare_and_tokenize(tmp_path):
     assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == ("custom", "de", "en")
     assert meta["splits"]["dev"]["inputs"] == metrics["dev"]["inputs"]
     tokenized = json.loads((tmp_path / "metrics/tokenize.json").read_text())
-    assert tokenized["pairs"] == {"train": 300, "dev": 50, "test": 40}
+    assert tokenized["pairs"] == {"train": 300, "dev": 60, "test": 50}
 
 
 def test_urls_are_downloaded_to_the_cache_and_checked(tmp_path, http_root):
@@ -218,13 +218,16 @@ EMPTIED = {  # case -> split, its source and target lines, the expected message 
 def emptied_split(case: str, root: Path, custom: dict[str, Any]
                   ) -> tuple[dict[str, Any], str]:
     """The corpus with one split's files replaced as :data:`EMPTIED` says (train: and no test
-    files, so test is held out of train); returns (prepare.custom, expected message)."""
+    files, so test is held out of train; dev and test: cleaned as ``cut_given`` asks); returns
+    (prepare.custom, expected message)."""
     split, src, tgt, message = EMPTIED[case]
     names = [Path(custom[split][side]).name for side in ("src", "tgt")]
     for name, lines in zip(names, (src, tgt)):
         write_text(root / "own" / name, lines)
     if split == "train":
         custom["test"] = None
+    elif "loosen" in message:              # a given split is cleaned only when cut_given says so
+        custom["cut_given"] = ["dev", "test"]
     return custom, f"own/{names[0]}, own/{names[1]}: {message}"
 
 
@@ -253,7 +256,8 @@ def test_test_buckets_that_take_no_pair_are_refused_naming_the_key(tmp_path):
     write_corpus(tmp_path / "own")
     for name in ("test.de", "test.en"):
         write_text(tmp_path / "own" / name, ["eins zwei drei vier"] * 20)
-    use_custom(tmp_path, custom_params("own"), test_buckets=[3], test_per_bucket=5)
+    custom = {**custom_params("own"), "cut_given": ["test"]}
+    use_custom(tmp_path, custom, test_buckets=[3], test_per_bucket=5)
     result = run_prepare(tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
@@ -317,6 +321,8 @@ def test_a_trickling_download_is_abandoned_naming_the_url(tmp_path):
      "prepare.custom.train.tsv: only local paths and http(s) URLs"),
     ({"train": {"tsv": "t.tsv"}, "dev": {"tsv": "d.tsv"}, "tset": None},
      "prepare.custom.tset: unknown key"),
+    ({"train": {"tsv": "t.tsv"}, "dev": {"tsv": "d.tsv"}, "cut_given": ["test"]},
+     "prepare.custom.cut_given: lists test, but prepare.custom.test is null"),
 ])
 def test_bad_custom_params_name_the_key(custom, message):
     with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
@@ -356,8 +362,8 @@ def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tm
     run_in(["dvc", "repro"], project)
     assert "Table 1" in (project / "reports/README.md").read_text()
     metrics = json.loads((project / "metrics/prepare.json").read_text())
-    assert {split: metrics[split]["pairs"] for split in FILES} == {"train": 800, "dev": 60,
-                                                                   "test": 60}
+    assert {split: metrics[split]["pairs"] for split in FILES} == {"train": 800, "dev": 80,
+                                                                   "test": 60}   # dev: whole
     assert metrics["dev"]["inputs"]["tsv"] == {"file": "data/own/dev.tsv.gz", "sha256": sha256(tsv)}
     assert metrics["test"]["held_out_from"] == "train"
     assert metrics["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
@@ -391,3 +397,146 @@ def test_mirror_and_cache_may_be_anywhere_on_disk_as_params_yaml_says(tmp_path, 
     cached = sorted(p.name.split("-", 1)[1] for p in (elsewhere / "custom").iterdir())
     assert cached == sorted(files)
     assert not (project / ".cache").exists()
+
+
+# ---- given dev and test files are the user's --------------------------------------------------
+
+def prepared_lines(root: Path, split: str) -> list[tuple[str, str]]:
+    """The pairs prepare wrote for ``split`` under ``root``."""
+    out = root / "data/prepared"
+    return list(zip(*(out.joinpath(f"{split}.{s}").read_text().splitlines() for s in ("src", "tgt"))))
+
+
+def with_odd_test_pairs(folder: Path) -> list[tuple[str, str]]:
+    """Append to the test files of :func:`write_corpus` a pair over ``clean.max_len``, one over
+    ``clean.max_ratio`` and one with an empty source; returns every test pair as written."""
+    odd = [(LONG, "a long line"), ("Hund", "a b c d e f g h i j"), ("", "nothing")]
+    pairs = list(zip(mirror_lines("test_2016_flickr.de.gz", 50),
+                     mirror_lines("test_2016_flickr.en.gz", 50))) + odd
+    for side, name in enumerate(FILES["test"][2]):
+        write_text(folder / name, [pair[side] for pair in pairs])
+    return pairs
+
+
+def notices(result: Any) -> list[str]:
+    """The ``prepare: <split>: ...`` and ``prepare: warning: ...`` lines the stage printed."""
+    return [line for line in (result.stdout + result.stderr).splitlines()
+            if line.startswith(("prepare: dev:", "prepare: test:", "prepare: train:",
+                                "prepare: warning:"))]
+
+
+def test_given_dev_and_test_files_are_used_whole_by_default(tmp_path):
+    """Was: a given test file length-cleaned and subsampled (here to sizes.test 40, or 300 per
+    test_buckets bucket) and a given dev file cut to sizes.dev, without a word."""
+    write_corpus(tmp_path / "own")
+    given = with_odd_test_pairs(tmp_path / "own")
+    use_custom(tmp_path, custom_params("own"), test_buckets=[10, 20], test_per_bucket=5)
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert prepared_lines(tmp_path, "test") == given[:-1]        # only the empty side dropped
+    assert len(prepared_lines(tmp_path, "dev")) == 60            # sizes.dev is 50
+    metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
+    test, dev = metrics["test"], metrics["dev"]
+    assert (test["raw_pairs"], test["pairs"], test["cut"], test["not_sampled"]) == (53, 52, False, 0)
+    assert {k: v for k, v in test["dropped"].items() if v} == {"empty": 1}
+    assert (dev["raw_pairs"], dev["pairs"], dev["cut"]) == (60, 60, False)
+    assert notices(result) == ["prepare: test: kept 52 of 53 given pairs: 1 dropped as empty "
+                               "(a side without words)"]
+
+
+def test_cut_given_cleans_and_samples_given_splits_and_says_so(tmp_path):
+    write_corpus(tmp_path / "own")
+    with_odd_test_pairs(tmp_path / "own")
+    custom = {**custom_params("own"), "cut_given": ["dev", "test"]}
+    use_custom(tmp_path, custom)
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
+    assert (metrics["dev"]["pairs"], metrics["test"]["pairs"]) == (50, 40)
+    assert metrics["test"]["cut"] and metrics["test"]["not_sampled"] == 10
+    assert notices(result) == [
+        "prepare: dev: kept 50 of 60 given pairs: 10 not sampled by prepare.sizes.dev (50)",
+        "prepare: test: kept 40 of 53 given pairs: 1 dropped as empty (a side without words), "
+        "1 dropped by prepare.clean.max_len (80), 1 dropped by prepare.clean.max_ratio (9.0), "
+        "10 not sampled by prepare.sizes.test (40)"]
+    use_custom(tmp_path, {**custom, "cut_given": ["test"]}, test_buckets=[10, 20],
+               test_per_bucket=5)
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
+    assert metrics["dev"]["pairs"] == 60 and metrics["test"]["pairs"] == 10
+    assert notices(result) == [
+        "prepare: test: kept 10 of 53 given pairs: 1 dropped as empty (a side without words), "
+        "1 dropped by prepare.clean.max_len (80), 1 dropped by prepare.clean.max_ratio (9.0), "
+        "40 not sampled by prepare.test_buckets/test_per_bucket ([10, 20]/5)"]
+
+
+def test_cut_given_names_only_given_splits():
+    custom = {"train": {"tsv": "t.tsv"}, "dev": {"tsv": "d.tsv"}, "cut_given": ["train"]}
+    with pytest.raises(ConfigError, match=r"^prepare\.custom\.cut_given: 'train' is not dev or "
+                                          r"test \(train is always cleaned and sampled\)"):
+        from_dict(PrepareConfig, {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
+                                  "custom": custom}, "prepare")
+
+
+ESCAPED = ["it&apos;s a &quot;dog&quot; &amp; a cat", "&#39;x&#x27; &lt;b&gt;", "AT&T; &nosuch; x"]
+
+
+def test_entities_are_counted_and_warned_about_and_unescaped_on_request(tmp_path):
+    """Was: a Moses-escaped corpus (``&apos;s``) tokenised as ``& apos ; s``, unnoticed."""
+    write_corpus(tmp_path / "own")
+    lines = mirror_lines("test_2016_flickr.en.gz", 50)
+    write_text(tmp_path / "own/test.en", ESCAPED + lines[3:])
+    use_custom(tmp_path, custom_params("own"))
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    for path in (tmp_path / "metrics/prepare.json", tmp_path / "data/prepared/meta.json"):
+        saved = json.loads(path.read_text())
+        test = saved["test"] if "test" in saved else saved["splits"]["test"]
+        assert test["entities"] == {"src": {"occurrences": 0, "lines": 0},
+                                    "tgt": {"occurrences": 8, "lines": 2}, "unescaped": False}
+    assert notices(result) == [
+        "prepare: warning: test: 8 HTML/XML entities (such as &apos; &quot; &amp; &#39;) in 0 "
+        "source and 2 target lines, left as they are (the tokenizer splits &apos; into & apos ;): "
+        "set prepare.clean.unescape_entities: true to turn them into characters"]
+    assert prepared_lines(tmp_path, "test")[0][1] == ESCAPED[0]
+    use_custom(tmp_path, custom_params("own"), clean={"unescape_entities": True})
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
+    assert metrics["test"]["entities"]["unescaped"] is True
+    assert metrics["test"]["entities"]["tgt"] == {"occurrences": 8, "lines": 2}
+    assert [pair[1] for pair in prepared_lines(tmp_path, "test")[:3]] == [
+        "it's a \"dog\" & a cat", "'x' <b>", "AT&T; &nosuch; x"]
+    assert notices(result) == ["prepare: test: unescaped 8 HTML/XML entities in 0 source and 2 "
+                               "target lines (prepare.clean.unescape_entities)"]
+
+
+def corpus_block(root: Path) -> dict[str, Any]:
+    """The corpus block of ``metrics/prepare.json``, checked to equal meta.json's."""
+    block = json.loads((root / "metrics/prepare.json").read_text())["corpus"]
+    assert json.loads((root / "data/prepared/meta.json").read_text())["corpus_info"] == block
+    return block
+
+
+def test_corpus_block_names_a_built_in_corpus_and_its_test_files(tmp_path):
+    write_params(tmp_path / "params.yaml", SHARED_CORPORA, sizes={"train": 50, "dev": 20,
+                                                                  "test": 30})
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert corpus_block(tmp_path) == {
+        "name": "multi30k", "title": "Multi30k task 1 (Elliott et al. 2016), image captions",
+        "src_lang": "de", "tgt_lang": "en",
+        "test_set": "multi30k test_2016_flickr.de.gz / test_2016_flickr.en.gz, 30 of 1,000 pairs"}
+
+
+def test_corpus_block_of_a_custom_corpus_names_its_test_files_or_the_held_out_part(tmp_path):
+    write_corpus(tmp_path / "own")
+    use_custom(tmp_path, custom_params("own"))
+    assert run_prepare(tmp_path).returncode == 0
+    block = corpus_block(tmp_path)
+    assert block == {"name": "custom", "title": "your own files", "src_lang": "de",
+                     "tgt_lang": "en", "test_set": "test.de / test.en"}
+    use_custom(tmp_path, {**custom_params("own"), "test": None})
+    assert run_prepare(tmp_path).returncode == 0
+    assert corpus_block(tmp_path)["test_set"] == "held out of the training files (40 pairs)"

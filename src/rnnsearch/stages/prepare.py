@@ -13,27 +13,62 @@ removed, so train and test never share a pair.
 A split left without pairs is refused here rather than in ``tokenize``: by cleaning (the message
 names its files and the ``prepare.clean`` keys that dropped its pairs) or, for the test split, by
 ``test_buckets`` that take none of its pairs.
+
+A dev or test file the user gives (``prepare.custom.dev``/``test``) is theirs: it is used whole,
+only pairs with an empty side dropped (:data:`~rnnsearch.data.clean.USABLE_ONLY`), unless
+``prepare.custom.cut_given`` lists it; then it is cleaned and sampled as a built-in split is.
+Scores on a test set cut without a word would compare with nobody's. Whatever is dropped or left
+unsampled from a given split is said in one line naming the params keys that did it, and counted
+in the metrics (``dropped``, ``not_sampled``, ``cut``).
+
+HTML/XML entities (``&apos;`` ...) are counted per split and side (``entities``); a split holding
+any gets a warning line, unless ``prepare.clean.unescape_entities`` turns them into characters
+before anything else. The metrics' ``corpus`` block (``meta.json``'s ``corpus_info``) names the
+corpus, its languages and the test set, for the report.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
 from rnnsearch import tracking
 from rnnsearch.config.prepare import CUSTOM, PrepareConfig
 from rnnsearch.data import custom
-from rnnsearch.data.clean import (RULE_FIELDS, CleanRules, clean_pairs, sample_indices,
-                                  stratified_indices)
+from rnnsearch.data.clean import (RULE_FIELDS, USABLE_ONLY, CleanRules, clean_pairs,
+                                  count_entities, sample_indices, stratified_indices,
+                                  unescape_lines)
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
 from rnnsearch.data.textio import DataError, read_parallel, write_lines
 from rnnsearch.stages.runner import Stage, StageContext
 
+# Why a pair with a side without words was dropped (the rules that have a params key: RULE_FIELDS).
+UNUSABLE = {"empty": "empty (a side without words)", "control": "control characters only"}
+ENTITY_EXAMPLES = "&apos; &quot; &amp; &#39;"
+
+
+def is_given(cfg: PrepareConfig, split: str) -> bool:
+    """True when ``split`` comes from the user's own dev or test file."""
+    return cfg.corpus == CUSTOM and cfg.custom.is_given(split)
+
+
+def is_whole(cfg: PrepareConfig, split: str) -> bool:
+    """True when ``split`` is a given file used whole (see the module doc)."""
+    return is_given(cfg, split) and cfg.custom.is_whole(split)
+
+
+def clean_rules(cfg: PrepareConfig) -> CleanRules:
+    """The ``prepare.clean`` rules."""
+    return CleanRules(cfg.clean.min_len, cfg.clean.max_len, cfg.clean.max_ratio)
+
 
 def _select(cfg: PrepareConfig, split: str, src: list[str]) -> tuple[list[int], dict[str, Any]]:
     """Indices to keep for ``split`` (seeded; the test split may be stratified by length, and
-    is refused when its length buckets take no pair)."""
+    is refused when its length buckets take no pair); all of a split used whole."""
+    if is_whole(cfg, split):
+        return list(range(len(src))), {}
     if split == "test" and cfg.test_buckets:
         lengths = [len(s.split()) for s in src]
         chosen, counts = stratified_indices(lengths, cfg.test_buckets, cfg.test_per_bucket, cfg.seed)
@@ -64,13 +99,20 @@ def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], di
 
 def read_clean(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
     """The cleaned pairs of ``split`` and their statistics (counts, then where they came from),
-    with ``pairs`` left for the caller to fill in. A split that cleaning empties is refused
-    here (:func:`emptied_message`), not later in ``tokenize``."""
+    with ``pairs`` left for the caller to fill in. Entities are counted in the raw text (then
+    unescaped when ``prepare.clean.unescape_entities`` says so). A split that cleaning empties
+    is refused here (:func:`emptied_message`), not later in ``tokenize``."""
     src, tgt, origin = read_split(cfg, split)
-    rules = CleanRules(cfg.clean.min_len, cfg.clean.max_len, cfg.clean.max_ratio)
+    entities = {"src": count_entities(src), "tgt": count_entities(tgt),
+                "unescaped": cfg.clean.unescape_entities}
+    if cfg.clean.unescape_entities:
+        src, tgt = unescape_lines(src), unescape_lines(tgt)
+    rules = USABLE_ONLY if is_whole(cfg, split) else clean_rules(cfg)
     src, tgt, dropped = clean_pairs(src, tgt, rules)
     stats = {"raw_pairs": len(src) + sum(dropped.values()), "dropped": dropped,
-             "clean_pairs": len(src), "pairs": 0, **origin}
+             "clean_pairs": len(src), "pairs": 0, "entities": entities, **origin}
+    if is_given(cfg, split):
+        stats["cut"] = not is_whole(cfg, split)
     if not src:
         raise DataError(emptied_message(split, stats, rules))
     return src, tgt, stats
@@ -80,13 +122,62 @@ def emptied_message(split: str, stats: dict[str, Any], rules: CleanRules) -> str
     """Why cleaning left no pair of ``split``: its files, the rules that dropped its pairs and
     the params keys (with their values) to loosen."""
     drops = {reason: n for reason, n in stats["dropped"].items() if n}
-    keys = [f"prepare.clean.{field} ({getattr(rules, field)})"
-            for reason, field in RULE_FIELDS.items() if reason in drops]
+    keys = [rule_key(field, rules) for reason, field in RULE_FIELDS.items() if reason in drops]
     advice = (f"loosen {', '.join(keys)}" if keys
               else "every pair has a side without words")
     counts = ", ".join(f"{reason} {n}" for reason, n in drops.items())
     return (f"{', '.join(stats['files'])}: cleaning dropped all {stats['raw_pairs']} pairs of "
             f"the {split} split ({counts}): {advice}")
+
+
+def rule_key(field: str, rules: CleanRules) -> str:
+    """``prepare.clean.<field> (<value>)``."""
+    return f"prepare.clean.{field} ({getattr(rules, field)})"
+
+
+def sampling_key(cfg: PrepareConfig, split: str) -> str:
+    """The params keys (with their values) that sample ``split``."""
+    if split == "test" and cfg.test_buckets:
+        return (f"prepare.test_buckets/test_per_bucket "
+                f"({list(cfg.test_buckets)}/{cfg.test_per_bucket})")
+    return f"prepare.sizes.{split} ({getattr(cfg.sizes, split)})"
+
+
+def cut_reasons(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> list[str]:
+    """What took pairs out of ``split``: ``<n> dropped by <key> (<value>)``, ``<n> dropped as
+    empty (...)``, ``<n> not sampled by <keys> (<values>)``."""
+    rules = clean_rules(cfg)
+    reasons = [f"{n:,} dropped by {rule_key(RULE_FIELDS[reason], rules)}" if reason in RULE_FIELDS
+               else f"{n:,} dropped as {UNUSABLE[reason]}"
+               for reason, n in stats["dropped"].items() if n]
+    if stats.get("not_sampled"):
+        reasons.append(f"{stats['not_sampled']:,} not sampled by {sampling_key(cfg, split)}")
+    return reasons
+
+
+def given_notice(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> str | None:
+    """The line saying what was dropped or sampled from a given split (None: it is whole)."""
+    if "cut" not in stats or stats["pairs"] == stats["raw_pairs"]:
+        return None
+    return (f"prepare: {split}: kept {stats['pairs']:,} of {stats['raw_pairs']:,} given pairs: "
+            f"{', '.join(cut_reasons(cfg, split, stats))}")
+
+
+def entity_notice(split: str, stats: dict[str, Any]) -> str | None:
+    """The line about the HTML/XML entities of ``split``'s files (None: none, or the split was
+    held out of train, whose line says it)."""
+    entities = stats["entities"]
+    total = entities["src"]["occurrences"] + entities["tgt"]["occurrences"]
+    if not total or "held_out_from" in stats:
+        return None
+    where = (f"in {entities['src']['lines']:,} source and {entities['tgt']['lines']:,} target "
+             f"lines")
+    if entities["unescaped"]:
+        return (f"prepare: {split}: unescaped {total:,} HTML/XML entities {where} "
+                f"(prepare.clean.unescape_entities)")
+    return (f"prepare: warning: {split}: {total:,} HTML/XML entities (such as {ENTITY_EXAMPLES}) "
+            f"{where}, left as they are (the tokenizer splits &apos; into & apos ;): set "
+            f"prepare.clean.unescape_entities: true to turn them into characters")
 
 
 def write_split(out_dir: Path, split: str, src: list[str], tgt: list[str],
@@ -102,6 +193,7 @@ def prepare_split(cfg: PrepareConfig, split: str, out_dir: Path) -> dict[str, An
     src, tgt, stats = read_clean(cfg, split)
     chosen, extra = _select(cfg, split, src)
     stats["pairs"] = write_split(out_dir, split, src, tgt, chosen)
+    stats["not_sampled"] = stats["clean_pairs"] - stats["pairs"]
     return {**stats, **extra}
 
 
@@ -128,7 +220,31 @@ def prepare_corpus(cfg: PrepareConfig, out_dir: Path) -> dict[str, Any]:
     done = prepare_held_out(cfg, out_dir) if held_out else {}
     splits = {split: done.get(split) or prepare_split(cfg, split, out_dir) for split in SPLITS}
     return {"corpus": cfg.corpus, "src_lang": cfg.src_lang, "tgt_lang": cfg.tgt_lang,
-            "splits": splits}
+            "corpus_info": corpus_block(cfg, splits["test"]), "splits": splits}
+
+
+def corpus_block(cfg: PrepareConfig, test: dict[str, Any]) -> dict[str, str]:
+    """What the report names the run's data by: the corpus, a one-line title, the languages
+    and the test set (:func:`describe_test_set`; ``test``: the test split's statistics)."""
+    title = "your own files" if cfg.corpus == CUSTOM else get_corpus(cfg.corpus).title
+    return {"name": cfg.corpus, "title": title, "src_lang": cfg.src_lang,
+            "tgt_lang": cfg.tgt_lang, "test_set": describe_test_set(cfg, test)}
+
+
+def describe_test_set(cfg: PrepareConfig, test: dict[str, Any]) -> str:
+    """The test set in one line: its file names (a built-in corpus' behind the corpus name),
+    with ``, <kept> of <given> pairs`` when it was cut; or ``held out of the training files``."""
+    if "held_out_from" in test:
+        return f"held out of the training files ({test['pairs']:,} pairs)"
+    if cfg.corpus == CUSTOM:
+        line = " / ".join(custom.file_name(given["file"]) for given in test["inputs"].values())
+    else:
+        corpus = get_corpus(cfg.corpus)
+        line = f"{cfg.corpus} " + " / ".join(corpus.file_name("test", lang)
+                                             for lang in (cfg.src_lang, cfg.tgt_lang))
+    if test["pairs"] < test["raw_pairs"]:
+        line += f", {test['pairs']:,} of {test['raw_pairs']:,} pairs"
+    return line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,13 +260,18 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     with ctx.output_dir(args.out) as tmp:
         meta = prepare_corpus(cfg, tmp)
         ctx.write_json(tmp / "meta.json", meta)
-    metrics = {split: {k: v for k, v in s.items() if k != "files"}
-               for split, s in meta["splits"].items()}
+    splits = {split: {k: v for k, v in s.items() if k != "files"}
+              for split, s in meta["splits"].items()}
+    metrics = {**splits, "corpus": meta["corpus_info"]}
     ctx.write_metrics(args.metrics, metrics)
-    for split, stats in metrics.items():
+    for split, stats in splits.items():
         source = f" (held out of {stats['held_out_from']})" if "held_out_from" in stats else ""
         print(f"{split:5s}: {stats['raw_pairs']:>9,} raw, dropped {stats['dropped']}, "
               f"kept {stats['pairs']:,}{source}")
+    for split, stats in splits.items():
+        for notice in (entity_notice(split, stats), given_notice(cfg, split, stats)):
+            if notice:
+                print(notice, file=sys.stderr)
     with ctx.mlflow_run(cfg):
         tracking.log_numeric_metrics(metrics)
 
