@@ -41,6 +41,7 @@ def hansard_slice(folder: Path) -> dict:
                 lines = [next(handle) for _ in range(count)]
             (folder / f"{split}.{lang}").write_text("".join(lines), encoding="utf-8")
             custom[split][side] = str(folder / f"{split}.{lang}")
+    custom["cut_given"] = ["test"]      # stratified by length like the Hansard's own test set
     return {"corpus": "custom", "custom": custom, "sizes": {"train": 0, "dev": 0, "test": 0},
             "test_per_bucket": 3}
 
