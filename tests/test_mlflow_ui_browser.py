@@ -1,13 +1,16 @@
-"""``make ui`` opens on the experiment's runs (not MLflow 3's GenAI "Traces" overview), seen in a
-real headless Chromium; and the experiment is tagged as model training, old stores included. On a
-port already in use it stops at once naming the port; SIGTERM to ``make ui`` stops the server and
-every process it started.
+"""``make ui`` opens on the experiment's runs (not MLflow 3's GenAI "Traces" overview), and a deep
+link to a run opens that run, both in the model-training view, seen in a real headless Chromium;
+and the experiment is tagged as model training, old stores included. On a port already in use it
+stops at once naming the port; SIGTERM to ``make ui`` stops the server and every process it
+started.
 
-The browser test skips when no Chromium is installed (``apt-get install chromium``).
+The browser tests skip when no Chromium is installed (``apt-get install chromium``).
 """
 from __future__ import annotations
 
+import asyncio
 import html
+import json
 import os
 import re
 import shutil
@@ -16,20 +19,26 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Iterator, NamedTuple
 
 import mlflow
 import psutil
 import pytest
 
-from rnnsearch import tracking
+from rnnsearch import tracking, ui_app
 
 REPO = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # Run names as the stages give them: the stage, a grid cell (train), evaluate-<cell>.
 RUN_NAMES = ("prepare", "tokenize", "search-20", "evaluate-search-20", "report")
+CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--virtual-time-budget=30000", "--window-size=1400,900")
+# What MLflow 3.17's sidebar shows in each view ("GenAI" / "Model training" switch).
+MODEL_TRAINING_ONLY = ("Model registry",)
+GENAI_ONLY = ("Evaluations", "Observability", "Judges")
 
 
 def find_chromium() -> str | None:
@@ -97,14 +106,18 @@ def stop(ui: subprocess.Popen) -> None:
 
 def rendered_text(browser: str, url: str, profile: Path) -> tuple[str, str]:
     """The page title and visible text of ``url`` after Chromium has run its scripts."""
-    out = subprocess.run([browser, "--headless=new", "--disable-gpu", "--no-sandbox",
-                          f"--user-data-dir={profile}", "--virtual-time-budget=30000",
-                          "--window-size=1400,900", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=180, check=True).stdout
+    out = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                          url], capture_output=True, text=True, timeout=180, check=True).stdout
     title = re.search(r"<title>(.*?)</title>", out, re.S)
     body = re.sub(r"<script.*?</script>|<style.*?</style>", " ", out, flags=re.S)
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
     return (title.group(1).strip() if title else ""), text
+
+
+def assert_model_training_view(text: str) -> None:
+    """The page's sidebar is MLflow's model-training one, not its GenAI one."""
+    assert all(word in text for word in MODEL_TRAINING_ONLY), text[:2000]
+    assert not [word for word in GENAI_ONLY if word in text], text[:2000]
 
 
 def test_configure_tags_new_and_old_experiments_as_model_training(monkeypatch):
@@ -133,53 +146,134 @@ def start(cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.fixture
-def ui(tmp_path):
+class Served(NamedTuple):
+    """The UI the tests look at: its base address, the runs address it printed, the
+    experiment's id and the id of the training run ``search-20``."""
+    base: str
+    printed: str
+    experiment_id: str
+    run_id: str
+
+
+def training_run(name: str = "search-20") -> tuple[str, str]:
+    """(experiment id, run id) of the run called ``name`` in the project's experiment."""
+    experiment = mlflow.get_experiment_by_name(tracking.experiment_name())
+    runs = mlflow.search_runs([experiment.experiment_id], f"attributes.run_name = '{name}'",
+                              output_format="list")
+    return experiment.experiment_id, runs[0].info.run_id
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory) -> Iterator[Served]:
     """``python -m rnnsearch.tracking ui`` (as ``make ui`` starts it) on a free port of
-    127.0.0.1 over a store holding a few stage runs; yields (base address, printed runs
-    address); stopped after the test."""
-    log_stage_runs()
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "ui.log"
-    server = start(ui_command(port), log, tmp_path)
-    try:
-        yield base, wait_for_runs_address(log, base, server)
-    finally:
-        stop(server)
+    127.0.0.1 over a store of its own holding a few stage runs; one server for the module's
+    tests (it takes about 25 s to start), stopped after them."""
+    folder = tmp_path_factory.mktemp("ui")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")
+        log_stage_runs()
+        experiment_id, run_id = training_run()
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = start(ui_command(port), folder / "ui.log", folder)
+        try:
+            yield Served(base, wait_for_runs_address(folder / "ui.log", base, server),
+                         experiment_id, run_id)
+        finally:
+            stop(server)
 
 
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def test_the_bare_ui_address_redirects_to_the_runs_table(ui):
-    base, address = ui
-    assert address.startswith(f"{base}/?runs#/experiments/")
-    assert address.endswith("/runs?workflowType=machine_learning")
-    opener = urllib.request.build_opener(NoRedirect)
-    with pytest.raises(urllib.error.HTTPError) as answer:
-        opener.open(base + "/", timeout=10)
-    assert answer.value.code == 302
-    assert base + answer.value.headers["Location"] == address
-    with urllib.request.urlopen(base + "/health", timeout=10) as health:   # MLflow's own app
-        assert health.status == 200
-
-
-def test_ui_opens_on_the_runs_in_a_headless_browser(ui, tmp_path):
+@pytest.fixture
+def chromium() -> str:
+    """A headless-capable Chromium binary; skips the test when there is none."""
     browser = find_chromium()
     if browser is None:
         pytest.skip(f"no Chromium binary ({', '.join(BROWSERS)} or $CHROMIUM) for the "
                     "headless browser check; install one, e.g. apt-get install chromium")
-    base, _ = ui
-    title, text = rendered_text(browser, base + "/", tmp_path / "profile")   # the bare address
+    return browser
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A handler that turns every redirect into an error, so a test sees the redirect itself."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        """Follow no redirect."""
+        return None
+
+
+def fetch(url: str) -> tuple[int, str, str]:
+    """(status, content type, body) of ``GET url``, redirects not followed."""
+    opener = urllib.request.build_opener(NoRedirect)
+    with opener.open(url, timeout=10) as answer:
+        return answer.status, answer.headers["Content-Type"], answer.read().decode()
+
+
+def test_the_ui_root_is_mlflows_page_that_picks_model_training_and_the_landing(ui):
+    landing = f"/#/experiments/{ui.experiment_id}/runs?workflowType=machine_learning"
+    assert ui.printed == ui.base + landing
+    for address in ("/", "/?runs"):                   # the bare address and older bookmarks
+        status, kind, page = fetch(ui.base + address)    # no redirect: the fragment survives
+        assert (status, kind.split(";")[0]) == (200, "text/html"), address
+        assert re.search(r'<script defer="defer" src="static-files/static/js/main\.', page)
+        script = page[:page.index("static-files/static/js/main.")]   # runs before MLflow's app
+        for part in (ui_app.WORKFLOW_KEY, json.dumps(json.dumps("machine_learning")),
+                     "location.hash", json.dumps(landing)):
+            assert part in script, (part, script)
+    with urllib.request.urlopen(ui.base + "/health", timeout=10) as health:   # MLflow's own app
+        assert health.status == 200
+
+
+def serve_once(app: ui_app.LandingPage, method: str, path: str) -> tuple[int, bytes]:
+    """(status, body) of one request to the ASGI ``app``."""
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "query_string": b""}
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_the_landing_page_answers_the_root_only_and_fits_any_index():
+    async def mlflow(scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b"mlflow"})
+
+    page = ui_app.landing_page("<html><head><title>MLflow</title></head></html>", "/#/x")
+    assert page.startswith(b"<html><head><script>") and b"<title>" in page
+    app = ui_app.LandingPage(mlflow, page)
+    assert serve_once(app, "GET", "/") == (200, page)
+    assert serve_once(app, "HEAD", "/") == (200, b"")
+    assert serve_once(app, "GET", "/health") == (404, b"mlflow")
+    assert serve_once(ui_app.LandingPage(mlflow, None), "GET", "/") == (404, b"mlflow")
+    headless = ui_app.landing_page("<p>no head</p>", "")
+    assert headless.startswith(b"<script>") and b"location" not in headless   # no landing
+
+
+def test_ui_opens_on_the_runs_in_a_headless_browser(ui, chromium, tmp_path):
+    title, text = rendered_text(chromium, ui.base + "/", tmp_path / "profile")   # bare address
     assert title.startswith("Runs"), (title, text[:2000])
     assert f"{len(RUN_NAMES)} matching runs" in text, text[:2000]
     for name in RUN_NAMES:
         assert re.search(rf"(^| ){re.escape(name)} ", text), (name, text[:2000])
     # Not the GenAI overview a new experiment opens on in MLflow 3: "Traces 0, no data".
     assert not title.startswith("Overview") and "No data available" not in text
+    assert_model_training_view(text)
+
+
+def test_a_deep_link_to_a_run_opens_that_run_in_the_model_training_view(ui, chromium, tmp_path):
+    # As a run's address is copied from the browser: no workflowType in it, so the view comes
+    # from what the browser keeps (MLflow's default: GenAI), as on every run a user clicks.
+    link = f"{ui.base}/#/experiments/{ui.experiment_id}/runs/{ui.run_id}"
+    title, text = rendered_text(chromium, link, tmp_path / "profile")
+    assert title.startswith("Run ") and ui.run_id in title, (title, text[:2000])
+    assert "matching runs" not in text, text[:2000]                  # not the runs table
+    assert "search-20" in text and "train/loss 4.3" in text, text[:2000]   # its name, metrics
+    assert_model_training_view(text)
 
 
 def test_ui_on_a_port_in_use_stops_at_once_naming_the_port(tmp_path):

@@ -15,7 +15,8 @@ all, and a server that stops by itself ends ``ui`` with exit 2.
 The experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training,
 not GenAI), and ``ui`` prints the address of its runs table with ``?workflowType=machine_learning``:
 MLflow 3.17's UI picks its landing page from that sidebar switch (default: GenAI, an empty
-"Traces" overview), not from the tag.
+"Traces" overview), not from the tag. The server (:mod:`rnnsearch.ui_app`) also makes Model
+training the browser's choice, so run pages and deep links open in that view too.
 """
 from __future__ import annotations
 
@@ -219,7 +220,7 @@ def runs_path() -> str:
 
     configure()
     experiment = mlflow.get_experiment_by_name(experiment_name())
-    return f"/?runs#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+    return f"/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
 
 
 def runs_address(base: str) -> str:
@@ -252,8 +253,9 @@ def port_problem(host: str, port: int) -> str | None:
 def _serve(args: argparse.Namespace) -> int:
     """Start the MLflow UI on the project's store (foreground) and stop it, with every process
     it started, on SIGTERM, Ctrl-C or a closed terminal. The server is MLflow's own, run as the
-    ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address redirects to the runs
-    table. Exit status 2, with one line, when the port is taken or the server stops by itself."""
+    ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address opens on the runs table,
+    every page in the model-training view. Exit status 2, with one line, when the port is taken
+    or the server stops by itself."""
     from rnnsearch.procgroup import run_group
     from rnnsearch.ui_app import LANDING_ENV
 

@@ -1,46 +1,94 @@
-"""The MLflow UI server with one addition: its bare address opens on the project's runs.
+"""The MLflow UI server with one addition: its pages open in the model-training view, and its bare
+address opens on the project's runs.
 
-MLflow 3.17 shows an experiment in its GenAI mode (an empty "Overview: Traces 0" page) unless
-the address carries ``workflowType=machine_learning``, and its home page is reached first. This
-ASGI app serves MLflow's own app unchanged and answers ``GET /`` (without a query) with a
-redirect to the runs table of the project's experiment, whose path ``rnnsearch.tracking ui``
-passes in ``RNNSEARCH_UI_LANDING``. The target carries a query (``/?runs#/experiments/...``):
-a browser does not send the ``#...`` part, so a bare ``/#/...`` would come back as ``/`` and
-redirect forever. It is registered as the ``mlflow.app`` entry point
-``rnnsearch-ui`` (pyproject.toml), so ``mlflow server --app-name rnnsearch-ui`` runs it.
+MLflow 3.17's UI is a hash-routed single-page app served at ``/``: a run's address is
+``/#/experiments/<id>/runs/<run id>``, and the browser never sends the ``#...`` part to the
+server. Its sidebar switch between GenAI and Model training is read from ``workflowType`` in
+the address, else from the browser's localStorage (key :data:`WORKFLOW_KEY`), else GenAI; so
+a run opened without ``workflowType`` (every run a user clicks, every copied link) showed the
+GenAI view ("Evaluations").
+
+This ASGI app serves MLflow's own app unchanged except ``GET /`` (any query), which it answers
+with MLflow's own ``index.html`` with a small script first in its head: the script stores
+Model training as the browser's choice before MLflow's app loads (so every page of the UI,
+run pages included, opens in that view), and, only when the address has no ``#...`` part
+(the bare address), replaces it by the runs table of the project's experiment, whose path
+``rnnsearch.tracking ui`` passes in ``RNNSEARCH_UI_LANDING``. A deep link keeps its fragment
+and opens where it points. No redirect is involved: a server-side redirect cannot tell a bare
+address from a deep link. The switch in the sidebar still works on the page; the next load of
+the UI picks Model training again.
+
+It is registered as the ``mlflow.app`` entry point ``rnnsearch-ui`` (pyproject.toml), so
+``mlflow server --app-name rnnsearch-ui`` runs it.
 """
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 LANDING_ENV = "RNNSEARCH_UI_LANDING"
+# MLflow 3.17 keeps the GenAI / Model training choice with useLocalStorage({key:
+# "mlflow.workflowType", version: 1}), which stores JSON under "<key>_v<version>".
+WORKFLOW_KEY = "mlflow.workflowType_v1"
+MODEL_TRAINING = "machine_learning"
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class LandingRedirect:
-    """ASGI middleware: ``GET /`` -> 302 to ``landing``; every other request to ``app``."""
+def landing_script(landing: str) -> str:
+    """The script put first in MLflow's page: store Model training as the browser's choice, and
+    go to ``landing`` (a path from the UI's root) when the address has no ``#...`` part."""
+    choose = (f"try{{localStorage.setItem({json.dumps(WORKFLOW_KEY)},"
+              f"{json.dumps(json.dumps(MODEL_TRAINING))})}}catch(e){{}}")
+    land = f"if(!location.hash)location.replace({json.dumps(landing)});" if landing else ""
+    return f"<script>{choose}{land}</script>"
 
-    def __init__(self, app: Callable[..., Awaitable[None]], landing: str) -> None:
-        self.app, self.landing = app, landing
+
+def landing_page(index_html: str, landing: str) -> bytes:
+    """MLflow's ``index.html`` with :func:`landing_script` first in its ``<head>`` (at the very
+    start when it has none), so it runs before MLflow's deferred app script."""
+    head = index_html.find("<head>")
+    at = head + len("<head>") if head >= 0 else 0
+    return (index_html[:at] + landing_script(landing) + index_html[at:]).encode("utf-8")
+
+
+class LandingPage:
+    """ASGI middleware: ``GET`` or ``HEAD /`` -> ``page`` (when there is one); every other
+    request to ``app``."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], page: bytes | None) -> None:
+        self.app, self.page = app, page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] == "http" and scope["path"] == "/" and not scope.get("query_string")
-                and scope["method"] in ("GET", "HEAD") and self.landing):
-            await send({"type": "http.response.start", "status": 302,
-                        "headers": [(b"location", self.landing.encode()),
-                                    (b"content-length", b"0")]})
-            await send({"type": "http.response.body", "body": b""})
+        if (self.page is not None and scope["type"] == "http" and scope["path"] == "/"
+                and scope["method"] in ("GET", "HEAD")):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/html; charset=utf-8"),
+                                    (b"content-length", str(len(self.page)).encode()),
+                                    (b"cache-control", b"no-cache")]})
+            body = b"" if scope["method"] == "HEAD" else self.page
+            await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
 
 
-def create_app() -> LandingRedirect:
+def read_index(static_folder: str | None) -> str | None:
+    """MLflow's ``index.html`` from its static folder, or None when it is missing (a source
+    install without the built UI: MLflow's own app then says so)."""
+    path = Path(static_folder or "") / "index.html"
+    return path.read_text(encoding="utf-8") if static_folder and path.is_file() else None
+
+
+def create_app() -> LandingPage:
     """The entry point's factory: MLflow's FastAPI app (configured by ``mlflow server`` through
-    its environment) behind :class:`LandingRedirect`."""
+    its environment) behind :class:`LandingPage`."""
+    from mlflow.server import app as flask_app
     from mlflow.server.fastapi_app import app
 
-    return LandingRedirect(app, os.environ.get(LANDING_ENV, ""))
+    index = read_index(flask_app.static_folder)
+    page = None if index is None else landing_page(index, os.environ.get(LANDING_ENV, ""))
+    return LandingPage(app, page)
