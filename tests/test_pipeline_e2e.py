@@ -140,3 +140,49 @@ def check_alignment_outputs(project: Path) -> None:
     table = (project / "reports/results/alignment_quality.md").read_text()
     assert "IBM Model 1" in table and "RNNsearch-20" in table
     assert (project / "reports/results/alignment_gold_search-20.png").is_file()
+
+
+def own_corpus(root: Path, entities: int) -> dict:
+    """Multi30k de-en slices written as a user's own files under ``root/own`` (relative paths,
+    as a user writes them), the test file with ``entities`` Moses-escaped apostrophes; the
+    ``prepare`` overrides naming them."""
+    import gzip
+
+    from conftest import SHARED_CORPORA
+
+    own = root / "own"
+    own.mkdir()
+    slices = {"train": ("train", 0, 600), "dev": ("train", 600, 650), "test": ("val", 0, 70)}
+    for split, (name, start, end) in slices.items():
+        for lang in ("de", "en"):
+            with gzip.open(SHARED_CORPORA / "multi30k" / f"{name}.{lang}.gz", "rt") as handle:
+                lines = [line.rstrip("\n") for line in handle][start:end]
+            if split == "test" and lang == "en":
+                lines[:entities] = [f"{line} it&apos;s" for line in lines[:entities]]
+            (own / f"{split}.{lang}").write_text("".join(f"{line}\n" for line in lines))
+    custom = {split: {"src": f"own/{split}.de", "tgt": f"own/{split}.en"} for split in slices}
+    return {"prepare": {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
+                        "custom": custom}}
+
+
+def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(default_run, tmp_path):
+    """``make experiment NAME=own PARAMS=my.yaml`` on a corpus of one's own (files with
+    entities, a test file longer than the default test size): the committed default run is
+    untouched, the given test file is used whole, its entities are counted, and the report
+    names the corpus and the pair and shows no paper column."""
+    root = default_run
+    mine = tmp_path / "my.yaml"
+    mine.write_text(yaml.safe_dump(own_corpus(root, entities=5)))
+    run_in([sys.executable, "-m", "rnnsearch.presets", "run", "own", "--from", str(mine)], root)
+    status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
+                     "dvc.lock"], root).stdout
+    assert set(status.splitlines()) <= {"?? reports/presets/"}, status
+    exported = root / "reports/presets/own"
+    prepared = json.loads((exported / "metrics/prepare.json").read_text())
+    assert prepared["test"]["pairs"] == 70                    # the given file, whole
+    assert prepared["test"]["entities"]["tgt"]["occurrences"] == 5
+    assert prepared["corpus"]["name"] == "custom"
+    report = (exported / "README.md").read_text()
+    first_table = report[report.index("### The run"):report.index("### Table 1")]
+    assert "de->en" in first_table and "own/test.en" in first_table
+    assert "Paper All" not in report and "Moses" not in report

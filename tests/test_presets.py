@@ -142,3 +142,13 @@ def test_your_own_params_file_becomes_a_named_preset_and_never_overwrites_one(tm
     assert (tmp_path / "presets/envi.yaml").read_bytes() == mine.read_bytes()
     missing = presets_check(tmp_path / "nope.yaml")
     assert missing.returncode == 2 and "nope.yaml: file not found" in missing.stderr
+
+
+def test_overrides_set_a_mapping_whole_where_params_yaml_has_null():
+    """``prepare.custom`` is null in params.yaml: Hydra cannot enter it key by key."""
+    base = {"prepare": {"corpus": "hansard36", "custom": None, "clean": {"max_len": 80}}}
+    preset = {"prepare": {"corpus": "custom", "clean": {"max_len": 50, "new": 1},
+                          "custom": {"train": {"src": "own/a b.de", "tgt": "own/t.en"}}}}
+    assert presets.override_arguments(base, preset) == [
+        "prepare.corpus=custom", "prepare.clean.max_len=50", "+prepare.clean.new=1",
+        'prepare.custom={train:{src:"own/a b.de",tgt:own/t.en}}']

@@ -104,17 +104,41 @@ def leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
+def hydra_value(value: Any, in_list: bool = False) -> str:
+    """``value`` in DVC's (Hydra's) override syntax: null, true/false, numbers, strings (plain
+    when they can be, else quoted; always quoted inside a list), ``[...]`` and ``{key:...}``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return value if _PLAIN.fullmatch(value) and not in_list else json.dumps(value)
+    if isinstance(value, list):
+        return f"[{','.join(hydra_value(v, in_list=True) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
 def override_argument(key: str, value: Any) -> str:
     """One ``dvc exp run -S`` override in DVC's (Hydra's) syntax."""
-    if value is None:
-        return f"{key}=null"
-    if isinstance(value, bool):
-        return f"{key}={str(value).lower()}"
-    if isinstance(value, str):
-        return f"{key}={value if _PLAIN.fullmatch(value) else json.dumps(value)}"
-    if isinstance(value, list):
-        return f"{key}=[{','.join(json.dumps(v) if isinstance(v, str) else str(v) for v in value)}]"
-    return f"{key}={value}"
+    return f"{key}={hydra_value(value)}"
+
+
+def override_arguments(base: dict[str, Any], preset: dict[str, Any],
+                       prefix: str = "") -> list[str]:
+    """The ``-S`` overrides that set ``preset``'s values over the params ``base``: a mapping
+    that ``base`` has too is entered key by key; any other value is set whole (a mapping where
+    ``base`` holds null, e.g. ``prepare.custom``, which Hydra cannot enter), a key ``base``
+    lacks with Hydra's ``+``."""
+    out = []
+    for key, value in preset.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            out += override_arguments(base[key], value, f"{dotted}.")
+        else:
+            out.append(("" if key in base else "+") + override_argument(dotted, value))
+    return out
 
 
 def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False
@@ -133,8 +157,9 @@ def command(name: str, copies: Sequence[str] = ()) -> list[str]:
     args = ["dvc", "exp", "run", "--temp", "-n", name]
     for path in copies:
         args += ["-C", path]
-    for key, value in leaves(load_preset(name)):
-        args += ["-S", override_argument(key, value)]
+    for override in override_arguments(read_params(repo_root() / "params.yaml"),
+                                       load_preset(name)):
+        args += ["-S", override]
     return args
 
 

@@ -1,8 +1,10 @@
 """The ``prepare`` section of params.yaml."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rnnsearch.config.base import check_non_negative, check_positive, check_seed, require
 from rnnsearch.data.corpora import REGISTRY
@@ -37,6 +39,11 @@ class CustomSplit:
     tgt_sha256: str | None = None
     tsv: str | None = None
     sha256: str | None = None
+
+    def located(self, resolve: Callable[[str | None], str | None]) -> "CustomSplit":
+        """This split with every file location passed through ``resolve``."""
+        return dataclasses.replace(self, src=resolve(self.src), tgt=resolve(self.tgt),
+                                   tsv=resolve(self.tsv))
 
     def files(self) -> dict[str, tuple[str, str | None]]:
         """Role (``src``, ``tgt`` or ``tsv``) -> (location, expected sha256 or None)."""
@@ -85,6 +92,13 @@ class CustomCorpus:
         require(self.test is not None or "test" not in self.cut_given, f"{key}.cut_given",
                 f"lists test, but {key}.test is null (a test split held out of train is always "
                 f"sampled)")
+
+    def located(self, resolve: Callable[[str | None], str | None]) -> "CustomCorpus":
+        """Every split's files passed through ``resolve`` (e.g. relative paths made the
+        repository's, for a stage running in a DVC experiment's temporary copy)."""
+        return dataclasses.replace(
+            self, train=self.train.located(resolve), dev=self.dev.located(resolve),
+            test=self.test.located(resolve) if self.test is not None else None)
 
     def is_given(self, split: str) -> bool:
         """True when ``split`` is dev or test read from the user's own file (not held out)."""

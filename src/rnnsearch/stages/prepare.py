@@ -256,7 +256,8 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Prepare every split into ``args.out`` (atomically), then metrics and the MLflow run."""
     cfg = ctx.section(PrepareConfig)
     cfg = dataclasses.replace(cfg, mirror=ctx.project_path(cfg.mirror),
-                              cache_dir=ctx.project_path(cfg.cache_dir))
+                              cache_dir=ctx.project_path(cfg.cache_dir),
+                              custom=cfg.custom.located(ctx.project_path) if cfg.custom else None)
     with ctx.output_dir(args.out) as tmp:
         meta = prepare_corpus(cfg, tmp)
         ctx.write_json(tmp / "meta.json", meta)
