@@ -38,3 +38,13 @@ def test_dvc_plots_show_lists_each_plot_once():
     names = [name.split("::")[-1] for name in plots]
     assert len(names) == len(set(names)), plots
     assert {"plots/lengths.csv", "plots/gradient_flow.csv"} <= set(names)
+
+
+def test_each_bleu_by_length_chart_is_titled_with_its_cell():
+    plots = json.loads(dvc("plots", "show", "--json"))["data"]
+    charts = {name: entries for name, entries in plots.items() if "bleu_by_length/" in name}
+    assert charts
+    for name, entries in charts.items():
+        cell = Path(name).stem
+        title = entries[0]["content"]["title"]
+        assert cell in (title["text"] if isinstance(title, dict) else title), (name, title)

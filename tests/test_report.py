@@ -193,3 +193,14 @@ def test_stage_tables_leave_out_the_environment_block():
     table = key_value_table("Word vectors", {"src": {"coverage": 0.5},
                                              "environment": {"cpu": "AMD EPYC", "threads": 2}})
     assert table.rows == (("src.coverage", "0.5000"),)
+
+
+def test_a_pair_without_gold_alignments_says_why_the_aer_is_absent(tmp_path):
+    metrics = make_metrics(tmp_path, extras=False)
+    (metrics / "align.json").write_text(json.dumps(
+        {"languages": {"e": "en", "f": "vi"}, "models": {},
+         "gold": "no gold alignments for en-vi (only English-French)"}))
+    written = {p.name: p for p in write_report(ReportInputs.load(metrics), ReportConfig(),
+                                               tmp_path / "r")}
+    table = written["alignment_quality.md"].read_text()
+    assert "not measured" in table and "no gold alignments for en-vi" in table

@@ -52,6 +52,17 @@ def alignment_table(align: Mapping[str, Any] | None, attention: Mapping[str, Any
                  tuple(rows), _notes(align, attention))
 
 
+def no_gold_table(align: Mapping[str, Any] | None) -> Table | None:
+    """Said instead of :func:`alignment_table` when the align stage ran on a language pair
+    that has no gold alignments (its metrics say why); None otherwise."""
+    if align is None or not isinstance(align.get("gold"), str):
+        return None
+    return Table("Alignment quality: AER against human links", ("Aligner", "AER"),
+                 (("every aligner and attention model", "not measured"),),
+                 (f"Not measured for this run: {align['gold']}. The aligners were trained "
+                  f"all the same (their log-likelihood is in metrics/align.json).",))
+
+
 def _notes(align: Mapping[str, Any] | None, attention: Mapping[str, Any] | None
            ) -> tuple[str, ...]:
     if attention is not None and "threshold" not in attention:

@@ -47,7 +47,8 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
     tables.update(build.other_tables(inputs))
     if inputs.senses is not None:
         tables["word_senses"] = senses_table(inputs.senses)
-    aligned = alignment.alignment_table(inputs.align, inputs.align_attention)
+    aligned = (alignment.alignment_table(inputs.align, inputs.align_attention)
+               or alignment.no_gold_table(inputs.align))
     if aligned is not None:
         tables["alignment_quality"] = aligned
     return tables
