@@ -46,7 +46,7 @@ test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
 
 ## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; the bare address
-## redirects to the experiment's runs table (MLflow 3.17 would open its GenAI view; rnnsearch.ui_app).
+## opens the experiment's runs table, every page in MLflow's model-training view (rnnsearch.ui_app).
 ## PORT=5001 for another port (one in use is refused). Ctrl-C or SIGTERM stops the server and all
 ## it started (exec: make's SIGTERM reaches the UI itself, not a shell in between).
 ui: $(STAMP)
