@@ -315,7 +315,7 @@ def serves(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_sigterm_to_make_ui_stops_the_server_and_every_process_it_started(tmp_path):
+def test_kill_by_the_printed_pid_stops_make_ui_and_every_process_it_started(tmp_path):
     make = shutil.which("make")
     if make is None:
         pytest.skip("no make on PATH")
@@ -327,8 +327,11 @@ def test_sigterm_to_make_ui_stops_the_server_and_every_process_it_started(tmp_pa
     tree: list[psutil.Process] = []
     try:
         wait_for_runs_address(log, f"http://127.0.0.1:{port}", ui)
+        printed = int(re.search(r"^Stop it with Ctrl-C or: kill (\d+) ", log.read_text(),
+                                re.M).group(1))
+        assert psutil.Process(printed).ppid() == ui.pid   # the recipe's shell exec'd the UI
         tree = psutil.Process(ui.pid).children(recursive=True)
-        os.kill(ui.pid, signal.SIGTERM)                 # make's process, not its group
+        os.kill(printed, signal.SIGTERM)                # by its printed pid, not its group
         deadline = time.time() + 15
         while time.time() < deadline and (serves(port) or alive(tree)):
             time.sleep(0.2)

@@ -270,6 +270,8 @@ def _serve(args: argparse.Namespace) -> int:
     base = f"http://{args.host}:{args.port}"
     landing = runs_path()
     print(f"MLflow UI on {base}  (store: {tracking_uri()}; it opens on the runs)", flush=True)
+    print(f"Stop it with Ctrl-C or: kill {os.getpid()}  (the server and every process it "
+          f"started stop with it)", flush=True)
     print(f"Runs of '{experiment_name()}': {base}{landing}", flush=True)
     status = run_group(cmd, env=dict(os.environ, **{LANDING_ENV: landing}))
     if status is None:
