@@ -12,7 +12,7 @@ from conftest import REPO
 
 def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     result = subprocess.run(
-        [sys.executable, "-m", "rnnsearch.bench", "--tiny", "--skip-hansard", "--threads", "1",
+        [sys.executable, "-m", "rnnsearch.bench", "--tiny", "--skip-hansard", "--threads", "2",
          "--out", str(tmp_path / "reports"), "--cache", str(tmp_path / "cache"), "--mirror", str(mirror)],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -31,6 +31,9 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert profile["categories"]["GEMM (mm, addmm, bmm)"]["ms"] > 0
     assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
     assert search["decoding"]["beam5"]["profile"]["categories"]["top-k"]["ms"] > 0
+    assert [row["threads"] for row in data["threads"]] == [1, 2]     # both thread settings
+    assert all(row["tokens_per_s"] > 0 for row in data["threads"])
     report = (tmp_path / "reports" / "bench.md").read_text()
+    assert "## Threads" in report
     assert "## Where the time goes" in report
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

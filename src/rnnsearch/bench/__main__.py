@@ -34,11 +34,13 @@ from rnnsearch.tracking import repo_root
 MODELS = ("search", "encdec", "luong")
 
 
-def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any,
+                      threads: int | None = None) -> dict[str, Any]:
+    """``function(*args)`` in a new process with ``threads`` torch threads (default: ours)."""
     context = mp.get_context("spawn")
     with futures.ProcessPoolExecutor(max_workers=1, mp_context=context,
                                      initializer=torch.set_num_threads,
-                                     initargs=(torch.get_num_threads(),)) as pool:
+                                     initargs=(threads or torch.get_num_threads(),)) as pool:
         return pool.submit(function, *args).result()
 
 
@@ -61,10 +63,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     windows, steps = (2, 2) if tiny else (5, 30)
     results: dict[str, Any] = {"machine": machine(), "models": {}, "seconds": {}}
 
-    def part(name: str, function: Callable[..., dict[str, Any]], *part_args: Any) -> dict[str, Any]:
+    def part(name: str, function: Callable[..., dict[str, Any]], *part_args: Any,
+             **part_kwargs: Any) -> dict[str, Any]:
         print(f"bench: {name} ...", flush=True)
         start = time.perf_counter()
-        result = function(*part_args)
+        result = function(*part_args, **part_kwargs)
         results["seconds"][name] = round(time.perf_counter() - start, 1)
         return result
 
@@ -73,6 +76,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         window_steps = steps if model == "search" else max(2, steps // 2)
         results["models"][model] = part(f"training {model}", _in_fresh_process, parts.training_part,
                                         data, model, windows, window_steps, single, tiny)
+    results["threads"] = [part(f"training search, {n} thread(s)", _in_fresh_process,
+                               parts.threads_part, data, windows, steps, tiny, threads=n)
+                          for n in sorted({1, torch.get_num_threads()})]
     results["scaling"] = part("epoch scaling", _in_fresh_process, parts.epoch_scaling, data,
                               [64, 128] if tiny else [1500, 3000, 6000])
     results["scaling"].update(part("attention scaling", parts.attention_scaling,

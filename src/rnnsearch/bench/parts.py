@@ -146,6 +146,15 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     return result
 
 
+def threads_part(data: str, windows: int, window_steps: int, tiny: bool = False
+                 ) -> dict[str, Any]:
+    """The reference model's training speed with this process' thread count (what
+    ``train.trainer.threads`` sets: 0 is torch's default, one thread per core)."""
+    work = load_workload(Path(data), limit=500 if tiny else 0)
+    speed = measure_training(reference_config("search"), work, windows, window_steps)
+    return {"threads": torch.get_num_threads(), "tokens_per_s": speed.tokens_per_second}
+
+
 def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
     """Seconds for one epoch of the reference model as the training set grows."""
     work = load_workload(Path(data), limit=max(sizes))

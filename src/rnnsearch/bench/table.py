@@ -79,6 +79,18 @@ def _profile_section(ref: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _threads_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Training speed by thread count (``train.trainer.threads``), when measured."""
+    if not rows:
+        return []
+    return ["", "## Threads (train.trainer.threads; 0 = torch's default, one per core)", "",
+            *markdown_table(["threads", "search model, target tokens/s"],
+                            [[r["threads"], f"{r['tokens_per_s']:,.0f}"] for r in rows]),
+            "", "Measured alone on the machine. Beside other work (another stage, another "
+                "session's training), one thread per process is faster than one per core: "
+                "docs/performance.md."]
+
+
 def markdown_report(results: dict[str, Any]) -> str:
     """The whole report: machine, targets, training, decoding, scaling."""
     m = results["machine"]
@@ -109,6 +121,7 @@ def markdown_report(results: dict[str, Any]) -> str:
     lines += markdown_table(["method", "batched sentences/s", "one at a time", "speedup", "mean output tokens"],
                     _decoding_rows(ref["decoding"]))
     lines += _profile_section(ref)
+    lines += _threads_section(results.get("threads", []))
     lines += ["", "## Scaling", ""]
     lines += markdown_table(["training pairs", "batches", "seconds per epoch"],
                     [[r["pairs"], r["batches"], f"{r['seconds']:.1f}"] for r in results["scaling"]["epochs"]])
