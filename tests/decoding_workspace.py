@@ -1,6 +1,6 @@
 """A tiny translate workspace for the decoding tests: params.yaml, vocabularies, test sentences
 and an untrained model. It imports torch and the project's models only (not the translate CLI,
-which needs the Moses tokeniser), so the CUDA tests that use it collect on the GPU machine."""
+which needs the Moses tokeniser), so the CUDA tests that use it collect with a minimal install."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,8 +1,9 @@
-"""The device benchmark (``python -m rnnsearch.bench --device ...``) and the prepared GPU session
-(``scripts/gpu_session.sh``), run here on the CPU at tiny sizes: the same code a GPU runs.
+"""The device benchmark (``python -m rnnsearch.bench --device ...``) and the GPU check
+(``scripts/gpu_check.sh``, ``make gpu-check``), run here on the CPU at tiny sizes: the same code a
+GPU runs.
 
-The GPU machine lacks mlflow, dvc, gensim and sacremoses, so the bench runs here with those
-imports blocked.
+Both need only torch, Lightning, numpy, sacrebleu and pytest, so they run here with the imports of
+mlflow, dvc, gensim and sacremoses blocked (tests/minimal_install.py).
 """
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ import json
 import re
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 import pytorch_lightning as pl
 import torch
 
 from conftest import REPO
-from gpu_machine import gpu_machine_env, run_as_on_the_gpu_machine
+from minimal_install import minimal_install_env, run_with_minimal_install
 from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for, run,
                                      stratified_sources, train_speed, training_lengths,
                                      training_runs, write_synthetic_corpus)
@@ -29,8 +30,8 @@ from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.experiments.tiny import make_tiny
 
 def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
-    """The tiny device bench in a subprocess without the packages the GPU machine lacks."""
-    return run_as_on_the_gpu_machine(out / "site", "rnnsearch.bench", "--device", device,
+    """The tiny device bench in a subprocess with a minimal install."""
+    return run_with_minimal_install(out / "site", "rnnsearch.bench", "--device", device,
                                      "--tiny", "--threads", "1", "--out", str(out))
 
 
@@ -52,7 +53,7 @@ def check_report(out: Path, name: str) -> dict:
     assert all(p["wall_ms_per_step"] > 0 for p in results["profile"] + results["profile_decoding"])
     assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
-    for heading in ("## Targets (issue 12)", "## Training", "## Arithmetic", "## Decoding",
+    for heading in ("## Targets", "## Training", "## Arithmetic", "## Decoding",
                     "## Where a training step's time goes", "## Where a decoding batch's time",
                     "## Same hypotheses as on the CPU?"):
         assert heading in report
@@ -60,7 +61,7 @@ def check_report(out: Path, name: str) -> dict:
     return results
 
 
-def test_device_bench_runs_tiny_on_the_cpu_without_gpu_missing_packages(tmp_path):
+def test_device_bench_runs_tiny_on_the_cpu_with_a_minimal_install(tmp_path):
     done = run_bench(tmp_path, "cpu")
     assert done.returncode == 0, done.stderr[-3000:]
     results = check_report(tmp_path, "bench_device_cpu")
@@ -98,91 +99,75 @@ def test_plans_and_best_rows():
     assert best_rows(rows, "x", "model") == [{"model": "a", "x": 3}, {"model": "b", "x": 2}]
 
 
-SESSION_STEPS = {
-    "checks": (["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny"],
-               ["bench_device_cpu.json", "bench_device_cpu.md", "compare_tiny.json",
-                "pytest-cuda.xml", "session.log"]),
-    "with-paper-curve": (["environment", "paper-curve", "bench", "compare-test", "cuda-tests"],
-                         ["bench_device_cpu.json", "bench_device_cpu.md", "compare_test.json",
-                          "paper_curve.tar.gz", "pytest-cuda.xml", "session.log"]),
-}
+CHECK_STEPS = ["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny", "compare-test"]
+CHECK_FILES = ["bench_device_cpu.json", "bench_device_cpu.md", "check.log", "compare_test.json",
+               "compare_tiny.json", "pytest-cuda.xml", "summary.md"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", SESSION_STEPS)
-def test_gpu_session_script_dry_run_on_the_cpu(tmp_path, mode):
-    """``scripts/gpu_session.sh --cpu [--with-paper-curve]``: every step at tiny sizes, at most
-    8 files in $OUT, the paper-width curve's files in one tarball."""
-    out = tmp_path / "out"
-    flags = ["--cpu"] + (["--with-paper-curve"] if mode == "with-paper-curve" else [])
-    carried = {}                 # with the curve: a tiny model standing for the carried search-50
-    if mode == "with-paper-curve":
-        make_tiny(tmp_path / "carried", steps=2, sentences=12)
-        carried = {"COMPARE_MODEL": str(tmp_path / "carried/model.pt"),
-                   "COMPARE_DATA": str(tmp_path / "carried")}
-    done = run_session(tmp_path, out, flags, **carried)
+@pytest.mark.timeout(7200)       # the script's own step limits stop a hang; a slow CPU is no fault
+def test_gpu_check_dry_run_on_the_cpu(tmp_path):
+    """``scripts/gpu_check.sh --cpu``: every step at tiny sizes with a minimal install, a tiny
+    model standing for the default run's search-50, and a summary with a verdict."""
+    out = tmp_path / "gpu-check"
+    make_tiny(tmp_path / "model", steps=2, sentences=12)
+    done = run_check(tmp_path, out, COMPARE_MODEL=str(tmp_path / "model/model.pt"),
+                     COMPARE_DATA=str(tmp_path / "model"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    steps, files = SESSION_STEPS[mode]
-    assert sorted(p.name for p in out.iterdir()) == files
-    log = (out / "session.log").read_text()
-    for name in steps:
+    assert sorted(p.name for p in out.iterdir()) == CHECK_FILES
+    log = (out / "check.log").read_text()
+    for name in CHECK_STEPS:
         assert f"== {name}: exit 0" in log, log[-3000:]
-    if mode == "checks":
-        assert "compare-test: skipped" in log
-        compare = json.loads((out / "compare_tiny.json").read_text())
-        assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
-        return
-    compare = json.loads((out / "compare_test.json").read_text())
-    assert compare["sentences"] == 12 and compare["seconds"] == 60 - 20    # its limit less 20
-    assert log.index("== paper-curve: exit") < log.index("== bench (")   # the curve first
-    assert tarball_names(out) >= {"run.json", "run.log", "search-50.beam.tok.txt",
-                                  "encdec-50.greedy.tok.txt"}
-    check_an_overrunning_curve_is_stopped(tmp_path, flags)
+    compare = json.loads((out / "compare_tiny.json").read_text())
+    assert compare["devices"] == ["cpu", "cpu"] and compare["sentences"] == 20
+    assert json.loads((out / "compare_test.json").read_text())["sentences"] == 12
+    summary = (out / "summary.md").read_text()
+    assert "- bench: exit 0" in summary and "CUDA tests: " in summary
+    assert "compare_test.json: greedy: 0 of 12 best hypotheses differ (cpu vs cpu)" in summary
+    assert summary.rstrip().endswith("Verdict: every step ran (a dry run on the CPU, at tiny sizes).")
 
 
-def test_the_session_runs_every_file_that_holds_cuda_tests():
-    """A test marked ``cuda`` in a file the session's pytest call does not name would never
+def test_gpu_check_without_a_gpu_stops_at_once_saying_why(tmp_path):
+    """On a machine where torch sees no GPU the check fails in its first step, naming the
+    cause, and runs nothing else."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "gpu-check"
+    done = run_check(tmp_path, out, flags=[])
+    assert done.returncode == 1
+    assert "sees no CUDA GPU" in done.stdout + done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["check.log", "summary.md"]
+    summary = (out / "summary.md").read_text()
+    assert "- environment: exit 1" in summary and "Verdict: a step failed (exit 1)" in summary
+
+
+def test_make_gpu_check_runs_the_script_into_the_named_folder():
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "-C",
+                           str(REPO), "gpu-check", "OUT=/tmp/somewhere"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "OUT=/tmp/somewhere bash scripts/gpu_check.sh" in done.stdout
+
+
+def test_the_check_runs_every_file_that_holds_cuda_tests():
+    """A test marked ``cuda`` in a file the check's pytest call does not name would never
     run anywhere."""
-    script = (REPO / "scripts/gpu_session.sh").read_text()
+    script = (REPO / "scripts/gpu_check.sh").read_text()
     named = set(re.findall(r"tests/test_\w+\.py", script[script.index("cuda_tests() {"):]))
     holding = {f"tests/{path.name}" for path in (REPO / "tests").glob("test_*.py")
                if "@pytest.mark.cuda" in path.read_text()}
     assert named == holding
 
 
-def run_session(tmp_path: Path, out: Path, flags: list[str], **env: str
-                ) -> subprocess.CompletedProcess:
-    """``scripts/gpu_session.sh FLAGS`` with its results in ``out``, the tiny paper-curve pack
-    in ``tmp_path`` (built by the first call, reused by later ones), whatever data/models holds
-    in this checkout ignored (CELL names no cell), and the packages the GPU machine lacks
-    missing for every python it starts."""
-    return subprocess.run(["bash", str(REPO / "scripts/gpu_session.sh"), *flags],
-                          capture_output=True, text=True, timeout=900,
-                          env=dict(gpu_machine_env(tmp_path / "site"), OUT=str(out),
-                                   PYTHON=sys.executable, TINY_WORK=str(tmp_path / "paper_tiny"),
-                                   CELL="no-such-cell", **env))
-
-
-def check_an_overrunning_curve_is_stopped(tmp_path: Path, flags: list[str]) -> None:
-    """A curve that overruns PAPER_SECONDS is stopped inside it (its own timeout, LIMIT, 8 s
-    less: a timeout around the script would stop bash, not the run), the session goes on to
-    its next steps (here none: DEADLINE is spent) and returns what the run had written."""
-    again = run_session(tmp_path, tmp_path / "cut", flags, PAPER_SECONDS="12", DEADLINE="30",
-                        PAPER_ARGS="--progress-every 1")
-    log = (tmp_path / "cut" / "session.log").read_text()
-    assert again.returncode == 124, log[-3000:]
-    assert "gpu_paper_curve.sh --cpu --progress-every 1\n" in log     # PAPER_ARGS passed on
-    assert "gpu_paper_curve: stopped by timeout after 4 s" in log, log[-3000:]
-    started, ended = (int(re.search(rf"== {name}: exit \d+ after (\d+) s", log).group(1))
-                      for name in ("environment", "paper-curve"))
-    assert ended - started <= 12 + 3, log[-3000:]
-    assert "== bench: skipped" in log and "run.log" in tarball_names(tmp_path / "cut")
-
-
-def tarball_names(out: Path) -> set[str]:
-    """The names of the files in ``out/paper_curve.tar.gz``."""
-    with tarfile.open(out / "paper_curve.tar.gz") as archive:
-        return {Path(name).name for name in archive.getnames() if name != "."}
+def run_check(tmp_path: Path, out: Path, flags: Sequence[str] = ("--cpu",), **env: str
+              ) -> subprocess.CompletedProcess:
+    """``scripts/gpu_check.sh FLAGS`` with its results in ``out``, whatever data/models holds in
+    this checkout ignored (CELL names no cell) unless ``env`` names a model, and the packages
+    a minimal install lacks missing for every python it starts."""
+    return subprocess.run(["bash", str(REPO / "scripts/gpu_check.sh"), *flags],
+                          capture_output=True, text=True,
+                          env=dict(minimal_install_env(tmp_path / "site"), OUT=str(out),
+                                   PYTHON=sys.executable, CELL="no-such-cell", **env))
 
 
 @pytest.mark.cuda

@@ -3,7 +3,7 @@
 On the CPU: the padding that gives graphs repeating shapes changes neither the loss nor any
 gradient, the loop as a module of tensors computes what the decoder computes, the runner falls
 back to the eager loop off the GPU, and a bad setting fails naming its key. The tests marked
-``cuda`` (skipped without a GPU; ``scripts/gpu_session.sh`` runs them) check the graphs
+``cuda`` (skipped without a GPU; ``make gpu-check`` runs them) check the graphs
 themselves: the same loss and gradients as the eager loop, and a short real training run.
 """
 from __future__ import annotations
@@ -248,7 +248,7 @@ def test_train_cell_with_graphs_trains_like_without(monkeypatch, tmp_path, corpu
     batches, the runner in training, the eager loop in validation, checkpoints), the capture
     standing in for itself on the CPU: the same dev loss as without graphs, up to the float
     rounding of the padded shapes, and the captures in the metrics."""
-    pytest.importorskip("mlflow")        # train_cell logs to MLflow (absent on the GPU machine)
+    pytest.importorskip("mlflow")        # train_cell logs to MLflow (absent in a minimal install)
     monkeypatch.setattr(torch.cuda, "make_graphed_callables", lambda module, *a, **k: module)
     monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)

@@ -1,9 +1,9 @@
 """Decoding on a device: ``translate.device`` and the CLI's ``--device``, the batch size per
 device, and hypotheses that do not depend on the device beyond floating-point ties.
 
-The tests marked ``cuda`` skip without a GPU; ``scripts/gpu_session.sh`` runs them on a lent one
-(``pytest -m cuda``). They need torch and the project only, except the stage's own, which also
-needs mlflow and sacremoses (it skips where they are missing, as on the GPU machine).
+The tests marked ``cuda`` skip without a GPU; ``make gpu-check`` runs them on one (``pytest -m
+cuda``). They need torch and the project only, except the stage's own, which also needs mlflow and
+sacremoses (it skips where they are missing, as in a minimal install).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import yaml
 
 from conftest import REPO, run_script
 from decoding_workspace import SRC, make_workspace
-from gpu_machine import run_as_on_the_gpu_machine
+from minimal_install import run_with_minimal_install
 from rnnsearch.config.base import ConfigError
 from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.decoding.compare import compare_devices, differences, summary
@@ -175,11 +175,11 @@ def test_differences_counts_changed_hypotheses(tmp_path):
 
 
 def test_compare_command_writes_its_report(tmp_path):
-    """``python -m rnnsearch.decoding.compare`` on the tiny model (CPU against CPU here), as on
-    the GPU machine: without mlflow, dvc, gensim and sacremoses."""
+    """``python -m rnnsearch.decoding.compare`` on the tiny model (CPU against CPU here), as
+    the GPU check runs it, with a minimal install: without mlflow, dvc, gensim and sacremoses."""
     make_tiny(tmp_path / "tiny", steps=2, sentences=6)
     out = tmp_path / "compare.json"
-    done = run_as_on_the_gpu_machine(
+    done = run_with_minimal_install(
         tmp_path / "site", "rnnsearch.decoding.compare", "--model", str(tmp_path / "tiny/model.pt"),
         "--vocab-dir", str(tmp_path / "tiny"), "--sources", str(tmp_path / "tiny/test.src"),
         "--devices", "cpu", "cpu", "--beam-size", "2", "--out", str(out), timeout=300)

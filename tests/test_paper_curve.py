@@ -1,7 +1,8 @@
 """The paper-width curve's three steps (``python -m rnnsearch.experiments.paper_curve``) end to end
 on the CPU at tiny sizes: ``pack`` (the real prepare and tokenize stages over a small slice of the
-Hansard mirror), ``run --device cpu --tiny`` with the imports the GPU machine lacks blocked, and
-``report``, which must refuse a run from another pack or a hypothesis file cut short."""
+Hansard mirror), ``run --device cpu --tiny`` with a minimal install (tests/minimal_install.py), and ``report``,
+which must refuse a run from another pack or a hypothesis file cut short; and
+``scripts/gpu_paper_curve.sh --cpu`` (``make paper-curve``'s dry run) doing all three."""
 from __future__ import annotations
 
 import gzip
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED_CORPORA
-from gpu_machine import MISSING_ON_THE_GPU, run_as_on_the_gpu_machine
+from minimal_install import NOT_IN_A_MINIMAL_INSTALL, run_with_minimal_install
 
 from rnnsearch import presets
 from rnnsearch.data.textio import DataError, read_lines
@@ -60,13 +61,13 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(work) -> Path:
-    """``run --device cpu --tiny`` on the pack, two steps a cell, the GPU's missing packages
-    (and matplotlib) blocked."""
+    """``run --device cpu --tiny`` on the pack, two steps a cell, with a minimal install (no
+    matplotlib either)."""
     out = work.parent / "results"
-    done = run_as_on_the_gpu_machine(
+    done = run_with_minimal_install(
         work.parent / "site", "rnnsearch.experiments.paper_curve", "run", "--pack", str(work / PACK), "--out", str(out),
         "--device", "cpu", "--tiny", "--threads", "1", "--max-steps", "2", "--progress-every", "0",
-        absent=(*MISSING_ON_THE_GPU, "matplotlib"), timeout=300)
+        absent=(*NOT_IN_A_MINIMAL_INSTALL, "matplotlib"), timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "search-50: step 2" in done.stdout                    # a progress line per step
     return out
@@ -152,10 +153,9 @@ def test_report_writes_the_tables_and_figure_2(work, results, tmp_path):
     assert scores["systems"]["beam"]["vs_baseline"]["baseline"] == "encdec-50"
 
 
-def test_report_reads_the_runs_tarball_as_the_gpu_session_returns_it(work, results, tmp_path,
-                                                                    capsys):
-    """``gpu_session.sh --with-paper-curve`` returns the run's files as paper_curve.tar.gz:
-    the report from it is the report from the folder; a damaged one is refused by name."""
+def test_report_reads_the_run_as_a_tarball_too(work, results, tmp_path, capsys):
+    """A run's folder brought back from a GPU box as one .tar.gz: the report from it is the
+    report from the folder; a damaged one is refused by name."""
     tarball = tmp_path / "paper_curve.tar.gz"
     with tarfile.open(tarball, "w:gz") as archive:
         for path in sorted(results.iterdir()):
@@ -209,10 +209,23 @@ def test_training_budget_keeps_time_for_the_cells_still_to_decode():
     assert first.deadline == pytest.approx(run.start + 420.0)
 
 
-def test_device_script_parses():
-    done = subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_paper_curve.sh")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+@pytest.mark.slow
+@pytest.mark.timeout(7200)       # the script's own limits stop a hang; a slow CPU is no fault
+def test_paper_curve_script_dry_run_on_the_cpu(tmp_path):
+    """``scripts/gpu_paper_curve.sh --cpu``, as ``make paper-curve`` runs it on a GPU: the tiny
+    pack built by the real stages, the run (its arguments passed on), and the report."""
+    if not (SHARED_CORPORA / "hansard36").is_dir():
+        pytest.skip(f"corpora mirror not found at {SHARED_CORPORA}")
+    tiny = tmp_path / "tiny"
+    done = subprocess.run(["bash", str(REPO / "scripts" / "gpu_paper_curve.sh"), "--cpu",
+                           "--progress-every", "0"], capture_output=True, text=True,
+                          env=dict(os.environ, TINY_WORK=str(tiny), PYTHON=sys.executable))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tiny / PACK).is_file() and json.loads((tiny / "run" / "run.json").read_text())["finished"]
+    assert "--progress-every 0" in json.loads((tiny / "run" / "run.json").read_text())["command"]
+    assert sorted(p.name for p in (tiny / "reports" / "paper_curve").iterdir()) == [
+        "paper_curve.md", "paper_curve.png", "paper_curve.tex", "run.json"]
+    assert "gpu_paper_curve: done in" in done.stdout
 
 
 def test_cuda_graphs_without_a_gpu_fail_naming_the_key(work, tmp_path, capsys):
@@ -223,78 +236,10 @@ def test_cuda_graphs_without_a_gpu_fail_naming_the_key(work, tmp_path, capsys):
     assert "train.trainer.cuda_graphs: true, but torch sees no CUDA GPU" in capsys.readouterr().err
 
 
-def scratch_checkout(tmp_path: Path, script: str) -> Path:
-    """A folder ``checkout`` holding only a copy of ``scripts/<script>`` (which works on the
-    checkout it lies in), so that running it touches nothing of this one."""
-    root = tmp_path / "checkout"
-    (root / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / script, root / "scripts")
-    return root
-
-
-def preflight(root: Path) -> subprocess.CompletedProcess:
-    """``scripts/gpu_preflight.sh`` run in ``root``, a git checkout holding a copy of it."""
-    return subprocess.run(["bash", str(root / "scripts" / "gpu_preflight.sh")], cwd=root,
-                          capture_output=True, text=True, timeout=60)
-
-
-def test_gpu_preflight_checks_what_the_device_call_carries(tmp_path):
-    root = scratch_checkout(tmp_path, "gpu_preflight.sh")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    missing = preflight(root)
-    assert missing.returncode == 1 and "missing: data/paper_curve/pack.tar.xz" in missing.stdout
-    pack = root / "data" / "paper_curve" / "pack.tar.xz"
-    pack.parent.mkdir(parents=True)
-    pack.write_bytes(b"x" * 1000)
-    ready = preflight(root)
-    assert ready.returncode == 0, ready.stdout
-    assert "comparison on the real test set will be skipped" in ready.stdout
-    assert ('run(command="bash scripts/gpu_session.sh --with-paper-curve", timeout_s=600, '
-            'carry=["data/paper_curve/pack.tar.xz"])') in ready.stdout
-    with open(pack, "wb") as handle:                       # 65 MiB, sparse
-        handle.truncate(65 * 2**20)
-    big = preflight(root)
-    assert big.returncode == 1 and "too big" in big.stdout and "device call" not in big.stdout
-
-
-def test_gpu_results_brings_the_returned_files_into_the_project(tmp_path):
-    """``scripts/gpu_results.sh <files_at>``: the bench's report into reports/, the evidence
-    into reports/gpu_session/, and a summary of the CUDA tests and the comparisons."""
-    root, files = scratch_checkout(tmp_path, "gpu_results.sh"), tmp_path / "files_at"
-    (root / "reports").mkdir()
-    files.mkdir()
-    (files / "bench_gpu.json").write_text("{}")
-    bench = ("# Device benchmark (cuda)\n\n## Targets (issue 12)\n\n| target | met |\n|---|---|\n"
-             "| greedy | yes |\n\n## Training\n\n| default | 1024 | failed: out of memory |\n")
-    (files / "bench_gpu.md").write_text(bench)
-    (files / "session.log").write_text("== bench: exit 0 after 300 s in all\n"
-                                       "gpu_session: done in 580 s, exit 0; files: a b\n")
-    (files / "pytest-cuda.xml").write_text(
-        '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="9">'
-        "</testsuite></testsuites>")
-    (files / "compare_test.json").write_text(json.dumps(
-        {"devices": ["cpu", "cuda"], "methods": {"beam": {"sentences": 2100, "differing": 3}}}))
-    done = subprocess.run(["bash", str(root / "scripts" / "gpu_results.sh"), str(files)],
-                          capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (root / "reports" / "bench_gpu.md").read_text() == bench
-    assert "gpu_session: done in 580 s, exit 0" in done.stdout
-    assert "GPU bench targets:\n\n| target | met |\n|---|---|\n| greedy | yes |\n" in done.stdout
-    assert "GPU bench: 1 failed measurement (reports/bench_gpu.md)" in done.stdout
-    assert sorted(p.name for p in (root / "reports" / "gpu_session").iterdir()) == [
-        "compare_test.json", "pytest-cuda.xml", "session.log"]
-    assert "CUDA tests: 9 run, 1 failed, 0 errors, 0 skipped" in done.stdout
-    assert "compare_test.json: beam: 3 of 2100 best hypotheses differ (cpu vs cuda)" in done.stdout
-    missing = subprocess.run(["bash", str(root / "scripts" / "gpu_results.sh"),
-                              str(tmp_path / "nowhere")], capture_output=True, text=True)
-    assert missing.returncode == 2 and "no such folder" in missing.stderr
-
-
 def test_a_cell_or_method_that_fails_costs_itself_only(work, tmp_path, monkeypatch):
-    """On a lent GPU there is no second try: RNNsearch's training failing (a CUDA error) and
-    RNNencdec's beam search running out of memory are recorded in run.json, the rest of the
-    run goes on, and the report scores what was decoded."""
+    """A failure costs only what failed, not minutes of GPU time already spent: RNNsearch's
+    training failing (a CUDA error) and RNNencdec's beam search running out of memory are
+    recorded in run.json, the rest of the run goes on, and the report scores what was decoded."""
     real_train, real_translate = paper_curve.train_cell, paper_curve.Translator.translate
 
     def train_cell(config, model_name, *args):
@@ -343,20 +288,3 @@ def test_report_says_how_the_cuda_graphs_went():
         "CUDA graphs: search-50: 0 shapes captured in 0.3 s; then the eager loop: the captured "
         "loop disagrees.")
     assert paper_curve_report.graph_lines({"cells": {"encdec-50": {}}}) == []
-
-
-def test_gpu_rehearsal_refuses_a_venv_with_packages_the_gpu_machine_lacks(tmp_path):
-    """``make gpu-rehearsal`` is only worth running with the GPU machine's package set: a
-    GPU_VENV that has mlflow (here: a stand-in that runs this python) is refused, naming it,
-    before anything runs."""
-    python = tmp_path / "venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
-    python.chmod(0o755)
-    done = subprocess.run(["bash", str(REPO / "scripts" / "gpu_rehearsal.sh")],
-                          capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, GPU_VENV=str(tmp_path / "venv"),
-                                   OUT=str(tmp_path / "out")))
-    assert done.returncode == 2
-    assert f"{tmp_path / 'venv'} has mlflow, which the GPU machine lacks" in done.stderr
-    assert not (tmp_path / "out").exists()

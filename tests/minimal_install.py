@@ -1,9 +1,10 @@
-"""Run code here as it runs on the lent GPU machine, whose python has torch, Lightning, numpy,
-sacrebleu and pytest but not mlflow, dvc, gensim or sacremoses: in subprocesses for which those
-are absent (``import mlflow`` raises ModuleNotFoundError, ``importlib.util.find_spec`` finds
-nothing, and no package metadata names them), so that what the GPU session runs cannot come to
-need one of them unnoticed. A ``sitecustomize`` module on PYTHONPATH does it at start-up, so
-every python that a script under test starts with that PYTHONPATH is affected too."""
+"""Run code here as it runs with a minimal install: torch, Lightning, numpy, sacrebleu and pytest
+but not mlflow, dvc, gensim or sacremoses, which is all the GPU check (scripts/gpu_check.sh),
+the device bench and the paper-width curve's run need. In subprocesses for which those are absent
+(``import mlflow`` raises ModuleNotFoundError, ``importlib.util.find_spec`` finds nothing, and no
+package metadata names them), so that those commands cannot come to need one of them unnoticed.
+A ``sitecustomize`` module on PYTHONPATH does it at start-up, so every python that a script under
+test starts with that PYTHONPATH is affected too."""
 from __future__ import annotations
 
 import os
@@ -14,9 +15,9 @@ from typing import Sequence
 
 from conftest import REPO
 
-MISSING_ON_THE_GPU = ("mlflow", "dvc", "gensim", "sacremoses")
+NOT_IN_A_MINIMAL_INSTALL = ("mlflow", "dvc", "gensim", "sacremoses")
 
-_SITECUSTOMIZE = '''"""Test set-up (tests/gpu_machine.py): the packages in $RNNSEARCH_ABSENT are not there."""
+_SITECUSTOMIZE = '''"""Test set-up (tests/minimal_install.py): the packages in $RNNSEARCH_ABSENT are not there."""
 import importlib.metadata as metadata
 import os
 import sys
@@ -37,7 +38,8 @@ metadata.version, metadata.distribution = _hidden(metadata.version), _hidden(met
 '''
 
 
-def gpu_machine_env(folder: Path, absent: Sequence[str] = MISSING_ON_THE_GPU) -> dict[str, str]:
+def minimal_install_env(folder: Path, absent: Sequence[str] = NOT_IN_A_MINIMAL_INSTALL
+                        ) -> dict[str, str]:
     """This process's environment with ``src`` and ``folder`` (given a sitecustomize.py that
     hides the ``absent`` packages) on PYTHONPATH: pythons started with it miss those packages."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -46,11 +48,11 @@ def gpu_machine_env(folder: Path, absent: Sequence[str] = MISSING_ON_THE_GPU) ->
                 RNNSEARCH_ABSENT=",".join(absent))
 
 
-def run_as_on_the_gpu_machine(folder: Path, module: str, *args: str,
-                              absent: Sequence[str] = MISSING_ON_THE_GPU,
-                              timeout: float = 600) -> subprocess.CompletedProcess:
+def run_with_minimal_install(folder: Path, module: str, *args: str,
+                             absent: Sequence[str] = NOT_IN_A_MINIMAL_INSTALL,
+                             timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m MODULE ARGS`` from the repository root with the ``absent`` packages missing
-    (:func:`gpu_machine_env`, its sitecustomize written to ``folder``); output captured as
+    (:func:`minimal_install_env`, its sitecustomize written to ``folder``); output captured as
     text."""
     return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env=gpu_machine_env(folder, absent))
+                          text=True, timeout=timeout, env=minimal_install_env(folder, absent))
