@@ -33,7 +33,8 @@ models are not trained to translate, and an untrained model rarely ends a senten
 to its length limit, set to the source length + 1 (``max_len_a: 1``, ``max_len_b: 1``), about as
 long as real translations.
 
-Nothing here imports what the GPU machine lacks (mlflow, dvc, gensim, sacremoses).
+Nothing here imports mlflow, dvc, gensim or sacremoses: a GPU box with only torch, Lightning,
+numpy, PyYAML and tqdm installed runs the bench.
 """
 from __future__ import annotations
 
@@ -252,7 +253,7 @@ def measured(row: dict[str, Any], measure: Callable[..., dict[str, Any]], *args:
              ) -> dict[str, Any]:
     """``row`` with what ``measure(*args)`` returns, or with the error that stopped it (out of
     memory, a CUDA failure): a failed measurement costs its own row, not the rest of the
-    bench (on a lent GPU there is no second try)."""
+    bench (minutes of GPU time already spent are not lost)."""
     try:
         row.update(measure(*args))
     except RuntimeError as err:

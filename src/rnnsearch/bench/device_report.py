@@ -5,7 +5,7 @@ from typing import Any
 
 from rnnsearch.bench.table import markdown_table
 
-# Issue 12's targets on one H200: (what, model, batch (0: its best), required tokens/s)
+# The speeds aimed for on one H200-class GPU: (what, model, batch (0: its best), required tokens/s)
 TRAINING_TARGETS = (("paper width, batch 80", "paper", 80, 100_000),
                     ("paper width, best batch", "paper", 0, 300_000),
                     ("default h256, batch 64", "default", 64, 100_000))
@@ -169,7 +169,7 @@ def header_lines(results: dict[str, Any]) -> list[str]:
 def markdown_report(results: dict[str, Any]) -> str:
     """The whole report: device, targets, training, arithmetic, decoding, agreement."""
     card = results["card"]
-    lines = header_lines(results) + ["", "## Targets (issue 12)", ""]
+    lines = header_lines(results) + ["", "## Targets", ""]
     lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
     lines += ["", "## Training (target tokens/s)", ""]
     lines += markdown_table(["model", "batch", "precision", "CUDA graphs", "tokens/s",

@@ -72,8 +72,8 @@ def profile_device_steps(step: Callable[[], Any], repeats: int, device: str) -> 
     the five kernels that take the most GPU time.
 
     A step that launches thousands of short kernels and leaves the GPU mostly idle is bound by
-    the host (Python, the dispatcher, launches), not by arithmetic: the evidence issue 12 asks
-    for where a throughput target is missed.
+    the host (Python, the dispatcher, launches), not by arithmetic: the evidence to look at where
+    a throughput target is missed.
     """
     gpu = device == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])

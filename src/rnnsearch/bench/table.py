@@ -87,7 +87,7 @@ def _threads_section(rows: list[dict[str, Any]]) -> list[str]:
             *markdown_table(["threads", "search model, target tokens/s"],
                             [[r["threads"], f"{r['tokens_per_s']:,.0f}"] for r in rows]),
             "", "Measured alone on the machine. Beside other work (another stage, another "
-                "session's training), one thread per process is faster than one per core: "
+                "user's training), one thread per process is faster than one per core: "
                 "docs/performance.md."]
 
 

@@ -1,14 +1,17 @@
-"""The paper-width BLEU-by-length curve (Bahdanau et al.'s Figure 2) in one GPU command.
+"""The paper-width BLEU-by-length curve (Bahdanau et al.'s Figure 2) on one GPU.
 
-    python -m rnnsearch.experiments.paper_curve pack      # here: the data, data/paper_curve/pack.tar.xz
-    python -m rnnsearch.experiments.paper_curve run       # on the GPU (scripts/gpu_paper_curve.sh)
-    python -m rnnsearch.experiments.paper_curve report --results DIR   # here: tables and Figure 2
+    python -m rnnsearch.experiments.paper_curve pack      # the data, data/paper_curve/pack.tar.xz
+    python -m rnnsearch.experiments.paper_curve run       # on the GPU
+    python -m rnnsearch.experiments.paper_curve report --results DIR   # tables and Figure 2
+
+``make paper-curve`` (``scripts/gpu_paper_curve.sh``) runs all three on a GPU machine.
 
 ``pack`` merges ``presets/gpu_curve.yaml`` over ``params.yaml`` (320k Hansard pairs en->fr,
 30k vocabularies, the paper's width, beam 12), runs the project's real ``prepare`` and
 ``tokenize`` stages with it into ``data/paper_curve/`` (its own MLflow store there), and packs
 the tokenised splits, both vocabularies, the merged params and a manifest (pair and token
-counts) into one ``pack.tar.xz``: the data travel with the device command (``carry``).
+counts) into one ``pack.tar.xz``, so that the data can be copied to a GPU box as one file and
+``run`` there needs neither the corpus nor the data stages.
 
 ``run`` unpacks the pack and, for RNNsearch-50 then RNNencdec-50, trains with the train stage's
 own pieces (its data module and model builder, :class:`TranslationTask`, :func:`make_trainer`;
@@ -16,8 +19,9 @@ no MLflow, no checkpoints) until the cell's wall-clock budget is spent, scores t
 decodes the test set on the device greedily and with beam search (``translate.search``,
 ``translate.batch_size_cuda``). It writes ``<cell>.<method>.tok.txt`` (the translate stage's
 ``<system>.tok.txt``: Moses tokens, ``<unk>`` kept) and ``run.json`` into ``--out`` (``$OUT``),
-``run.json`` again after every step, so a run cut short leaves what it had. It imports nothing the
-GPU machine lacks (mlflow, dvc, gensim, sacremoses, matplotlib).
+``run.json`` again after every step, so a run cut short leaves what it had. It imports nothing
+beyond torch, Lightning, numpy, PyYAML and tqdm (not mlflow, dvc, gensim, sacremoses or
+matplotlib), so a GPU box with only those installed runs it.
 
 Budgets: ``--total-seconds`` (540) bounds the whole command from its start; each cell trains for
 its own budget (``--search-seconds`` 270, ``--encdec-seconds`` 150: RNNencdec's fused GRU is
@@ -194,8 +198,8 @@ def unpack(path: Path, into: Path) -> dict[str, Any]:
     """Extract the pack (only the files a pack holds) into ``into``; returns its manifest with
     the pack's sha256 and size."""
     if not path.is_file():
-        raise DataError(f"{path}: no pack here (build it with `make paper-curve-data`, and "
-                        f"carry it to the device)")
+        raise DataError(f"{path}: no pack here (`make paper-curve-data` builds it; on another "
+                        f"machine, copy it to this path)")
     try:
         with tarfile.open(path, "r:xz") as tar:
             names = sorted(m.name for m in tar.getmembers() if m.isfile())
@@ -361,7 +365,7 @@ def run_cell(run: Run, model_name: str, cells_left: int, data_dir: Path, train: 
              translate: TranslateConfig, sources: list[list[str]]) -> None:
     """Train, validate and decode one cell, saving ``run.json`` after each step. A training
     run that fails (out of memory, a CUDA failure) is the cell's ``error``, not the end of the
-    command: on a lent GPU there is no second try."""
+    run: the GPU time already spent on the other cells is not lost."""
     clock = run.clock(model_name, cells_left)
     cell = clock.cell
     if clock.deadline - time.perf_counter() < 1:

@@ -1,7 +1,7 @@
 """``python -m rnnsearch.experiments.paper_curve report --results DIR``: the GPU run, scored.
 
 Reads what ``paper_curve run`` wrote (``run.json``, ``<cell>.<method>.tok.txt``; in DIR, or in
-the ``paper_curve.tar.gz`` that ``scripts/gpu_session.sh --with-paper-curve`` returns) and the data
+a ``.tar.gz`` of that folder, as brought back from a GPU box) and the data
 ``pack`` left in ``data/paper_curve/`` (raw references in ``prepared/``, tokens and vocabularies
 in ``tokenized/``), and refuses, naming the file, a run made from another pack (its sha256) or a
 hypothesis file whose line count is not the test set's. Then, with the evaluate stage's own

@@ -10,8 +10,8 @@ writes, in the layout of the train and tokenize stages:
 * ``vocab.src.txt`` and ``vocab.tgt.txt`` (the symbols are the words ``s0 .. s19``);
 * ``test.src``: held-out sequences, one a line, as ``data/tokenized/test.src``.
 
-Anything that reads a cell's model and the tokenised test set runs on it: the GPU session
-(``scripts/gpu_session.sh``) compares CPU and GPU translations on it with
+Anything that reads a cell's model and the tokenised test set runs on it: the GPU check
+(``make gpu-check``, ``scripts/gpu_check.sh``) compares CPU and GPU translations on it with
 ``python -m rnnsearch.decoding.compare``. A trained model has peaked word distributions, as a real
 one has, so floating-point near-ties are as rare as they are in real decoding; an untrained
 model's flat ones make them more frequent.
