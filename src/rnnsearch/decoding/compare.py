@@ -12,7 +12,7 @@ the other way (GPU kernels add up in another order than the CPU's); a large gap 
 Over the identical hypotheses it gives the largest score and attention differences; and each
 device's speed.
 
-``--seconds S`` bounds the time (a device command's limit, say): the methods share it, each
+``--seconds S`` bounds the time (a time limit of your own, say): the methods share it, each
 comparing the leading sentences that fit, and the report says how many.
 
 It needs torch and the project only (no Moses tokeniser, no MLflow), so it runs on a GPU machine

@@ -1,9 +1,9 @@
 """CUDA graphs for the attention decoder's training loop (``train.trainer.cuda_graphs``).
 
 Why: teacher forcing through RNNsearch's decoder runs one small step per target word (attention
-over the source, the GRU update), a few dozen kernels forward and backward each. On a GPU a step
-at batch 80 then costs about the same ~40 ms at width 256 as at the paper's width 1000: the time
-goes to launching kernels from Python, not to arithmetic (measured on an H200, issue 12).
+over the source, the GRU update), a few dozen kernels forward and backward each. On a GPU such
+small kernels are bound by their launches from Python, not by arithmetic, so a step costs about
+the same at width 256 as at the paper's width 1000 (expected, not measured yet: docs/gpu.md).
 
 The same holds for Luong's decoder with input feeding. (RNNencdec, and Luong without input
 feeding, run the fused cuDNN RNN over the whole sequence: nothing to graph.)

@@ -75,7 +75,7 @@ class TranslationTask(pl.LightningModule):
 
     @property
     def tokens_per_second(self) -> float:
-        """Mean training throughput of this session, all processes together."""
+        """Mean training throughput of this run (since its start or resume), all processes together."""
         return self._tokens_seen / max(self.train_seconds, 1e-9) * self.trainer.world_size
 
     def on_validation_epoch_start(self) -> None:
