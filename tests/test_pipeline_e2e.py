@@ -115,31 +115,14 @@ def check_exported_report(root: Path, name: str, report: str) -> None:
                                       "preset first (make preset NAME=nosuch)")
 
 
-@pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
-def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
-    run_in(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
-          "-S", f"prepare.src_lang={src}", "-S", f"prepare.tgt_lang={tgt}"], project)
-    meta = json.loads((project / "data/prepared/meta.json").read_text())
-    assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
-    shown = json.loads(run_in(["dvc", "exp", "show", "--json"], project).stdout)
-    assert shown  # the experiment is listed
-
-
-def check_alignment_outputs(project: Path) -> None:
-    """align and align_attention ran on the gold set: EM curves, scores, the report's table."""
-    align = json.loads((project / "metrics/align.json").read_text())
-    assert align["gold"]["sentences"] == 447
-    for model in ("ibm1", "fast_align"):
-        for curve in align["models"][model]["log_likelihood"].values():
-            assert all(b >= a - 1e-9 for a, b in zip(curve, curve[1:])), curve
-        for scores in align["models"][model]["scores"].values():
-            assert 0.0 < scores["aer"] < 1.0
-    attention = json.loads((project / "metrics/align_attention.json").read_text())
-    assert attention["cells"]["encdec-20"] == {"attention": False}
-    assert set(attention["cells"]["search-20"]["scores"]) == {"argmax", "threshold 0.3"}
-    table = (project / "reports/results/alignment_quality.md").read_text()
-    assert "IBM Model 1" in table and "RNNsearch-20" in table
-    assert (project / "reports/results/alignment_gold_search-20.png").is_file()
+def workspace_results(root: Path) -> dict[str, bytes]:
+    """Every file of the workspace's run: params.yaml, dvc.lock, metrics, plots and reports
+    (but the preset reports' folder, where experiments are exported)."""
+    files = [root / "params.yaml", root / "dvc.lock"]
+    for folder in ("metrics", "plots", "reports"):
+        files += [p for p in (root / folder).rglob("*") if p.is_file()
+                  and "presets" not in p.relative_to(root).parts]
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
 def own_corpus(root: Path, entities: int) -> dict:
@@ -173,10 +156,9 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     root = default_run
     mine = tmp_path / "my.yaml"
     mine.write_text(yaml.safe_dump(own_corpus(root, entities=5)))
+    before = workspace_results(root)      # as other tests of this module left them
     run_in([sys.executable, "-m", "rnnsearch.presets", "run", "own", "--from", str(mine)], root)
-    status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
-                     "dvc.lock"], root).stdout
-    assert set(status.splitlines()) <= {"?? reports/presets/"}, status
+    assert workspace_results(root) == before
     exported = root / "reports/presets/own"
     prepared = json.loads((exported / "metrics/prepare.json").read_text())
     assert prepared["test"]["pairs"] == 70                    # the given file, whole
@@ -186,3 +168,30 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     first_table = report[report.index("### The run"):report.index("### Table 1")]
     assert "de->en" in first_table and "own/test.en" in first_table
     assert "Paper All" not in report and "Moses" not in report
+
+
+@pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
+def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
+    run_in(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
+          "-S", f"prepare.src_lang={src}", "-S", f"prepare.tgt_lang={tgt}"], project)
+    meta = json.loads((project / "data/prepared/meta.json").read_text())
+    assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
+    shown = json.loads(run_in(["dvc", "exp", "show", "--json"], project).stdout)
+    assert shown  # the experiment is listed
+
+
+def check_alignment_outputs(project: Path) -> None:
+    """align and align_attention ran on the gold set: EM curves, scores, the report's table."""
+    align = json.loads((project / "metrics/align.json").read_text())
+    assert align["gold"]["sentences"] == 447
+    for model in ("ibm1", "fast_align"):
+        for curve in align["models"][model]["log_likelihood"].values():
+            assert all(b >= a - 1e-9 for a, b in zip(curve, curve[1:])), curve
+        for scores in align["models"][model]["scores"].values():
+            assert 0.0 < scores["aer"] < 1.0
+    attention = json.loads((project / "metrics/align_attention.json").read_text())
+    assert attention["cells"]["encdec-20"] == {"attention": False}
+    assert set(attention["cells"]["search-20"]["scores"]) == {"argmax", "threshold 0.3"}
+    table = (project / "reports/results/alignment_quality.md").read_text()
+    assert "IBM Model 1" in table and "RNNsearch-20" in table
+    assert (project / "reports/results/alignment_gold_search-20.png").is_file()
