@@ -21,7 +21,7 @@ repro: $(STAMP)
 
 ## The test suite (unit tests plus a tiny end-to-end DVC run), TEST_JOBS test files at a time
 ## (pytest-xdist; a file's tests stay on one worker, so its module fixtures are built once).
-## 2 workers on a 2-core machine: 8.5 min instead of 11.4. TEST_JOBS=0 runs serially.
+## TEST_JOBS=0 runs serially.
 test: $(STAMP)
 	$(PYTEST)
 
