@@ -22,6 +22,7 @@ def _system(bleu: float, p: float | None = None, baseline: str = "encdec-50") ->
     system["by_length"]["signature"] = scores["bleu_signature"]
     if p is not None:
         system["vs_baseline"] = {"baseline": baseline, "all": {"p_value": p, "n": 100},
+                                 "no_unk": {"p_value": p * 20, "n": 40},
                                  "by_length": {label: p for label, _ in LABELS}}
     return system
 
@@ -85,7 +86,8 @@ def test_table1_layout_and_paper_columns(tmp_path):
     names = [row[0] for row in table.rows]
     assert names[:5] == ["RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "luong_dot-50", "RNNsearch-50"]
     search50 = table.rows[names.index("RNNsearch-50")]
-    assert search50[1:] == ("7.50", "12.50", "8.50", "13.50", "9.00", "0.001", "26.75", "34.16")
+    assert search50[1:] == ("7.50", "12.50", "8.50", "13.50", "9.00", "0.001", "0.020", "26.75",
+                             "34.16")
     assert table.rows[names.index("RNNencdec-30")][6] == "–"          # the baseline has no p
     assert "RNNsearch-50* (paper only)" in names and "Moses (paper only)" in names
     assert "100 sentences, 40 with no unknown word" in table.notes[0]
@@ -106,7 +108,7 @@ def test_paper_columns_only_in_the_papers_setting(tmp_path):
     write_prepare(metrics, own, {"train": given, "dev": given, "test": given})
     inputs = ReportInputs.load(metrics)
     table = table1(inputs)
-    assert len(table.header) == 7 and not any("paper" in row[0] for row in table.rows)
+    assert len(table.header) == 8 and not any("paper" in row[0] for row in table.rows)
     assert "(tst2013.en / tst2013.vi, en->vi)" in table.notes[0]
     index = {p.name: p.read_text() for p in write_report(inputs, ReportConfig(), tmp_path / "r")
              if p.suffix == ".md"}["README.md"]
@@ -121,7 +123,7 @@ def test_paper_columns_only_in_the_papers_setting(tmp_path):
 
 def test_a_run_without_a_recorded_corpus_says_so(tmp_path):
     inputs = ReportInputs.load(make_metrics(tmp_path, corpus=None))
-    assert len(table1(inputs).header) == 7          # not known to be the paper's setting
+    assert len(table1(inputs).header) == 8          # not known to be the paper's setting
     index = {p.name: p for p in write_report(inputs, ReportConfig(), tmp_path / "r")}["README.md"]
     assert "not recorded: metrics/prepare.json has no 'corpus' block" in index.read_text()
 
@@ -138,7 +140,7 @@ def test_report_regenerates_identically(tmp_path):
     index = first["README.md"].decode()
     assert "![Figure 2" in index and "results/figure3_search-50.png" in index
     assert "dvc repro report" in index
-    assert r"RNNsearch-50 & 7.50 & 12.50 & 8.50 & 13.50 & 9.00 & 0.001 & 26.75 & 34.16 \\" in \
+    assert r"RNNsearch-50 & 7.50 & 12.50 & 8.50 & 13.50 & 9.00 & 0.001 & 0.020 & 26.75 & 34.16 \\" in \
         first["table1.tex"].decode()
 
 

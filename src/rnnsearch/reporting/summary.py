@@ -24,13 +24,14 @@ def _bleu(system: dict[str, Any], subset: str) -> float | None:
 
 
 def cell_summary(inputs: ReportInputs, cell: str, method: str) -> dict[str, float]:
-    """A cell's test BLEU (all / no UNK), chrF and p against its baseline (``method``'s
-    decoding), and its dev perplexity; keys whose number is missing are left out."""
+    """A cell's test BLEU (all / no UNK), chrF and p against its baseline (all / no UNK;
+    ``method``'s decoding), and its dev perplexity; keys whose number is missing are left out."""
     system = inputs.evals[cell]["systems"].get(method, {})
     vs = system.get("vs_baseline") or {}
     row = {"bleu": _bleu(system, "all"), "bleu_no_unk": _bleu(system, "no_unk"),
            "chrf": system.get("all", {}).get("chrf"),
            "p_vs_baseline": vs.get("all", {}).get("p_value"),
+           "p_vs_baseline_no_unk": vs.get("no_unk", {}).get("p_value"),
            "dev_ppl": inputs.train.get(cell, {}).get("val_ppl")}
     return {key: value for key, value in row.items() if value is not None}
 

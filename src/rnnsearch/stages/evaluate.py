@@ -41,8 +41,8 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
             for label, row in system["by_length"].items():
                 if label != "signature" and row["bleu"] is not None:
                     mlflow.log_metric(f"{name}/bleu_by_length", row["bleu"], step=row["step"])
-            if "vs_baseline" in system and system["vs_baseline"]["all"]["p_value"] is not None:
-                mlflow.log_metric(f"{name}/p_value_vs_baseline", system["vs_baseline"]["all"]["p_value"])
+            for key, p_value in baseline_p_values(system).items():
+                mlflow.log_metric(f"{name}/{key}", p_value)
         for method, row in metrics["speed"].items():
             mlflow.log_metric(f"speed/{method}/sentences_per_s", row["sentences_per_s"])
         curves = {name: [(r["step"], label, r["bleu"]) for label, r in s["by_length"].items()
@@ -50,6 +50,16 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
         mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}"),
                           "bleu_by_length.png")
         mlflow.log_artifact(str(metrics_path))
+
+
+def baseline_p_values(system: dict[str, Any]) -> dict[str, float]:
+    """The paired bootstrap's p-values against the baseline, keyed by their MLflow names
+    (``p_value_vs_baseline`` on all sentences, ``p_value_vs_baseline_no_unk`` on the no-UNK
+    subset); empty for the baseline itself, subsets without a test left out."""
+    vs = system.get("vs_baseline", {})
+    found = {"p_value_vs_baseline": vs.get("all", {}).get("p_value"),
+             "p_value_vs_baseline_no_unk": vs.get("no_unk", {}).get("p_value")}
+    return {key: p for key, p in found.items() if p is not None}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,9 +113,12 @@ def summary_line(system: dict[str, Any]) -> str:
             f"{system['no_unk']['bleu']} on the {system['no_unk']['n']} with no unknown word")
     if "unk_removed" in system:
         line += f" | {system['unk_removed']['bleu']} with <unk> deleted from the output"
-    p = system.get("vs_baseline", {}).get("all", {}).get("p_value")
-    if p is not None:
-        line += f" | p = {p} vs {system['vs_baseline']['baseline']}"
+    p_values = baseline_p_values(system)
+    if p_values:
+        no_unk = p_values.get("p_value_vs_baseline_no_unk")
+        line += (f" | p = {p_values.get('p_value_vs_baseline')}"
+                 + (f" (no unknown word: {no_unk})" if no_unk is not None else "")
+                 + f" vs {system['vs_baseline']['baseline']}")
     return line
 
 
