@@ -100,7 +100,8 @@ def resolve(data: object, key_path: str) -> object:
     while i < len(parts):
         if isinstance(node, dict):
             # the longest run of parts that is a key: keys may hold dots ("threshold 0.3")
-            match = next((j for j in range(len(parts), i, -1) if ".".join(parts[i:j]) in node), None)
+            match = next((j for j in range(len(parts), i, -1) if ".".join(parts[i:j]) in node),
+                         None)
             if match is None:
                 raise KeyError(".".join(parts[: i + 1]))
             node, i = node[".".join(parts[i:match])], match
@@ -112,7 +113,7 @@ def resolve(data: object, key_path: str) -> object:
 
 
 def cited_keys(path: Path) -> list[tuple[str, str]]:
-    """The (JSON or YAML file, key path) pairs ``path`` cites, by the convention in the module docstring."""
+    """The (JSON or YAML file, key path) pairs ``path`` cites (the module docstring's convention)."""
     cited = []
     for file, keys in CITATION.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):
         cited += [(file, key) for key in re.findall(r"`([^`\n]+)`", keys)]
@@ -206,11 +207,13 @@ def test_checker_finds_a_planted_bad_link_anchor_and_key(tmp_path):
     (tmp_path / "metrics" / "m.json").write_text(json.dumps(
         {"systems": {"beam": {"all": {"bleu": 12.19}}}, "scores": {"threshold 0.3": {"aer": 0.5}},
          "rows": [{"n": 1}]}), encoding="utf-8")
-    (tmp_path / "other.md").write_text("# Other page\n## The curve: `make curve`\n", encoding="utf-8")
+    (tmp_path / "other.md").write_text("# Other page\n## The curve: `make curve`\n",
+                                       encoding="utf-8")
     good = tmp_path / "good.md"
     good.write_text(
         "# Good\nBLEU 12.19 ([`metrics/m.json`](metrics/m.json) `systems.beam.all.bleu`), AER 0.5\n"
-        "([m](metrics/m.json) `scores.threshold 0.3.aer`, `rows.0.n`); [o](other.md#the-curve-make-curve),\n"
+        "([m](metrics/m.json) `scores.threshold 0.3.aer`, `rows.0.n`);\n"
+        "[o](other.md#the-curve-make-curve),\n"
         "[here](#good). A table's link is not a citation: [m](metrics/m.json) and `dvc repro`.\n"
         "```\n[x](metrics/m.json) `no.such.key` [y](missing.md)\n```\n", encoding="utf-8")
     assert link_problems(good) == []
@@ -227,7 +230,8 @@ def test_checker_finds_a_planted_bad_link_anchor_and_key(tmp_path):
                                   "no heading #nowhere in bad.md",
                                   "missing file: metrics/gone.json"]
     problems = citation_problems(bad)
-    assert problems[0] == "metrics/m.json: no key `systems.beam.all.blue` (nothing at 'systems.beam.all.blue')"
+    assert problems[0] == ("metrics/m.json: no key `systems.beam.all.blue` "
+                           "(nothing at 'systems.beam.all.blue')")
     assert problems[1] == "metrics/m.json: no key `rows.3.n` (nothing at 'rows.3')"
     assert problems[2].startswith("metrics/gone.json: cannot read it for `systems`")
     assert len(problems) == 3
