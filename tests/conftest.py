@@ -91,7 +91,7 @@ def run_in(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1500
 def make_project(root: Path, overrides: dict[str, Any]) -> Path:
     """A git repository at ``root`` holding the tracked project files (no data, no outputs)
     and the repository's params.yaml with ``overrides`` merged over it."""
-    from rnnsearch.presets import merge
+    from rnnsearch.config.trees import merge
 
     if not SHARED_CORPORA.is_dir():
         pytest.skip(f"corpora mirror not found at {SHARED_CORPORA}")

@@ -157,7 +157,7 @@ BAD_PARAMS = [
 @pytest.mark.parametrize("stage, override, key, outputs", BAD_PARAMS,
                          ids=[b[0] for b in BAD_PARAMS])
 def test_bad_param_leaves_every_previous_output_in_place(unbroken, stage, override, key, outputs):
-    from rnnsearch.presets import merge
+    from rnnsearch.config.trees import merge
 
     params_file = unbroken / "params.yaml"
     good = params_file.read_text()
@@ -176,7 +176,7 @@ def test_bad_param_leaves_every_previous_output_in_place(unbroken, stage, overri
 
 def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken):
     """On the unbroken project (its upstream stages done); runs after the tests that read it."""
-    from rnnsearch.presets import merge
+    from rnnsearch.config.trees import merge
 
     root = unbroken
     longer = {"train": {"budget": {"max_steps": 100000}}}     # would run for many minutes

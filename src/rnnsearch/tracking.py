@@ -22,42 +22,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import errno
 import fcntl
-import json
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from rnnsearch.config.base import at_least
+from rnnsearch.config.repository import repo_root
+from rnnsearch.config.trees import flatten
 
 DEFAULT_EXPERIMENT = "rnnsearch"
 KIND_TAG = "mlflow.experimentKind"          # MLflow's experiment tag for the kind of work
 KIND_MODEL_TRAINING = "custom_model_development"   # its value for model training (not GenAI)
 _KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagged this process
-_EXPS_TMP = os.sep + os.path.join(".dvc", "tmp", "exps") + os.sep
-
-
-def repo_root(start: str | Path | None = None) -> Path:
-    """The repository root: ``RNNSEARCH_ROOT``, else the first parent holding ``dvc.yaml``.
-
-    A DVC experiment running in ``<root>/.dvc/tmp/exps/<tmp>/`` maps back to ``<root>``.
-    """
-    if os.environ.get("RNNSEARCH_ROOT"):
-        return Path(os.environ["RNNSEARCH_ROOT"]).resolve()
-    here = Path(start or os.getcwd()).resolve()
-    text = str(here)
-    if _EXPS_TMP in text:
-        return Path(text.split(_EXPS_TMP)[0])
-    for candidate in (here, *here.parents):
-        if (candidate / "dvc.yaml").is_file() or (candidate / ".git").exists():
-            return candidate
-    return here
 
 
 def tracking_uri() -> str:
@@ -121,7 +102,7 @@ def environment_tags() -> dict[str, str]:
     ``env.<name>`` tags, so runs whose last digits differ can be told apart in the UI."""
     from rnnsearch.environment import describe_environment
 
-    flat = flatten_params(describe_environment())
+    flat = flatten(describe_environment())
     return {f"env.{key}": str(value) for key, value in flat.items()}
 
 
@@ -160,20 +141,6 @@ def mark_model_training(experiment: Any, uri: str) -> None:
     _KIND_CHECKED.add(key)
 
 
-def flatten_params(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Flatten a (nested) dataclass or mapping into ``{"a.b": value}`` for ``log_params``."""
-    if dataclasses.is_dataclass(obj):
-        obj = dataclasses.asdict(obj)
-    flat: dict[str, Any] = {}
-    for key, value in obj.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) or dataclasses.is_dataclass(value):
-            flat.update(flatten_params(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
 @contextlib.contextmanager
 def start_run(stage: str, params: Any = None, run_name: str | None = None,
               tags: Mapping[str, str] | None = None) -> Iterator[Any]:
@@ -183,7 +150,7 @@ def start_run(stage: str, params: Any = None, run_name: str | None = None,
     configure()
     with mlflow.start_run(run_name=run_name or stage, tags=run_tags(stage, tags)) as run:
         if params is not None:
-            mlflow.log_params(flatten_params(params))
+            mlflow.log_params(flatten(params))
         yield run
 
 
@@ -192,21 +159,11 @@ def log_numeric_metrics(metrics: Mapping[str, Any], prefix: str = "") -> None:
     import mlflow
 
     flat = {}
-    for key, value in flatten_params(dict(metrics)).items():
+    for key, value in flatten(dict(metrics)).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             flat[f"{prefix}{key}".replace(".", "/")] = float(value)
     if flat:
         mlflow.log_metrics(flat)
-
-
-def log_json_artifact(data: Any, name: str, artifact_path: str | None = None) -> None:
-    """Log ``data`` as a JSON file artifact called ``name``."""
-    import mlflow
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-        mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
 
 def runs_path() -> str:
@@ -221,11 +178,6 @@ def runs_path() -> str:
     configure()
     experiment = mlflow.get_experiment_by_name(experiment_name())
     return f"/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
-
-
-def runs_address(base: str) -> str:
-    """The address of the experiment's runs table in the MLflow UI served at ``base``."""
-    return base + runs_path()
 
 
 def port_problem(host: str, port: int) -> str | None:

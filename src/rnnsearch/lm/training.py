@@ -26,8 +26,8 @@ from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from pytorch_lightning.loggers import Logger, MLFlowLogger
 from pytorch_lightning.utilities import rank_zero_info
 
-from rnnsearch import tracking
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.config.trees import flatten
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
@@ -183,7 +183,7 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
     elif stamp is None:  # a stale best.ckpt must not compete with this run's
         state.set_aside()
     if isinstance(logger, MLFlowLogger) and stamp is None:
-        logger.log_hyperparams(tracking.flatten_params(cfg))
+        logger.log_hyperparams(flatten(cfg))
     with state.restored_on_failure(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         # (RewindStream makes a mid-epoch restore exact)

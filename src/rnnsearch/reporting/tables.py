@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from rnnsearch.config.trees import flatten
+
 MISSING = "–"
 
 
@@ -56,16 +58,17 @@ def _tex(text: str) -> str:
     return out.replace("–", "--").replace("~", r"\textasciitilde{}").replace("^", r"\^{}")
 
 
-def flat_items(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """``{"a": {"b": 1}}`` -> ``[("a.b", 1)]`` (lists of scalars kept as one value)."""
-    if isinstance(data, dict):
-        items: list[tuple[str, Any]] = []
-        for key, value in data.items():
-            items += flat_items(value, f"{prefix}{key}.")
-        return items
-    if isinstance(data, list) and any(isinstance(v, (dict, list)) for v in data):
-        return []
-    return [(prefix.rstrip("."), ", ".join(map(str, data)) if isinstance(data, list) else data)]
+def flat_items(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``{"a": {"b": 1}}`` -> ``[("a.b", 1)]`` (:func:`~rnnsearch.config.trees.flatten`), a list
+    of scalars as one value, a list holding mappings or lists left out."""
+    items: list[tuple[str, Any]] = []
+    for key, value in flatten(data).items():
+        if isinstance(value, list):
+            if any(isinstance(v, (dict, list)) for v in value):
+                continue
+            value = ", ".join(map(str, value))
+        items.append((key, value))
+    return items
 
 
 def key_value_table(title: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Table:

@@ -38,6 +38,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from rnnsearch import tracking
 from rnnsearch.config.base import ConfigError, require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
+from rnnsearch.config.trees import flatten
 from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
@@ -291,8 +292,8 @@ def hyperparameters(config: TrainConfig, model: Seq2Seq, cell: str, model_name: 
     shared = {k: v for k, v in dataclasses.asdict(config).items()
               if k not in ("models", "grid", "base_model")}
     return {"cell": cell, "model_name": model_name, "max_len": max_len,
-            "parameters": count_parameters(model), **tracking.flatten_params(shared),
-            **tracking.flatten_params({"model": model.config.to_dict()}), **init_report}
+            "parameters": count_parameters(model), **flatten(shared),
+            **flatten({"model": model.config.to_dict()}), **init_report}
 
 
 def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
