@@ -29,7 +29,7 @@ from rnnsearch.bench.workload import tokenized_multi30k
 from rnnsearch.config.base import ConfigError, at_least
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
-from rnnsearch.tracking import repo_root
+from rnnsearch.config.repository import repo_root
 
 MODELS = ("search", "encdec", "luong")
 

@@ -8,10 +8,9 @@ Two models: the default run's (params.yaml's ``train``: RNNsearch, embedding = h
 vocabularies, Adam) and the paper's width (``presets/paper.yaml``: E620, H1000, maxout 500, 30k
 vocabularies, Adadelta). For each:
 
-* **training the train stage's way**: Lightning's Trainer from the stage's own
-  :func:`~rnnsearch.training.run.make_trainer` (deterministic as in params.yaml, gradient clipping)
-  over its :class:`~rnnsearch.training.module.TranslationTask` and bucketed
-  :class:`~rnnsearch.training.data.TranslationDataModule`, without MLflow, at each batch size of
+* **training the train stage's way**: the stage's Trainer and task without checkpoints or MLflow
+  (:mod:`rnnsearch.training.harness`: deterministic as in params.yaml, gradient clipping) over
+  its bucketed :class:`~rnnsearch.training.data.TranslationDataModule`, at each batch size of
   the plan (the paper's 80 and larger ones) and each precision (``32-true``, ``bf16-mixed``).
   Target tokens/s over the timed steps after a warm-up, wall clock (data loading and Lightning's
   loop included, the GPU drained at both ends), and the peak memory
@@ -39,9 +38,7 @@ numpy, PyYAML and tqdm installed runs the bench.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import random
-import resource
 import tempfile
 import time
 from functools import partial
@@ -50,28 +47,29 @@ from typing import Any, Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
+from pytorch_lightning.callbacks import TQDMProgressBar
 
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (effective_gflops, measure_gemm, measure_model_gemms,
-                                  roofline_tokens_per_second, synchronize)
+                                  roofline_tokens_per_second)
 from rnnsearch.bench.profile import profile_device_steps
-from rnnsearch.bench.workload import train_step
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.repository import load_preset, repo_root
 from rnnsearch.config.train import TrainConfig
+from rnnsearch.config.trees import merge
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.decoding.compare import differences
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models import build_model
-from rnnsearch.presets import load_preset, merge
-from rnnsearch.tracking import repo_root
+from rnnsearch.device import (failure, machine, peak_memory_mib, release, reset_peak_memory,
+                              synchronize)
 from rnnsearch.training.data import (Batch, TranslationDataModule, bucket_batches, collate,
                                      pad_batch, read_pairs)
 from rnnsearch.training.graphs import enable_cuda_graphs
+from rnnsearch.training.harness import bare_task, bare_trainer, device_config, shrink, train_step
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.run import graph_padding, make_trainer, use_cuda_graphs
 
 MAX_LEN = 50                                   # the max-50 cell's training pairs
 TEST_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 80))
@@ -144,10 +142,7 @@ def bench_models(plan: Plan, params_path: Path) -> list[BenchModel]:
         train = from_dict(TrainConfig, merged["train"], f"{name}.train")
         vocab = merged["tokenize"]["vocab_size_tgt"]
         if plan.tiny_width:
-            width = plan.tiny_width
-            base = dataclasses.replace(
-                train.base_model, embedding_size=width, hidden_size=width, attention_size=width,
-                output_size=width // 2 if train.base_model.maxout else width)
+            base = shrink(train.base_model, plan.tiny_width)
             train, vocab = dataclasses.replace(train, base_model=base), plan.tiny_vocab
         models.append(BenchModel(name, train, vocab))
     return models
@@ -243,12 +238,6 @@ class StepTimer(pl.Callback):
         return self.tokens / self.seconds if self.seconds else 0.0
 
 
-def failure(err: BaseException) -> str:
-    """One line for a measurement that failed (``out of memory: ...`` or the error)."""
-    text = " ".join(str(err).split())[:200] or type(err).__name__
-    return f"out of memory: {text}" if isinstance(err, torch.cuda.OutOfMemoryError) else text
-
-
 def measured(row: dict[str, Any], measure: Callable[..., dict[str, Any]], *args: Any
              ) -> dict[str, Any]:
     """``row`` with what ``measure(*args)`` returns, or with the error that stopped it (out of
@@ -261,42 +250,6 @@ def measured(row: dict[str, Any], measure: Callable[..., dict[str, Any]], *args:
     return row
 
 
-def reset_peak_memory(device: str) -> None:
-    """Start counting the peak memory afresh (a GPU's; a CPU process' peak cannot be reset)."""
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-
-
-def peak_memory_mib(device: str) -> float:
-    """Peak GPU memory allocated by tensors since :func:`reset_peak_memory` (MiB); on a CPU the
-    process' peak resident memory so far."""
-    if device == "cuda":
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def release(device: str) -> None:
-    """Free what the last measurement left, so that the next one's peak is its own."""
-    gc.collect()
-    if device == "cuda":
-        torch.cuda.empty_cache()
-
-
-def stage_config(model: BenchModel, device: str, batch: int, precision: str, plan: Plan,
-                 graphs: bool = False) -> TrainConfig:
-    """``model.train`` with the bench's device, precision, batch size, CUDA graphs or not and
-    step budget (no validation, no time limit)."""
-    t = model.train
-    steps = plan.warmup_steps + plan.steps
-    trainer = dataclasses.replace(t.trainer, accelerator="gpu" if device == "cuda" else "cpu",
-                                  devices=1, num_nodes=1, strategy="auto", precision=precision,
-                                  cuda_graphs=graphs)
-    budget = dataclasses.replace(t.budget, max_steps=steps, max_epochs=-1, max_minutes=0.0,
-                                 val_every_steps=steps + 1, early_stopping_patience=0)
-    return dataclasses.replace(t, trainer=trainer, budget=budget,
-                               data=dataclasses.replace(t.data, batch_size=batch))
-
-
 def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, precision: str,
                 plan: Plan, work_dir: Path, graphs: bool = False) -> dict[str, Any]:
     """One Lightning run of ``plan.warmup_steps + plan.steps`` steps; its timed tokens/s and
@@ -306,7 +259,8 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     is left out of the timed steps and reported on its own: a real run captures each of its
     few dozen shapes once, in its first minutes, while 20 bench steps meet new shapes often.
     """
-    config = stage_config(model, device, batch, precision, plan, graphs)
+    config = device_config(model.train, device, precision, batch, plan.warmup_steps + plan.steps,
+                           cuda_graphs=graphs)
     row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision,
                            "cuda_graphs": graphs}
     reset_peak_memory(device)
@@ -314,18 +268,13 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     data = TranslationDataModule(data_dir, MAX_LEN, batch, config.data.max_padding, 0,
                                  config.seed)
     net = build_model(model.config, model.vocab, model.vocab)
-    runner = use_cuda_graphs(config, net)
-    task = TranslationTask(net, config.optim, log_every_steps=config.trainer.log_every_steps,
-                           pad_to=graph_padding(config, runner))
+    task, runner = bare_task(config, net)
     timer = StepTimer(plan.warmup_steps, device,
                       (lambda: runner.capture_seconds) if runner else (lambda: 0.0))
     deterministic = torch.are_deterministic_algorithms_enabled()
     # the progress bar the stage gets under dvc repro (a log file: refreshed every 50 steps)
     progress = TQDMProgressBar(refresh_rate=max(config.trainer.log_every_steps, 50))
-    trainer = make_trainer(config, work_dir, False, [timer, progress])
-    # the stage's Trainer less the checkpoint Lightning adds by default: the bench keeps no
-    # weights (a paper-width checkpoint with optimiser state is about a gigabyte)
-    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
+    trainer = bare_trainer(config, work_dir, [timer, progress])
     try:
         trainer.fit(task, datamodule=data)
     except RuntimeError as err:     # out of memory, or a CUDA failure: the next runs still run
@@ -361,13 +310,14 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
                      ) -> list[dict[str, Any]]:
     """Profiler evidence of where a training step's time goes (:func:`profile_device_steps`):
     the model's own batch size, fp32, a batch of median length from the bucketed data, model
-    and Adam as the train stage steps them, eagerly and (on a GPU) with CUDA graphs."""
+    and optimiser as the train stage steps them (:func:`~rnnsearch.training.harness.train_step`),
+    eagerly and (on a GPU) with CUDA graphs."""
     batch = median_batch(data_dir, model.vocab, model.train.data.batch_size)
     rows = []
     for graphs in (False, True) if device == "cuda" else (False,):
         torch.manual_seed(0)
         net = build_model(model.config, model.vocab, model.vocab).to(device).train()
-        optimizer = torch.optim.Adam(net.parameters(), lr=1e-4)
+        task = TranslationTask(net, model.train.optim)
         step_batch = batch.to(device)
         if graphs:
             enable_cuda_graphs(net)
@@ -375,19 +325,20 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
                                    model.train.trainer.graph_length_multiple).to(device)
         row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
                "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1)}
-        rows.append(measured(row, profile_train_step, net, optimizer, step_batch,
-                             plan.profile_steps, device))
-        del net, optimizer
+        rows.append(measured(row, profile_train_step, task, step_batch, plan.profile_steps,
+                             device))
+        del net, task
         release(device)
     return rows
 
 
-def profile_train_step(net: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
-                       steps: int, device: str) -> dict[str, Any]:
+def profile_train_step(task: TranslationTask, batch: Batch, steps: int, device: str
+                       ) -> dict[str, Any]:
     """One training step to warm up (and capture, with CUDA graphs), then the profiler's
     account of ``steps`` more."""
-    train_step(net, optimizer, batch)
-    return profile_device_steps(partial(train_step, net, optimizer, batch), steps, device)
+    optimizer = task.configure_optimizers()
+    train_step(task, optimizer, batch)
+    return profile_device_steps(partial(train_step, task, optimizer, batch), steps, device)
 
 
 def median_batch(data_dir: Path, vocab_size: int, batch_size: int) -> Batch:
@@ -529,18 +480,6 @@ def agreement(model: BenchModel, sources: list[list[int]], on_device: dict[str, 
 
 
 # ---- the run ------------------------------------------------------------------------------------
-
-def machine(device: str) -> dict[str, Any]:
-    """The device and software the numbers were measured with."""
-    info: dict[str, Any] = {"device": device, "torch": torch.__version__,
-                            "lightning": pl.__version__, "threads": torch.get_num_threads(),
-                            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
-                    cuda=torch.version.cuda, multiprocessors=props.multi_processor_count)
-    return info
-
 
 def best_rows(rows: list[dict[str, Any]], key: str, *group: str) -> list[dict[str, Any]]:
     """The row with the highest ``key`` in each group of equal ``group`` fields."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from rnnsearch.bench.flops import TRAIN_FACTOR, Gemm
+from rnnsearch.device import synchronize
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,6 @@ class GemmRate:
 
     gemm: Gemm
     gflops: float  # achieved GFLOP/s
-
-
-def synchronize(device: str | torch.device) -> None:
-    """Wait until ``device`` has finished the work queued on it (a no-op on the CPU)."""
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,

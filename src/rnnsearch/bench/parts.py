@@ -104,21 +104,21 @@ def _decode(model: torch.nn.Module, sources: list, method: str, options: SearchO
 
 def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[str, Any]:
     """Profiler breakdown of ``steps`` training steps of ``config`` (after one warm-up step)."""
-    model, optimizer = new_training(config, work)
-    train_step(model, optimizer, work.batch(0))
+    task, optimizer = new_training(config, work)
+    train_step(task, optimizer, work.batch(0))
     batches = iter(range(1, steps + 1))
-    return profile_shares(lambda: train_step(model, optimizer, work.batch(next(batches))), steps)
+    return profile_shares(lambda: train_step(task, optimizer, work.batch(next(batches))), steps)
 
 
 def bf16_autocast_speed(config: ModelConfig, work: Workload, steps: int) -> float:
     """Target tokens/s of ``steps`` training steps under ``torch.autocast("cpu", bfloat16)``
     (after one warm-up step): the side-by-side number behind offering bf16 or not."""
-    model, optimizer = new_training(config, work)
+    task, optimizer = new_training(config, work)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        train_step(model, optimizer, work.batch(0))
+        train_step(task, optimizer, work.batch(0))
         tokens, start = 0, time.perf_counter()
         for index in range(1, steps + 1):
-            tokens += train_step(model, optimizer, work.batch(index))
+            tokens += train_step(task, optimizer, work.batch(index))
     return tokens / (time.perf_counter() - start)
 
 
@@ -161,10 +161,10 @@ def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
     rows = []
     for size in sizes:
         subset = load_subset(work, size)
-        model, optimizer = new_training(reference_config("search"), work)
+        task, optimizer = new_training(reference_config("search"), work)
         start = time.perf_counter()
         for index in range(len(subset.batches)):
-            train_step(model, optimizer, subset.batch(index))
+            train_step(task, optimizer, subset.batch(index))
         rows.append({"pairs": size, "batches": len(subset.batches),
                      "seconds": time.perf_counter() - start})
     return {"epochs": rows}

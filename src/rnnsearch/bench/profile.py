@@ -3,8 +3,8 @@
 The roofline ratio says how far training is from the machine's GEMM rate; this says why. Each
 operator's self time (time in the operator itself, not in its callees) is put into a category by
 name, so the shares add up to the profiled time. A training step is also split into its phases
-(forward, backward, gradient clipping, optimizer), which :func:`rnnsearch.bench.workload.train_step`
-marks with ``record_function``.
+(forward, backward, gradient clipping, optimizer), which
+:func:`rnnsearch.training.harness.train_step` marks with ``record_function``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from rnnsearch.bench.gemm import synchronize
+from rnnsearch.device import synchronize
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "GEMM (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),

@@ -1,7 +1,8 @@
 """The benchmark's workload: real Multi30k de->en batches and the reference models.
 
-The data goes through the pipeline's own prepare and tokenize code once and is cached under
-``.cache/bench/`` (about 10 s the first time). Vocabularies are the 8,000 most frequent words
+The data goes through the pipeline's own prepare and tokenize stages once and is cached under
+``.cache/bench/`` (about 20 s the first time). Training steps are the train stage's
+(:mod:`rnnsearch.training.harness`). Vocabularies are the 8,000 most frequent words
 per side, as in the reference configuration.
 """
 from __future__ import annotations
@@ -13,19 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.profiler import record_function
+import yaml
 
-from rnnsearch.config.base import from_dict
 from rnnsearch.config.model import ModelConfig
-from rnnsearch.config.prepare import PrepareConfig
-from rnnsearch.config.tokenize import TokenizeConfig
-from rnnsearch.data.textio import atomic_dir, write_json
-from rnnsearch.data.vocab import PAD_ID, Vocabulary
+from rnnsearch.config.train import OptimConfig
+from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.models import build_model
+from rnnsearch.stage_command import run_stage_command
+from rnnsearch.training import harness
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs
+from rnnsearch.training.module import TranslationTask
 
 VOCAB = 8000
+REFERENCE_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0)   # the reference's
 
 
 def reference_config(model: str, hidden: int = 256) -> ModelConfig:
@@ -40,24 +41,25 @@ def reference_config(model: str, hidden: int = 256) -> ModelConfig:
 
 
 def tokenized_multi30k(cache: Path, mirror: str | None) -> Path:
-    """``cache/multi30k-de-en`` with tokenised splits and 8k vocabularies (built once)."""
-    # here, not at the top: tokenising needs sacremoses, which the GPU bench (and the GPU
-    # machine) does without
-    from rnnsearch.stages.prepare import prepare_corpus
-    from rnnsearch.stages.tokenize import build_vocabularies, tokenize_splits
-
+    """``cache/multi30k-de-en`` with tokenised splits and 8k vocabularies, made once by the
+    pipeline's own prepare and tokenize stages (their scripts, with params of the bench's)."""
     out = cache / "multi30k-de-en"
     if (out / "vocab.tgt.txt").is_file():
         return out
-    prepare = from_dict(PrepareConfig, {"corpus": "multi30k", "src_lang": "de", "tgt_lang": "en",
-                                        "mirror": mirror, "cache_dir": str(cache / "corpora"),
-                                        "sizes": {"train": 0, "dev": 0, "test": 0}}, "bench")
-    tokenize = TokenizeConfig(vocab_size_src=VOCAB, vocab_size_tgt=VOCAB)
-    with atomic_dir(cache / "prepared") as prepared:
-        write_json(prepared / "meta.json", prepare_corpus(prepare, prepared))
-    with atomic_dir(out) as tmp:
-        tokens = tokenize_splits(tokenize, cache / "prepared", tmp)
-        build_vocabularies(tokenize, tokens["train"], tmp)
+    cache.mkdir(parents=True, exist_ok=True)
+    params = cache / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "prepare": {"corpus": "multi30k", "src_lang": "de", "tgt_lang": "en",
+                    "mirror": str(Path(mirror).resolve()) if mirror else None,
+                    "cache_dir": str((cache / "corpora").resolve()),
+                    "sizes": {"train": 0, "dev": 0, "test": 0}},
+        "tokenize": {"vocab_size_src": VOCAB, "vocab_size_tgt": VOCAB}}), encoding="utf-8")
+    store, metrics = cache / "mlflow.db", cache / "metrics"
+    run_stage_command("prepare.py", params, store, "--out", str(cache / "prepared"),
+                      "--metrics", str(metrics / "prepare.json"), label="bench")
+    run_stage_command("tokenize_text.py", params, store, "--prepared", str(cache / "prepared"),
+                      "--out", str(out), "--metrics", str(metrics / "tokenize.json"),
+                      "--plot", str(metrics / "lengths.csv"), label="bench")
     return out
 
 
@@ -111,43 +113,34 @@ class TrainingSpeed:
 
 
 def new_training(config: ModelConfig, work: Workload, seed: int = 0
-                 ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+                 ) -> tuple[TranslationTask, torch.optim.Optimizer]:
     """A freshly initialised model of ``config`` for ``work``'s vocabularies (seeded), in train
-    mode, with the benchmark's optimiser (Adam, lr 1e-3)."""
+    mode, in the train stage's task with the reference optimiser (:data:`REFERENCE_OPTIM`)."""
     torch.manual_seed(seed)
     model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+    task = TranslationTask(model, REFERENCE_OPTIM)
+    return task, task.configure_optimizers()
 
 
 def measure_training(config: ModelConfig, work: Workload, windows: int = 5, window_steps: int = 20,
                      warmup: int = 5, seed: int = 0) -> TrainingSpeed:
-    """Train ``config`` with Adam on real batches; target tokens/s per window of steps."""
-    model, optimizer = new_training(config, work, seed)
+    """Train ``config`` on real batches (:func:`train_step`); target tokens/s per window of
+    steps."""
+    task, optimizer = new_training(config, work, seed)
     rates, step = [], 0
     for window in range(-1, windows):
         steps = warmup if window < 0 else window_steps
         tokens, start = 0, time.perf_counter()
         for _ in range(steps):
-            tokens += train_step(model, optimizer, work.batch(step))
+            tokens += train_step(task, optimizer, work.batch(step))
             step += 1
         if window >= 0:
             rates.append(tokens / (time.perf_counter() - start))
-    return TrainingSpeed(statistics.median(rates), rates, step, model.eval())
+    return TrainingSpeed(statistics.median(rates), rates, step, task.model.eval())
 
 
-def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
-    """One teacher-forced step (forward, backward, clipping, Adam); returns target tokens.
-
-    The phases are marked for the profiler (:mod:`rnnsearch.bench.profile`).
-    """
-    with record_function("forward"):
-        logits, _ = model(batch.src, batch.src_len, batch.tgt_in)      # batch x T x V
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
-    optimizer.zero_grad(set_to_none=True)
-    with record_function("backward"):
-        loss.backward()
-    with record_function("clip"):
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    with record_function("optimizer"):
-        optimizer.step()
+def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
+    """One training step of the train stage's (:func:`rnnsearch.training.harness.train_step`);
+    returns the batch's target tokens."""
+    harness.train_step(task, optimizer, batch)
     return batch.target_tokens

@@ -3,7 +3,8 @@
 Luong's local-p predicts each target word's window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))``.
 This replays a train cell's own set-up (:func:`rnnsearch.training.run.build`: the same data, batch
 order, seed, initialisation and optimiser, ``train.optim.position_lr_scale`` included) in a plain
-loop of the same training steps (no Lightning, so no validation and no checkpoints), and every
+loop of the same training steps (:func:`rnnsearch.training.harness.train_step`; no Lightning, so
+no validation and no checkpoints), and every
 ``--every`` steps prints where the windows sit: ``p_t / S`` for the first, middle and last real
 word of each target sentence (batch means), and the sigmoid's input (mean and spread over real
 words). A predictor that follows the word order has first < middle < last; one whose input has
@@ -29,6 +30,7 @@ from rnnsearch.config.base import ConfigError, at_least, load_section
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.training.data import Batch
+from rnnsearch.training.harness import train_step
 
 COLUMNS = ("step", "loss", "first", "middle", "last", "input_mean", "input_sd")
 
@@ -68,31 +70,24 @@ def trace(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
     inputs: list[Tensor] = []
     hook = predictor.register_forward_hook(lambda _m, _args, out: inputs.append(out.detach()))
     try:
-        return _train_and_trace(task, data.train_dataloader(), inputs, config, steps, every)
+        return _train_and_trace(task, data.train_dataloader(), inputs, steps, every)
     finally:
         hook.remove()
 
 
-def _train_and_trace(task: Any, loader: Any, inputs: list[Tensor], config: TrainConfig,
-                     steps: int, every: int) -> list[dict[str, float]]:
-    """The training steps, a row of :func:`window_positions` every ``every`` steps."""
+def _train_and_trace(task: Any, loader: Any, inputs: list[Tensor], steps: int, every: int
+                     ) -> list[dict[str, float]]:
+    """The train stage's steps (:func:`rnnsearch.training.harness.train_step`), a row of
+    :func:`window_positions` every ``every`` steps, from the forward pass before its update."""
     optimizer = task.configure_optimizers()
     rows = []
     for step, batch in zip(range(steps + 1), batches(loader)):
         inputs.clear()
-        total, tokens = task.token_losses(batch)
-        loss = total / max(tokens, 1)
+        loss = train_step(task, optimizer, batch)
         if step % every == 0:
-            rows.append({"step": step, "loss": float(loss.detach()),
+            rows.append({"step": step, "loss": float(loss),
                          **window_positions(inputs, batch.tgt_out)})
             print(format_row(rows[-1]), flush=True)
-        if step == steps:
-            break
-        optimizer.zero_grad()
-        loss.backward()
-        if config.optim.clip_norm:
-            torch.nn.utils.clip_grad_norm_(task.model.parameters(), config.optim.clip_norm)
-        optimizer.step()
     return rows
 
 

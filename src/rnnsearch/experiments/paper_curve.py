@@ -35,13 +35,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import io
 import json
 import lzma
 import math
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -52,52 +50,32 @@ from typing import Any, Callable, Sequence
 import pytorch_lightning as pl
 import torch
 import yaml
-from pytorch_lightning.callbacks import Checkpoint, TQDMProgressBar
+from pytorch_lightning.callbacks import TQDMProgressBar
 
-from rnnsearch.bench.device import (failure, machine, peak_memory_mib, release,
-                                    reset_peak_memory)
 from rnnsearch.config.base import at_least, from_dict, read_params
-from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.repository import load_preset, repo_root
 from rnnsearch.config.sections import validate_params
 from rnnsearch.config.train import TrainConfig, cell_name
 from rnnsearch.config.translate import TranslateConfig, resolve_device
+from rnnsearch.config.trees import merge
 from rnnsearch.data.textio import DataError, read_lines, write_json, write_lines
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.decoding.compare import method_options
 from rnnsearch.decoding.translator import Translator
+from rnnsearch.device import failure, machine, peak_memory_mib, release, reset_peak_memory
+from rnnsearch.experiments.paper_curve_files import (MANIFEST, MAX_LEN, PACK, PACKED, PARAMS,
+                                                     RESULTS, TOKENIZED, VOCABS, hyp_file,
+                                                     sha256_of)
 from rnnsearch.models import Seq2Seq, count_parameters
-from rnnsearch.presets import load_preset, merge
+from rnnsearch.stage_command import run_stage_command
 from rnnsearch.stages.runner import EXIT_ERROR, EXPECTED, describe
-from rnnsearch.tracking import repo_root
-from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.run import build, graph_padding, make_trainer, use_cuda_graphs
+from rnnsearch.training.harness import bare_task, bare_trainer, device_config
+from rnnsearch.training.run import build
 
 PRESET = "gpu_curve"
 WORK = Path("data/paper_curve")
-PACK = "pack.tar.xz"
-MANIFEST = "manifest.json"
-PARAMS = "params.yaml"
-TOKENIZED = tuple(f"{split}.{side}" for split in ("train", "dev", "test") for side in ("src", "tgt"))
-VOCABS = ("vocab.src.txt", "vocab.tgt.txt")
-PACKED = TOKENIZED + VOCABS + (PARAMS, MANIFEST)
-MAX_LEN = 50                                   # the -50 cells
 MODELS = ("search", "encdec")                  # training order: the one that matters first
-RESULTS = "run.json"
 TINY_WIDTH = 16
-
-
-def hyp_file(cell: str, method: str) -> str:
-    """The name of one cell's hypotheses for one decoding method."""
-    return f"{cell}.{method}.tok.txt"
-
-
-def sha256_of(path: Path) -> str:
-    """The file's sha256, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # ---- pack (here, on the CPU) --------------------------------------------------------------------
@@ -115,19 +93,6 @@ def curve_params(override: Path | None, pairs: int, per_bucket: int) -> dict[str
         params["prepare"]["test_per_bucket"] = per_bucket
     validate_params(params, f"params.yaml + presets/{PRESET}.yaml")
     return params
-
-
-def run_stage(script: str, params: Path, work: Path, *args: str) -> None:
-    """``pipeline/<script> --params <params> ...`` in the repository, logging to the MLflow store
-    ``<work>/mlflow.db`` (the project's own store is left alone); its failure is a DataError."""
-    root = repo_root()
-    env = dict(os.environ, PYTHONPATH=str(root / "src"),
-               MLFLOW_TRACKING_URI=f"sqlite:///{(work / 'mlflow.db').resolve()}")
-    command = [sys.executable, str(root / "pipeline" / script), "--params", str(params), *args]
-    print(f"pack: {' '.join(command[1:])}", flush=True)
-    done = subprocess.run(command, cwd=root, env=env)
-    if done.returncode:
-        raise DataError(f"pipeline/{script} failed (exit {done.returncode}; its error is above)")
 
 
 def corpus_counts(tokenized: Path) -> dict[str, Any]:
@@ -177,11 +142,11 @@ def pack(work: Path, override: Path | None = None, pairs: int = 0, per_bucket: i
     params_path = work / PARAMS
     params_path.write_text(yaml.safe_dump(curve_params(override, pairs, per_bucket),
                                           sort_keys=False, allow_unicode=True), encoding="utf-8")
-    run_stage("prepare.py", params_path, work, "--out", str(work / "prepared"),
-              "--metrics", str(work / "metrics" / "prepare.json"))
-    run_stage("tokenize_text.py", params_path, work, "--prepared", str(work / "prepared"),
+    run_stage_command("prepare.py", params_path, work / "mlflow.db", "--out", str(work / "prepared"),
+              "--metrics", str(work / "metrics" / "prepare.json"), label="pack")
+    run_stage_command("tokenize_text.py", params_path, work / "mlflow.db", "--prepared", str(work / "prepared"),
               "--out", str(work / "tokenized"), "--metrics", str(work / "metrics" / "tokenize.json"),
-              "--plot", str(work / "plots" / "lengths.csv"))
+              "--plot", str(work / "plots" / "lengths.csv"), label="pack")
     manifest = {"preset": PRESET, **corpus_counts(work / "tokenized")}
     write_pack(work / PACK, work / "tokenized", params_path, manifest)
     info = {**manifest, "pack": str(work / PACK), "bytes": (work / PACK).stat().st_size,
@@ -214,27 +179,13 @@ def unpack(path: Path, into: Path) -> dict[str, Any]:
     return {**manifest, "sha256": sha256_of(path), "bytes": path.stat().st_size}
 
 
-def shrink(model: ModelConfig, width: int) -> ModelConfig:
-    """``model`` with every width ``width`` (the ``--tiny`` dry run; maxout halves the output)."""
-    return dataclasses.replace(model, embedding_size=width, hidden_size=width,
-                               attention_size=width,
-                               output_size=width // 2 if model.maxout else width)
-
-
-def cell_config(train: TrainConfig, args: argparse.Namespace) -> TrainConfig:
-    """The pack's train section on this run's device, precision and batch size; no validation
-    while training (one at the end), steps unlimited unless ``--max-steps``."""
-    t = train
-    trainer = dataclasses.replace(
-        t.trainer, accelerator="gpu" if args.device == "cuda" else "cpu", devices=1,
-        num_nodes=1, strategy="auto", precision=args.precision or t.trainer.precision,
-        deterministic=args.deterministic, threads=args.threads)
-    budget = dataclasses.replace(t.budget, max_steps=args.max_steps, max_epochs=-1,
-                                 val_every_steps=2**31 - 1, early_stopping_patience=0)
-    data = dataclasses.replace(t.data, batch_size=args.batch_size or t.data.batch_size,
-                               dev_bleu_sentences=0)
-    base = shrink(t.base_model, TINY_WIDTH) if args.tiny else t.base_model
-    return dataclasses.replace(t, trainer=trainer, budget=budget, data=data, base_model=base)
+def cell_config(train: TrainConfig, args: argparse.Namespace, device: str) -> TrainConfig:
+    """The pack's train section on ``device`` (``--device`` resolved), this run's precision and
+    batch size; no validation while training (one at the end), steps unlimited unless
+    ``--max-steps``."""
+    return device_config(train, device, args.precision, args.batch_size, args.max_steps,
+                         TINY_WIDTH if args.tiny else 0, deterministic=args.deterministic,
+                         threads=args.threads)
 
 
 class TrainingClock(pl.Callback):
@@ -270,13 +221,9 @@ def train_cell(config: TrainConfig, model_name: str, data_dir: Path, clock: Trai
     its Trainer less MLflow and checkpoints) until ``clock`` stops it; then the dev loss.
     Returns the model and what the run measured."""
     data, model, _ = build(config, model_name, MAX_LEN, data_dir, None, None)
-    graphs = use_cuda_graphs(config, model)
-    task = TranslationTask(model, config.optim, {"cell": clock.cell}, None,
-                           config.trainer.log_every_steps,
-                           pad_to=graph_padding(config, graphs))
+    task, graphs = bare_task(config, model, {"cell": clock.cell})
     reset_peak_memory(device)
-    trainer = make_trainer(config, work, False, [clock, TQDMProgressBar(refresh_rate=0)])
-    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
+    trainer = bare_trainer(config, work, [clock, TQDMProgressBar(refresh_rate=0)])
     trainer.fit(task, datamodule=data)
     fit_seconds = time.perf_counter() - clock.started
     trainer.validate(task, datamodule=data, verbose=False)
@@ -417,7 +364,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         data_dir = Path(tmp)
         current.record["pack"] = unpack(args.pack, data_dir)
         params = read_params(data_dir / PARAMS)
-        train = cell_config(from_dict(TrainConfig, params["train"], "train"), args)
+        train = cell_config(from_dict(TrainConfig, params["train"], "train"), args, device)
         translate = from_dict(TranslateConfig, params["translate"], "translate")
         current.record["settings"] = settings(args, train, translate, device)
         current.save()

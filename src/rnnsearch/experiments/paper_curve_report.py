@@ -28,17 +28,18 @@ import matplotlib.pyplot as plt
 
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.config.repository import repo_root
 from rnnsearch.data.textio import (DataError, atomic_dir, atomic_write_text, read_json,
                                    read_lines, write_json, write_lines)
 from rnnsearch.data.tokenize import detokenize
 from rnnsearch.evaluation import TestSet, evaluate_cell
-from rnnsearch.experiments.paper_curve import MAX_LEN, PACK, PARAMS, RESULTS, hyp_file, sha256_of
+from rnnsearch.experiments.paper_curve_files import (MAX_LEN, PACK, PARAMS, RESULTS, hyp_file,
+                                                     sha256_of)
 from rnnsearch.reporting import build
 from rnnsearch.reporting.figures import bleu_by_length_figure
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.tables import Table, fmt
-from rnnsearch.tracking import repo_root
 
 FOLDER = "paper_curve"
 METHOD = "beam"                      # the figure's and the comparison's decoding

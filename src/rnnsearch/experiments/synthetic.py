@@ -13,44 +13,56 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
 from rnnsearch.models import Seq2Seq, build_model
 from rnnsearch.training.data import Batch, collate
+from rnnsearch.training.harness import train_step
+from rnnsearch.training.module import TranslationTask
 
 FIRST_SYMBOL = 4  # ids 0-3 are <pad> <unk> <s> </s>
 
 
-def sample_batch(generator: torch.Generator, size: int, symbols: int, min_len: int, max_len: int,
-                 task: str) -> Batch:
-    """``size`` random sequences and their reversal (or copy), as a padded :class:`Batch`."""
-    lengths = torch.randint(min_len, max_len + 1, (size,), generator=generator).tolist()
-    pairs = []
-    for n in lengths:
-        src = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + symbols, (n,), generator=generator).tolist()
-        pairs.append((src, src[::-1] if task == "reverse" else list(src)))
-    return collate(pairs)
+@dataclass(frozen=True)
+class SymbolTask:
+    """Reverse (or copy) sequences of ``min_len``-``max_len`` of ``symbols`` random symbols."""
+
+    task: str = "reverse"           # reverse or copy
+    symbols: int = 20
+    min_len: int = 20
+    max_len: int = 40
+
+    def sample(self, generator: torch.Generator, size: int, lengths: tuple[int, int] | None = None
+               ) -> Batch:
+        """``size`` random sequences (of ``lengths``, default the task's) and their reversal
+        (or copy), as a padded :class:`Batch`."""
+        low, high = lengths or (self.min_len, self.max_len)
+        pairs = []
+        for n in torch.randint(low, high + 1, (size,), generator=generator).tolist():
+            src = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + self.symbols, (n,),
+                                generator=generator).tolist()
+            pairs.append((src, src[::-1] if self.task == "reverse" else list(src)))
+        return collate(pairs)
 
 
-def train(model: Seq2Seq, args: argparse.Namespace, generator: torch.Generator) -> tuple[int, float]:
-    """Adam with clipping on fresh batches until ``--steps`` or ``--max-minutes``; returns both."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+def train(model: Seq2Seq, optim: OptimConfig, task: SymbolTask, batch_size: int, steps: int,
+          max_minutes: float, generator: torch.Generator) -> tuple[int, float]:
+    """The train stage's steps (:func:`rnnsearch.training.harness.train_step`: ``optim``'s
+    optimiser and clipping) on fresh batches until ``steps`` or ``max_minutes``; returns the
+    steps taken and the seconds."""
+    trainer = TranslationTask(model, optim)
+    optimizer = trainer.configure_optimizers()
     start, step = time.perf_counter(), 0
     model.train()
-    while step < args.steps and time.perf_counter() - start < args.max_minutes * 60:
-        batch = sample_batch(generator, args.batch, args.symbols, args.min_len, args.max_len, args.task)
-        logits, _ = model(batch.src, batch.src_len, batch.tgt_in)
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+    while step < steps and time.perf_counter() - start < max_minutes * 60:
+        loss = train_step(trainer, optimizer, task.sample(generator, batch_size))
         step += 1
         if step % 100 == 0:
             print(f"  step {step}: loss {loss.item():.3f}", flush=True)
@@ -72,12 +84,14 @@ def greedy_outputs(model: Seq2Seq, batch: Batch) -> torch.Tensor:
     return torch.stack(outputs, 1)
 
 
-def evaluate(model: Seq2Seq, args: argparse.Namespace, buckets: list[tuple[int, int]]) -> dict:
-    """Token accuracy and exact match (``</s>`` included) per source-length bucket."""
-    generator = torch.Generator().manual_seed(args.seed + 1)
+def evaluate(model: Seq2Seq, task: SymbolTask, buckets: list[tuple[int, int]], size: int,
+             seed: int) -> dict:
+    """Token accuracy and exact match (``</s>`` included) per source-length bucket, ``size``
+    sequences each (drawn with ``seed``)."""
+    generator = torch.Generator().manual_seed(seed)
     results = {}
     for low, high in buckets:
-        batch = sample_batch(generator, args.test_size, args.symbols, low, high, args.task)
+        batch = task.sample(generator, size, (low, high))
         predicted = greedy_outputs(model, batch)
         real = batch.tgt_out != PAD_ID
         correct = (predicted == batch.tgt_out) & real
@@ -116,6 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     buckets = length_buckets(args.min_len, args.max_len)
+    task = SymbolTask(args.task, args.symbols, args.min_len, args.max_len)
     report = {"settings": vars(args) | {"out": str(args.out)}, "models": {}}
     for name in ("encdec", "search"):
         torch.manual_seed(args.seed)
@@ -123,8 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
                              attention_size=args.hidden, output_size=args.hidden)
         model = build_model(config, FIRST_SYMBOL + args.symbols, FIRST_SYMBOL + args.symbols)
         print(f"{name}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
-        steps, seconds = train(model, args, torch.Generator().manual_seed(args.seed))
-        scores = evaluate(model, args, buckets)
+        steps, seconds = train(model, OptimConfig(lr=args.lr), task, args.batch, args.steps,
+                               args.max_minutes, torch.Generator().manual_seed(args.seed))
+        scores = evaluate(model, task, buckets, args.test_size, args.seed + 1)
         report["models"][name] = {"steps": steps, "seconds": round(seconds, 1), "buckets": scores}
     print(format_table(report))
     if args.out:

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-import types
 from pathlib import Path
 
 import torch
 
 from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.textio import write_lines
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
-from rnnsearch.experiments.synthetic import sample_batch, train
+from rnnsearch.experiments.synthetic import SymbolTask, train
 from rnnsearch.models import build_model, save_model
 
 SYMBOLS, MIN_LEN, MAX_LEN = 20, 5, 40
+TASK = SymbolTask("reverse", SYMBOLS, MIN_LEN, MAX_LEN)
 
 
 def symbol_vocabulary(symbols: int = SYMBOLS) -> Vocabulary:
@@ -49,15 +50,12 @@ def make_tiny(out: Path, steps: int = 300, sentences: int = 300, seed: int = 123
     config = ModelConfig(model="search", embedding_size=32, hidden_size=64, attention_size=64,
                          output_size=64)
     model = build_model(config, len(vocab), len(vocab))
-    settings = types.SimpleNamespace(lr=0.003, steps=steps, max_minutes=10.0, batch=64,
-                                     symbols=SYMBOLS, min_len=MIN_LEN, max_len=MAX_LEN,
-                                     task="reverse")
-    done, seconds = train(model, settings, torch.Generator().manual_seed(seed))
+    done, seconds = train(model, OptimConfig(lr=0.003), TASK, 64, steps, 10.0,
+                          torch.Generator().manual_seed(seed))
     save_model(model.eval(), out / "model.pt")
     vocab.save(out / "vocab.src.txt")
     vocab.save(out / "vocab.tgt.txt")
-    test = sample_batch(torch.Generator().manual_seed(seed + 1), sentences, SYMBOLS, MIN_LEN,
-                        MAX_LEN, "reverse")
+    test = TASK.sample(torch.Generator().manual_seed(seed + 1), sentences)
     lines = [" ".join(vocab.decode(row[:length].tolist()))
              for row, length in zip(test.src, test.src_len.tolist())]
     write_lines(out / "test.src", lines)

@@ -1,0 +1,103 @@
+"""Training outside the train stage, the train stage's way: what the bench and the studies use.
+
+* :func:`device_config`: a train section for one device and size (precision, batch size, width,
+  a step budget), without validation while training, early stopping or a time limit;
+* :func:`bare_task` and :func:`bare_trainer`: the stage's :class:`TranslationTask` (CUDA graphs
+  when ``train.trainer.cuda_graphs``) and its Trainer (:func:`~rnnsearch.training.run.make_trainer`)
+  without checkpoints or MLflow;
+* :func:`train_step`: one plain training step without Lightning, as Lightning takes it in the
+  stage: the task's loss, backward, clipping at ``train.optim.clip_norm``, the task's optimiser.
+
+So a measurement or a study trains what the pipeline trains; a change to how the project trains
+has one place to go.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Checkpoint
+from torch.profiler import record_function
+
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.models import Seq2Seq
+from rnnsearch.training.data import Batch, pad_batch
+from rnnsearch.training.graphs import GraphedLoops
+from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.run import graph_padding, make_trainer, use_cuda_graphs
+
+NEVER = 2**31 - 1       # a step interval that is never reached: no validation while training
+
+
+def shrink(model: ModelConfig, width: int) -> ModelConfig:
+    """``model`` with every width ``width`` (a seconds-long dry run; maxout halves the output)."""
+    return dataclasses.replace(model, embedding_size=width, hidden_size=width,
+                               attention_size=width,
+                               output_size=width // 2 if model.maxout else width)
+
+
+def device_config(train: TrainConfig, device: str, precision: str | None = None,
+                  batch_size: int = 0, max_steps: int = -1, width: int = 0,
+                  **trainer: Any) -> TrainConfig:
+    """``train`` on one ``device`` (``cpu`` or ``cuda``) in ``precision`` (default: its own),
+    ``batch_size`` pairs a batch (0: its own), at most ``max_steps`` steps (-1: no limit), every
+    width ``width`` when > 0; no validation, dev BLEU, early stopping or time limit.
+    ``trainer``: other ``train.trainer`` fields (``deterministic``, ``threads``, ``cuda_graphs``)."""
+    t = train
+    machine = dataclasses.replace(
+        t.trainer, accelerator="gpu" if device == "cuda" else "cpu", devices=1, num_nodes=1,
+        strategy="auto", precision=precision or t.trainer.precision, **trainer)
+    budget = dataclasses.replace(t.budget, max_steps=max_steps, max_epochs=-1, max_minutes=0.0,
+                                 val_every_steps=NEVER, early_stopping_patience=0)
+    data = dataclasses.replace(t.data, batch_size=batch_size or t.data.batch_size,
+                               dev_bleu_sentences=0)
+    base = shrink(t.base_model, width) if width else t.base_model
+    return dataclasses.replace(t, trainer=machine, budget=budget, data=data, base_model=base)
+
+
+def bare_task(config: TrainConfig, model: Seq2Seq, hparams: dict[str, Any] | None = None
+              ) -> tuple[TranslationTask, GraphedLoops | None]:
+    """The train stage's task for ``model`` under ``config`` (no dev BLEU), and its CUDA graphs
+    when ``train.trainer.cuda_graphs`` (None otherwise)."""
+    graphs = use_cuda_graphs(config, model)
+    task = TranslationTask(model, config.optim, hparams, None, config.trainer.log_every_steps,
+                           pad_to=graph_padding(config, graphs))
+    return task, graphs
+
+
+def bare_trainer(config: TrainConfig, work_dir: Path, callbacks: list) -> pl.Trainer:
+    """The train stage's Trainer with ``callbacks``, without MLflow and without the checkpoint
+    Lightning adds by default (a paper-width checkpoint with optimiser state is a gigabyte)."""
+    trainer = make_trainer(config, work_dir, False, callbacks)
+    trainer.callbacks = [c for c in trainer.callbacks if not isinstance(c, Checkpoint)]
+    return trainer
+
+
+def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch
+               ) -> torch.Tensor:
+    """One training step as the stage's Trainer takes it: the task's loss (mean cross-entropy
+    of the real target tokens, the batch padded as the task pads it), gradients clipped to norm
+    ``train.optim.clip_norm`` (0: not clipped), the optimiser's step. Returns the loss.
+
+    ``optimizer``: ``task.configure_optimizers()``. The phases are marked for the profiler
+    (:mod:`rnnsearch.bench.profile`).
+    """
+    with record_function("forward"):
+        if task.pad_to is not None:
+            batch = pad_batch(batch, *task.pad_to)
+        total, tokens = task.token_losses(batch)
+        loss = total / max(tokens, 1)
+    optimizer.zero_grad(set_to_none=True)
+    with record_function("backward"):
+        loss.backward()
+    with record_function("clip"):
+        if task.optim.clip_norm:        # over the optimiser's parameters, as Lightning clips
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, task.optim.clip_norm)
+    with record_function("optimizer"):
+        optimizer.step()
+    return loss.detach()

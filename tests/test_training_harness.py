@@ -1,0 +1,100 @@
+"""The one training harness (:mod:`rnnsearch.training.harness`) trains as the train stage does."""
+from __future__ import annotations
+
+import random
+
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader
+
+from rnnsearch.bench import workload
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import OptimConfig, TrainConfig
+from rnnsearch.models import build_model
+from rnnsearch.training.data import Batch, collate
+from rnnsearch.training.harness import (NEVER, bare_trainer, device_config, shrink, train_step)
+from rnnsearch.training.module import TranslationTask
+
+VOCAB = 30
+
+
+def tiny_train(clip_norm: float) -> TrainConfig:
+    """A train section of one small RNNsearch, Adam with ``clip_norm``."""
+    model = ModelConfig(embedding_size=8, hidden_size=8, attention_size=8, output_size=8)
+    return TrainConfig(base_model=model, models={"search": {}},
+                       optim=OptimConfig(lr=0.01, clip_norm=clip_norm))
+
+
+def random_batch(seed: int = 0, pairs: int = 6) -> Batch:
+    """``pairs`` random sentence pairs of 2-9 words (ids of the model's vocabulary)."""
+    rng = random.Random(seed)
+    words = range(4, VOCAB)
+    return collate([([rng.choice(words) for _ in range(rng.randint(2, 9))],
+                     [rng.choice(words) for _ in range(rng.randint(2, 9))]) for _ in range(pairs)])
+
+
+def seeded_task(config: TrainConfig, seed: int = 0) -> TranslationTask:
+    """The stage's task over a model initialised from ``seed``."""
+    torch.manual_seed(seed)
+    return TranslationTask(build_model(config.model_config("search"), VOCAB, VOCAB), config.optim)
+
+
+class LastLoss(pl.Callback):
+    """Keeps the loss of the last training step."""
+
+    loss: torch.Tensor
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self.loss = outputs["loss"].detach()
+
+
+def lightning_step(config: TrainConfig, batch: Batch, tmp_path) -> tuple[torch.Tensor, dict]:
+    """One step of the train stage's Trainer on ``batch``: its loss and the weights after it."""
+    task, loss = seeded_task(config), LastLoss()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:
+        bare_trainer(config, tmp_path, [loss]).fit(
+            task, train_dataloaders=DataLoader([batch], batch_size=None))
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+    return loss.loss, task.model.state_dict()
+
+
+def test_the_bench_step_computes_the_train_stage_step(tmp_path):
+    """Same seed, same batch: the loss of the plain step (the bench's, the studies') equals the
+    Lightning step's, and so do the weights after it (clipping that bites, Adam)."""
+    config = device_config(tiny_train(clip_norm=0.05), "cpu", max_steps=1)
+    batch = random_batch()
+    stage_loss, stage_weights = lightning_step(config, batch, tmp_path)
+    task = seeded_task(config)
+    loss = train_step(task, task.configure_optimizers(), batch)
+    assert torch.equal(loss, stage_loss)
+    weights = task.model.state_dict()
+    assert all(torch.equal(weights[name], value) for name, value in stage_weights.items())
+    # the bench's step is this step; it counts the batch's target tokens
+    task = seeded_task(config)
+    assert workload.train_step(task, task.configure_optimizers(), batch) == batch.target_tokens
+
+
+def test_the_step_clips_at_the_configured_norm_only():
+    batch = random_batch(1)
+    grads = {}
+    for clip in (0.0, 0.05):
+        config = tiny_train(clip)
+        task = seeded_task(config)
+        optimizer = torch.optim.SGD(task.model.parameters(), lr=0.0)    # leaves the weights
+        train_step(task, optimizer, batch)
+        grads[clip] = torch.cat([p.grad.flatten() for p in task.model.parameters()]).norm()
+    assert grads[0.0] > 0.05 and abs(float(grads[0.05]) - 0.05) < 1e-4
+
+
+def test_a_device_config_trains_only_steps_without_validation():
+    train = tiny_train(1.0)
+    config = device_config(train, "cuda", "bf16-mixed", 16, 5, width=4, cuda_graphs=True)
+    assert (config.trainer.accelerator, config.trainer.precision, config.trainer.cuda_graphs,
+            config.data.batch_size, config.budget.max_steps) == ("gpu", "bf16-mixed", True, 16, 5)
+    assert config.budget.val_every_steps == NEVER and config.data.dev_bleu_sentences == 0
+    assert config.base_model == shrink(train.base_model, 4) and config.base_model.hidden_size == 4
+    kept = device_config(train, "cpu")
+    assert kept.trainer.precision == train.trainer.precision and kept.base_model == train.base_model
+    assert kept.optim == train.optim
