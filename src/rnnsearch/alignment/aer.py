@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-Link = tuple[int, int]
+from rnnsearch.alignment import Link
 
 
 def alignment_scores(predicted: Iterable[set[Link]], sure: Iterable[frozenset[Link]],

@@ -8,9 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from rnnsearch.alignment import Link
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
-
-Link = tuple[int, int]
 
 
 def pad(rows: Sequence[Sequence[int]], prefix: Sequence[int] = ()) -> torch.Tensor:

@@ -6,13 +6,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from rnnsearch.alignment import Link
 from rnnsearch.alignment.aer import alignment_scores, diagonal_links
 from rnnsearch.alignment.gold import GoldPair
 from rnnsearch.alignment.ibm1 import DiagonalPrior, train_model1, viterbi
 from rnnsearch.alignment.mapping import Mapped, gold_links
 from rnnsearch.alignment.symmetrize import links_from_choices, symmetrise
-
-Link = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -97,11 +96,12 @@ def run_jobs(jobs: Sequence[EMJob], processes: int) -> list[dict[str, Any]]:
         return pool.map(run_job, jobs, chunksize=1)
 
 
-def symmetrised(choices_fe: Sequence[Sequence[int]], choices_ef: Sequence[Sequence[int]],
+def symmetrised(choices: Sequence[Sequence[Sequence[int]]], directions: Sequence[str],
                 names: Sequence[str]) -> dict[str, list[set[Link]]]:
-    """Per sentence ``(en, fr)`` links of both directions and of each symmetrisation."""
-    fe = [links_from_choices(c, target_is_f=True) for c in choices_fe]
-    ef = [links_from_choices(c, target_is_f=False) for c in choices_ef]
-    out = {"fr|en": fe, "en|fr": ef}
+    """Per sentence ``(e, f)`` links of both directions (``choices`` of f given e, then of e
+    given f, named ``directions``) and of each symmetrisation of ``names``."""
+    fe = [links_from_choices(c, target_is_f=True) for c in choices[0]]
+    ef = [links_from_choices(c, target_is_f=False) for c in choices[1]]
+    out = {directions[0]: fe, directions[1]: ef}
     out.update({name: [symmetrise(name, a, b) for a, b in zip(fe, ef)] for name in names})
     return out

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rnnsearch.alignment import Link
 from rnnsearch.data.corpora import download, mirror_dir, verify
 from rnnsearch.data.textio import DataError
 
@@ -26,8 +27,6 @@ GOLD_FILES = {  # file -> (path under UPSTREAM, sha256)
 }
 GOLD_LANGS = ("en", "fr")     # the gold set's source (e) and target (f) languages
 SENTENCE = re.compile(r"^<s snum=(\S+)>(.*)</s>\s*$")
-
-Link = tuple[int, int]        # (English position, French position), 0-based
 
 
 @dataclass(frozen=True)

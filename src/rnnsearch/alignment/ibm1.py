@@ -17,7 +17,6 @@ iteration is a gather, a row sum and one ``bincount`` over every link of the cor
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -198,8 +197,3 @@ def viterbi(model: Model1, groups: list[LengthGroup], sentences: int) -> list[li
         for s, j, i in zip(group.sentence[keep], group.position[keep], choice):
             best[s][int(j)] = int(i)
     return [[row[j] for j in range(len(row))] for row in best]
-
-
-def perplexity(log_likelihood: float) -> float:
-    """Per-token perplexity from a mean log-likelihood."""
-    return math.exp(-log_likelihood)

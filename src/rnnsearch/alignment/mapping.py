@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from rnnsearch.alignment import Link
 from rnnsearch.data.tokenize import tokenize_line
 
 VOWELS = frozenset("aeiouyàâäéèêëîïôöûùüœæh")
@@ -176,7 +177,7 @@ def map_corpus(sentences: Iterable[Sequence[str]], lang: str, lowercase: bool,
         counts.fill()
 
 
-def gold_links(links: Iterable[tuple[int, int]], cover_e: Sequence[tuple[int, ...]],
-               cover_f: Sequence[tuple[int, ...]]) -> set[tuple[int, int]]:
+def gold_links(links: Iterable[Link], cover_e: Sequence[tuple[int, ...]],
+               cover_f: Sequence[tuple[int, ...]]) -> set[Link]:
     """Links between pipeline tokens -> links between the gold words they cover."""
     return {(e, f) for i, j in links for e in cover_e[i] for f in cover_f[j]}

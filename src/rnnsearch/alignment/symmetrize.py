@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-Link = tuple[int, int]
+from rnnsearch.alignment import Link
+
 NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 

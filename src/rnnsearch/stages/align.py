@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rnnsearch.alignment import Link
 from rnnsearch.alignment.corpus import EMJob, GoldCorpus, run_jobs, symmetrised
 from rnnsearch.alignment.gold import GOLD_LANGS, GoldPair, locate_gold, read_gold
 from rnnsearch.alignment.ibm1 import DiagonalPrior
@@ -60,14 +61,22 @@ def load_gold(ctx: StageContext, langs: dict[str, str], lines: dict[str, list[st
     return GoldCorpus(pairs, mapped["en"], mapped["fr"])
 
 
+def directions(names: tuple[str, str]) -> tuple[str, str]:
+    """The two directions of the e and f languages ``names``: (f given e, e given f), e.g.
+    ``("fr|en", "en|fr")``; each aligner's jobs and results are named by them."""
+    e, f = names
+    return f"{f}|{e}", f"{e}|{f}"
+
+
 def em_jobs(cfg: AlignConfig, e: list[list[str]], f: list[list[str]], names: tuple[str, str],
             keep: int) -> list[EMJob]:
     """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages)."""
+    f_given_e, e_given_f = directions(names)
     jobs = []
     for model in cfg.models:
         prior = DiagonalPrior(cfg.p_null, cfg.tension) if model == "fast_align" else None
-        jobs.append(EMJob(model, f"{names[1]}|{names[0]}", e, f, cfg.iterations, prior, keep))
-        jobs.append(EMJob(model, f"{names[0]}|{names[1]}", f, e, cfg.iterations, prior, keep))
+        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, keep))
+        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, keep))
     return jobs
 
 
@@ -81,7 +90,7 @@ def training_text(lines: dict[str, list[str]], langs: dict[str, str], max_pairs:
     return e, f, (langs[first], langs[second])
 
 
-def write_links(path: Path, gold: GoldCorpus, links: list[set[tuple[int, int]]]) -> None:
+def write_links(path: Path, gold: GoldCorpus, links: list[set[Link]]) -> None:
     """Links in the gold file format: ``id e f`` per line, 1-based gold positions."""
     rows = [f"{p.ident} {e + 1} {f + 1}" for p, sentence in zip(gold.pairs, gold.to_gold(links))
             for e, f in sorted(sentence)]
@@ -89,8 +98,9 @@ def write_links(path: Path, gold: GoldCorpus, links: list[set[tuple[int, int]]])
 
 
 def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: AlignConfig,
-                  out: Path | None) -> dict[str, Any]:
-    """Per aligner: curves, times and (with a gold set) the scores of every link set."""
+                  out: Path | None, names: tuple[str, str]) -> dict[str, Any]:
+    """Per aligner: curves, times and (with a gold set) the scores of every link set
+    (``names``: the e and f languages)."""
     models: dict[str, Any] = {}
     for result in results:
         entry = models.setdefault(result["model"], {"log_likelihood": {}, "seconds": {},
@@ -101,7 +111,8 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
         return models
     for name, entry in models.items():
         by_direction = {r["direction"]: r["choices"] for r in results if r["model"] == name}
-        link_sets = symmetrised(by_direction["fr|en"], by_direction["en|fr"], cfg.symmetrize)
+        link_sets = symmetrised([by_direction[d] for d in directions(names)], directions(names),
+                                cfg.symmetrize)
         entry["scores"] = {key: gold.score(links) for key, links in link_sets.items()}
         if out is not None:
             for key, links in link_sets.items():
@@ -155,7 +166,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     metrics: dict[str, Any] = {"languages": {"e": names[0], "f": names[1]},
                                "training_pairs": len(e) - keep, "gold_pairs_added": keep}
     with ctx.output_dir(args.out) as tmp:
-        metrics["models"] = score_results(results, gold, cfg, tmp)
+        metrics["models"] = score_results(results, gold, cfg, tmp, names)
         ctx.write_json(tmp / "gold.json", gold.records() if gold is not None else [])
     if gold is None:
         metrics["gold"] = f"no gold alignments for {names[0]}-{names[1]} (only English-French)"
