@@ -3,13 +3,20 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from sacrebleu.metrics import BLEU
 
 from conftest import run_script
+from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
-from rnnsearch.evaluation import corpus_scores, length_buckets, no_unk_indices, paired_bootstrap
+from rnnsearch.evaluation import (TestSet as Sentences, corpus_scores, length_buckets, no_unk_indices,
+                                  paired_bootstrap)
+from rnnsearch.evaluation.cell import compare_systems
 
 REFS = ["the cat sat on the mat.", "a dog barked at the postman this morning", "hello!",
         "the weather is nice today and the sun is shining over the hills", "I see.",
@@ -53,6 +60,38 @@ def test_paired_bootstrap_is_deterministic_and_significant():
     assert "bs:200" in first["signature"]
     close = GOOD[:-1] + BAD[-1:]         # one sentence worse: no significant difference
     assert paired_bootstrap(GOOD, close, REFS, samples=200, seed=1)["p_value"] > 0.05
+
+
+def sacrebleu_cli_p_value(folder: Path, refs: list[str], baseline: list[str],
+                          system: list[str], samples: int, seed: int) -> float:
+    """The p-value sacreBLEU's own command line prints for ``system`` against ``baseline``
+    (``--paired-bs``, text output; the first ``-i`` file is the baseline)."""
+    for name, lines in (("refs", refs), ("baseline", baseline), ("system", system)):
+        (folder / name).write_text("\n".join(lines) + "\n")
+    done = subprocess.run([str(Path(sys.executable).parent / "sacrebleu"), "refs", "-i",
+                           "baseline", "system", "--paired-bs", "--paired-bs-n", str(samples),
+                           "-m", "bleu", "-f", "text"], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "SACREBLEU_SEED": str(seed)})
+    assert done.returncode == 0, done.stderr
+    return float(re.search(r"\(p = ([0-9.]+)\)", done.stdout).group(1))
+
+
+def test_no_unk_bootstrap_is_sacrebleus_paired_bootstrap_within_the_subset(tmp_path):
+    """Table 1's No UNK p-value resamples the no-UNK sentences only: the same p as sacreBLEU's
+    command line run on those sentences' files."""
+    refs, system = REFS * 3, GOOD * 3
+    baseline = GOOD[:-1] + BAD[-1:] + GOOD[:3] + BAD[3:4] + GOOD[4:] + GOOD
+    no_unk = [i for i in range(len(refs)) if i % 2 == 0]
+    test = Sentences(refs, no_unk, length_buckets([len(r.split()) for r in refs], [10]))
+    cfg = EvaluateConfig(bootstrap_samples=200, bootstrap_seed=7)
+    ours = compare_systems(system, baseline, "encdec-50", test, cfg)
+    theirs = sacrebleu_cli_p_value(tmp_path, [refs[i] for i in no_unk],
+                                   [baseline[i] for i in no_unk], [system[i] for i in no_unk],
+                                   samples=200, seed=7)
+    assert ours["no_unk"]["n"] == len(no_unk) and ours["no_unk"]["p_value"] == theirs
+    assert 0.05 < theirs < 1         # a case where the resampling decides, not 1 / (n + 1)
+    everything = sacrebleu_cli_p_value(tmp_path, refs, baseline, system, samples=200, seed=7)
+    assert ours["all"]["p_value"] == everything
 
 
 def _workspace(root: Path) -> Path:
@@ -102,6 +141,8 @@ def test_evaluate_stage(tmp_path):
     assert search["systems"]["beam"]["unk_removed"]["n"] == len(REFS)
     vs = search["systems"]["beam_unk"]["vs_baseline"]
     assert vs["baseline"] == "encdec-50" and vs["all"]["p_value"] < 0.05
+    assert vs["no_unk"]["n"] == 4 and vs["no_unk"]["p_value"] is not None
+    assert "(no unknown word: " in beam
     assert "vs_baseline" not in encdec["systems"]["beam"]
     assert search["speed"]["greedy"]["sentences_per_s"] == 100.0
     rows = list(csv.DictReader((root / "plots/bleu_by_length/search-50.csv").open()))

@@ -10,7 +10,8 @@
                             "by_length": {"0-10": {bleu, chrf, len_ratio, n, step}, ...,
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
-                                            n, signature}, "by_length": {"0-10": p, ...}}}}}
+                                            n, signature}, "no_unk": {the same keys},
+                                            "by_length": {"0-10": p, ...}}}}}
 
 A system is a decoding method (``greedy``, ``beam``) or its UNK-replaced form (``beam_unk``);
 ``vs_baseline`` compares it with the same method of the baseline model at the same maximum
@@ -25,6 +26,7 @@ from typing import Any, Sequence
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.textio import read_json, read_lines
 from rnnsearch.data.vocab import UNK, Vocabulary
+from rnnsearch.errors import DataError
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
 from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
 
@@ -79,12 +81,13 @@ def remove_unk(hyps: Sequence[str]) -> list[str]:
 
 def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name: str,
                     test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
-    """Paired bootstrap of ``hyps`` against ``baseline``: overall and per length bucket."""
+    """Paired bootstrap of ``hyps`` against ``baseline``: on all sentences, on the no-UNK
+    subset (Table 1's second column, resampled within that subset) and per length bucket."""
     def test_on(indices: Sequence[int] | None) -> dict[str, Any]:
         return paired_bootstrap(hyps, baseline, test.refs, indices, cfg.bootstrap_samples,
                                 cfg.bootstrap_seed, cfg.bleu_tokenize)
 
-    return {"baseline": baseline_name, "all": test_on(None),
+    return {"baseline": baseline_name, "all": test_on(None), "no_unk": test_on(test.no_unk),
             "by_length": {b.label: test_on(b.indices)["p_value"] for b in test.buckets}}
 
 
@@ -120,8 +123,8 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
 
 def _check_count(folder: Path, system: str, hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
-        raise ValueError(f"{folder}/{system}.detok.txt has {len(hyps)} lines, the references "
-                         f"{len(refs)}")
+        raise DataError(f"{folder}/{system}.detok.txt has {len(hyps)} lines, the references "
+                        f"{len(refs)}")
 
 
 def length_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
