@@ -17,6 +17,7 @@ import yaml
 from rnnsearch.config.base import ConfigError, from_dict, load_section
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from rnnsearch.errors import DataError
 from rnnsearch.models import ModelConfig, build_model, load_model
 from rnnsearch.training import TranslationTask, bucket_batches, collate, read_pairs, train_cell
 from rnnsearch.training.data import TranslationDataModule
@@ -187,6 +188,20 @@ def test_train_cell_writes_model_checkpoint_and_metrics(corpus, tmp_path):
     assert json.loads((out / "run.json").read_text())["finished"] is True
 
 
+def test_accelerator_auto_trains_on_the_cpu_to_the_same_weights(corpus, tmp_path):
+    """``accelerator: auto`` (params.yaml's default) picks the CPU where torch sees no GPU: the
+    same weights, bit for bit, as ``accelerator: cpu``."""
+    if torch.cuda.is_available():
+        pytest.skip("torch sees a GPU here: auto picks it")
+    weights = {}
+    for accelerator in ("cpu", "auto"):
+        out = tmp_path / accelerator / "search-12"
+        train_cell(config(trainer={"accelerator": accelerator}), "search", 12, corpus, out)
+        weights[accelerator] = load_model(out / "model.pt").state_dict()
+    assert weights["cpu"].keys() == weights["auto"].keys()
+    assert all(torch.equal(weights["cpu"][k], weights["auto"][k]) for k in weights["cpu"])
+
+
 def test_tiny_model_overfits_a_tiny_corpus(corpus, tmp_path):
     cfg = config(optim={"lr": 0.02}, budget={"max_steps": 150, "val_every_steps": 150, "max_epochs": 500},
                  data={"dev_bleu_sentences": 0, "batch_size": 80},
@@ -240,7 +255,7 @@ def test_embedding_file_that_does_not_fit_fails_before_training(corpus, tmp_path
     for side in ("src", "tgt"):
         np.save(embed / f"{side}.vocab.npy", np.zeros((vocab, 5), dtype=np.float32))  # d 5, not 8
         np.save(embed / f"{side}.mask.npy", np.ones(vocab, dtype=bool))
-    with pytest.raises(ValueError, match=r"\(\d+, 5\).*\(\d+, 8\)"):
+    with pytest.raises(DataError, match=r"\(\d+, 5\).*\(\d+, 8\)"):
         train_cell(config(init={"embeddings": True}), "search", 12, corpus, tmp_path / "m", embed)
     assert not (tmp_path / "m" / "last.ckpt").exists()
 
@@ -255,7 +270,7 @@ def test_lm_file_that_does_not_fit_fails_before_training(corpus, tmp_path):
     torch.save({"meta": {"cell": "lstm", "vocab_size": vocab, "embedding_size": 8, "hidden_size": 8,
                          "num_layers": 1}, "state_dict": lm.state_dict()}, path)
     assert callable(transfer.load_lm_into_decoder)
-    with pytest.raises(ValueError, match="LSTM.*GRU"):
+    with pytest.raises(DataError, match="LSTM.*GRU"):
         train_cell(config(init={"lm": True}), "search", 12, corpus, tmp_path / "m", lm_path=path)
     # the same LM into a decoder of its cell type loads and reports the fraction it initialised
     metrics = train_cell(config(init={"lm": True}, base_model={"cell": "lstm"},

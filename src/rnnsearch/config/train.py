@@ -127,7 +127,7 @@ def _devices_ok(devices: int | str) -> bool:
 class TrainerConfig:
     """Passed to Lightning's Trainer as they are (scale-out: devices, num_nodes, strategy: ddp)."""
 
-    accelerator: str = "cpu"
+    accelerator: str = "auto"      # a GPU when torch sees one, else the CPU
     devices: Union[int, str] = 1
     num_nodes: int = 1
     strategy: str = "auto"
