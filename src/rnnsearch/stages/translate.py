@@ -6,8 +6,9 @@ search; write hypotheses, n-best lists, attention, decode speed and alignment sa
 Files written under the cell's output folder (``data/translations/<cell>/``):
 
 * ``<system>.tok.txt`` / ``<system>.detok.txt``: one hypothesis per test sentence, Moses tokens
-  and detokenised text; systems are the methods (``greedy``, ``beam``) and, for attention
-  models with ``unk_replace``, ``<method>_unk`` (Luong's UNK replacement);
+  (with subword units: pieces) and detokenised text; systems are the methods (``greedy``,
+  ``beam``) and, for attention models with ``unk_replace``, ``<method>_unk`` (Luong's UNK
+  replacement);
 * ``beam.nbest.txt``: Moses n-best format ``index ||| hypothesis ||| score ||| normalised``;
 * ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices (sample sentences
   or all, per ``translate.attention``);
@@ -37,7 +38,7 @@ from rnnsearch import tracking
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.data.textio import read_lines, write_json, write_lines
-from rnnsearch.data.tokenize import detokenize
+from rnnsearch.data.subword import TextUnits
 from rnnsearch.decoding.corpus import CorpusResult
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
@@ -88,9 +89,10 @@ def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
 
 
 def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[str]],
-                  results: dict[str, CorpusResult], cfg: TranslateConfig, tgt_lang: str
-                  ) -> list[str]:
-    """Write every system's tokenised and detokenised output; returns the system names."""
+                  results: dict[str, CorpusResult], cfg: TranslateConfig, tgt_lang: str,
+                  units: TextUnits) -> list[str]:
+    """Write every system's tokenised and detokenised output (``units`` turns a hypothesis'
+    words or pieces into text); returns the system names."""
     variants = [False, True] if cfg.unk_replace and translator.has_attention else [False]
     systems = []
     for method, result in results.items():
@@ -99,7 +101,7 @@ def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[
             words = [translator.target_words(t.best, src, unk)
                      for t, src in zip(result.translations, sources)]
             write_lines(out / f"{name}.tok.txt", [" ".join(w) for w in words])
-            write_lines(out / f"{name}.detok.txt", [detokenize(w, tgt_lang) for w in words])
+            write_lines(out / f"{name}.detok.txt", [units.text(w, tgt_lang) for w in words])
             systems.append(name)
     if "beam" in results:
         _write_nbest(out / "beam.nbest.txt", translator, sources, results["beam"])
@@ -172,11 +174,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Translator,
                   sources: list[list[str]], results: dict[str, CorpusResult],
-                  cfg: TranslateConfig, tgt_lang: str, speed: dict[str, Any]) -> None:
+                  cfg: TranslateConfig, tgt_lang: str, units: TextUnits, speed: dict[str, Any]
+                  ) -> None:
     """The cell's translations folder (atomically) and its alignment samples."""
     indices = sample_indices(sources, cfg)
     with ctx.output_dir(args.out / args.cell) as tmp:
-        systems = write_systems(tmp, translator, sources, results, cfg, tgt_lang)
+        systems = write_systems(tmp, translator, sources, results, cfg, tgt_lang, units)
         kept = range(len(sources)) if cfg.attention == "all" else indices
         write_attention(tmp / "attention.npz", results, [] if cfg.attention == "none" else kept)
         write_meta(tmp / "meta.json", args.cell, translator, cfg, systems, speed, len(sources))
@@ -192,6 +195,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     tgt_lang = ctx.section(PrepareConfig, "prepare").tgt_lang
     device = resolve_device(cfg.device)
     batch_size = cfg.batch_size_for(device)
+    units = TextUnits.read(args.tokenized)      # a subword model missing or stale fails here
     translator = Translator.load(args.models / args.cell / "model.pt", args.tokenized,
                                  cfg.source_eos, device)
     lines = read_lines(args.tokenized / "test.src")
@@ -199,7 +203,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     warm_up(translator, sources, cfg)
     results = decode_all(translator, sources, cfg, batch_size)
     speed = measure_speed(translator, sources, results, cfg, batch_size)
-    write_outputs(args, ctx, translator, sources, results, cfg, tgt_lang, speed)
+    write_outputs(args, ctx, translator, sources, results, cfg, tgt_lang, units, speed)
     for name, row in speed.items():
         print(f"translate {args.cell}: {name}: {row['sentences_per_s']} sentences/s "
               f"(batch {row['batch_size']}, {row['sentences']} sentences, {device})")
