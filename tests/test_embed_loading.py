@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from rnnsearch.embeddings.loading import init_embedding, load_vocab_vectors
+from rnnsearch.errors import DataError
 
 
 @pytest.fixture
@@ -39,8 +40,8 @@ def test_init_embedding_overwrites_only_found_rows(vectors):
 
 @pytest.mark.parametrize("vocab_size, dim", [(6, 4), (7, 3)])
 def test_shape_mismatch_names_both_shapes(vectors, vocab_size, dim):
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(DataError) as err:
         load_vocab_vectors(*vectors, vocab_size=vocab_size, dim=dim)
     assert "(6, 3)" in str(err.value) and str((vocab_size, dim)) in str(err.value)
-    with pytest.raises(ValueError, match=r"\(6, 3\).*\(%d, %d\)" % (vocab_size, dim)):
+    with pytest.raises(DataError, match=r"\(6, 3\).*\(%d, %d\)" % (vocab_size, dim)):
         init_embedding(nn.Embedding(vocab_size, dim), *vectors)

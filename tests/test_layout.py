@@ -12,6 +12,7 @@ from conftest import REPO
 
 SRC = REPO / "src" / "rnnsearch"
 BOTTOM = ("config", "data")                       # import nothing of the project above them
+BELOW_ALL = ("errors",)                           # the exception classes: import nothing of it
 LIBRARY = ("config", "data", "models", "training", "lm", "decoding", "evaluation",
            "reporting", "embeddings")             # never import a stage
 STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "translate",
@@ -37,8 +38,12 @@ def package_files(package: str) -> list[Path]:
 def test_config_and_data_import_nothing_above_them(package):
     for path in package_files(package):
         upward = {m for m in project_imports(path)
-                  if m.split(".")[1] not in BOTTOM}
+                  if m.split(".")[1] not in BOTTOM + BELOW_ALL}
         assert not upward, f"{path.relative_to(REPO)} imports {sorted(upward)}"
+
+
+def test_the_error_classes_import_nothing_of_the_project():
+    assert not project_imports(SRC / "errors.py")
 
 
 def test_data_does_not_import_config():

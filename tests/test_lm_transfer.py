@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from rnnsearch.errors import DataError
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.transfer import load_lm_into_decoder, save_decoder_init
 from rnnsearch.models.rnn import make_rnn
@@ -76,7 +77,7 @@ def test_output_layer_of_another_shape_keeps_its_init(lm_file):
 ], ids=["vocab", "embedding", "hidden", "cell"])
 def test_mismatch_names_both_shapes(lm_file, decoder, shapes):
     _, path = lm_file
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(DataError) as err:
         load_lm_into_decoder(decoder, path)
     for shape in shapes:
         assert str(shape) in str(err.value)

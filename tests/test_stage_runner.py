@@ -1,4 +1,5 @@
-"""The stage runner: leftovers of a killed run, a full disk, one-line errors, output locks."""
+"""The stage runner: leftovers of a killed run, a full disk, one-line errors and tracebacks,
+output locks, its life tied to dvc's."""
 from __future__ import annotations
 
 import errno
@@ -87,6 +88,55 @@ def test_a_stage_stops_when_dvc_dies_even_with_a_shell_between_them(tmp_path):
         assert time.monotonic() < deadline, "the stage outlived dvc"
         time.sleep(0.2)
     os.killpg(dvc.pid, signal.SIGKILL)          # the shell left behind
+
+
+def test_a_stage_whose_launcher_is_not_dvc_keeps_running():
+    """Under ``DVC_STAGE`` but with no ``dvc`` among its ancestors (a launcher not recognised as
+    dvc), the stage watches nothing and runs on."""
+    done = subprocess.run([sys.executable, "-c", "from rnnsearch.stages.runner import "
+                           "die_with_parent; die_with_parent(); print('still running')"],
+                          env=dict(os.environ, DVC_STAGE="train@search-30",
+                                   PYTHONPATH=str(REPO / "src")),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "still running\n", done
+
+
+TOY_STAGE = """
+import sys
+import numpy as np
+from rnnsearch.errors import DataError
+from rnnsearch.stages.runner import Stage, run
+
+def body(args, ctx):
+    {body}
+
+sys.exit(run(Stage("toy", "a stage", lambda parser: None, lambda args: [], body), []))
+"""
+
+
+def run_toy_stage(body: str) -> subprocess.CompletedProcess:
+    """A stage whose body is the one line ``body``, run as its own process."""
+    return subprocess.run([sys.executable, "-c", TOY_STAGE.format(body=body)],
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("body, error", [
+    ("first, second = (1, 2, 3)", "ValueError: too many values to unpack"),
+    ("np.zeros(3) + np.zeros(4)", "ValueError: operands could not be broadcast"),
+    ("{}['missing']", "KeyError: 'missing'"),
+], ids=["unpacking", "numpy-shapes", "key"])
+def test_a_bug_in_a_stage_body_shows_its_traceback_and_exits_1(body, error):
+    done = run_toy_stage(body)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback (most recent call last)" in done.stderr and error in done.stderr
+    assert "toy: error:" not in done.stderr
+
+
+def test_a_data_problem_is_one_line_and_exits_2():
+    done = run_toy_stage("raise DataError('data/x.txt:3: expected source<TAB>target')")
+    assert done.returncode == 2
+    assert done.stderr == "toy: error: data/x.txt:3: expected source<TAB>target\n"
 
 
 def _state(pid: int) -> str:

@@ -8,6 +8,7 @@ import pytest
 from rnnsearch.data.tokenize import (detokenize, length_stats, oov_rate, tokenize_line,
                                      tokenize_lines)
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocabulary
+from rnnsearch.errors import DataError
 
 
 def test_no_html_escaping_and_french_elision():
@@ -44,7 +45,7 @@ def test_vocabulary_build_encode_decode(tmp_path):
 def test_vocabulary_file_errors_name_file_and_line(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("<pad>\t0\n<unk>\t0\n<s>\t0\n</s>\t0\nword no-tab\n")
-    with pytest.raises(ValueError, match=r"vocab\.txt:5: expected"):
+    with pytest.raises(DataError, match=r"vocab\.txt:5: expected"):
         Vocabulary.load(path)
 
 

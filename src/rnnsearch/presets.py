@@ -50,6 +50,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.base import ConfigError, read_params
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.tracking import repo_root
@@ -321,6 +322,7 @@ def adopt(name: str, source: str | Path) -> Path:
     return target
 
 
+@entry_point("presets")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -331,34 +333,16 @@ def main(argv: list[str] | None = None) -> int:
                              "(make experiment NAME=... PARAMS=FILE)")
     args = parser.parse_args(argv)
     if args.action == "export":
-        return export_main(args.name)
-    try:
-        if args.source:
-            adopt(args.name, args.source)
-    except ConfigError as err:
-        print(f"presets: error: {err}", file=sys.stderr)
-        return 2
-    try:
-        merged, cells = resolve(args.name, repo_root() / "params.yaml",
-                                runtime=args.action == "run")
-    except ConfigError as err:
-        print(f"presets: error: {err}", file=sys.stderr)
-        return 2
+        folder = export(args.name)
+        print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")
+        return 0
+    if args.source:
+        adopt(args.name, args.source)
+    merged, cells = resolve(args.name, repo_root() / "params.yaml", runtime=args.action == "run")
     if args.action == "check":
         print(f"preset '{args.name}' is valid; grid cells: {', '.join(cells)}")
         return 0
     return run(args.name, merged, dry=args.action == "show")
-
-
-def export_main(name: str) -> int:
-    """The ``export`` action: one line saying where the report went, or why not (exit 2)."""
-    try:
-        folder = export(name)
-    except ConfigError as err:
-        print(f"presets: error: {err}", file=sys.stderr)
-        return 2
-    print(f"preset '{name}': its report is in {folder.relative_to(repo_root())}/README.md")
-    return 0
 
 
 if __name__ == "__main__":

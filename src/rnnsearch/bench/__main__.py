@@ -26,7 +26,8 @@ import torch
 from rnnsearch.bench import parts
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.workload import tokenized_multi30k
-from rnnsearch.config.base import ConfigError, at_least
+from rnnsearch.command import entry_point
+from rnnsearch.config.base import at_least
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.config.repository import repo_root
@@ -93,11 +94,7 @@ def run_device(args: argparse.Namespace) -> int:
     """The device benchmark: ``reports/bench_gpu.{json,md}`` (``bench_device_cpu`` on a CPU)."""
     from rnnsearch.bench import device, device_report    # only when the device bench is asked for
 
-    try:
-        name = resolve_device(args.device, "--device")
-    except ConfigError as err:
-        print(f"bench: error: {err}", file=sys.stderr)
-        return 2
+    name = resolve_device(args.device, "--device")
     start = time.perf_counter()
     out = (args.out or repo_root() / "reports") / device.report_name(name)
 
@@ -114,6 +111,7 @@ def run_device(args: argparse.Namespace) -> int:
     return 0
 
 
+@entry_point("bench")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="default: <repo>/reports")

@@ -36,13 +36,11 @@ from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
 import yaml
 
+from rnnsearch.errors import ConfigError
+
 T = TypeVar("T")
 
 DEFAULT_PARAMS = "params.yaml"
-
-
-class ConfigError(ValueError):
-    """A params value is missing, unknown, of the wrong type or impossible; names the key."""
 
 
 def at_least(minimum: float, number: Callable[[str], Any] = int) -> Callable[[str], Any]:

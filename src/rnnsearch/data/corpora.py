@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import math
 import os
 import tempfile
 import time
@@ -73,10 +74,10 @@ def _positive_env(name: str, default: float) -> float:
         return default
     try:
         value = float(text)
-        if not 0 < value < float("inf"):
-            raise ValueError(text)
     except ValueError:
-        raise DataError(f"${name}: must be a positive number, got '{text}'") from None
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise DataError(f"${name}: must be a positive number, got '{text}'")
     return value
 
 

@@ -24,9 +24,7 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
-
-class DataError(ValueError):
-    """Bad input data; the message names the file (and line) at fault."""
+from rnnsearch.errors import DataError
 
 
 def _open_binary(path: Path):

@@ -22,7 +22,8 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from rnnsearch.config.base import DEFAULT_PARAMS, ConfigError, at_least, from_dict, read_params
+from rnnsearch.command import entry_point
+from rnnsearch.config.base import DEFAULT_PARAMS, at_least, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
 from rnnsearch.data.textio import decode_lines
 from rnnsearch.data.tokenize import detokenize, tokenize_line
@@ -107,6 +108,7 @@ def _print_translation(out: TextIO, translator: Translator, words: list[str], hy
                                    hypothesis.attention) + "\n", file=out)
 
 
+@entry_point("rnnsearch-translate")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rnnsearch-translate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -127,15 +129,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="where to decode (default: translate.device; auto = the GPU when "
                              "torch sees one, else the CPU)")
     args = parser.parse_args(argv)
-    try:
-        settings = _settings(args)
-        translator = Translator.load(args.model, args.vocab_dir, settings.source_eos,
-                                     settings.device)
-        sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
-                     for line in read_input(args.input)]
-    except (ConfigError, OSError, ValueError) as err:
-        print(f"rnnsearch-translate: error: {err}", file=sys.stderr)
-        return 2
+    settings = _settings(args)
+    translator = Translator.load(args.model, args.vocab_dir, settings.source_eos, settings.device)
+    sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
+                 for line in read_input(args.input)]
     # A blank line stays a blank line (not a translation of nothing), so output line i still
     # belongs to input line i.
     to_decode = [words for words in sentences if words]

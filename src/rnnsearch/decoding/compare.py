@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rnnsearch.config.base import ConfigError, at_least, from_dict, read_params
+from rnnsearch.command import entry_point
+from rnnsearch.config.base import at_least, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, METHODS, TranslateConfig, resolve_device
 from rnnsearch.data.textio import read_lines, write_json
 from rnnsearch.decoding.corpus import CorpusResult
@@ -154,6 +155,7 @@ def translate_config(params_path: str | None, beam_size: int) -> TranslateConfig
     return config
 
 
+@entry_point("compare")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.decoding.compare",
                                      description=__doc__,
@@ -173,15 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", help="params file (default: ./params.yaml if present)")
     parser.add_argument("--out", type=Path, help="write the report here as JSON")
     args = parser.parse_args(argv)
-    try:
-        config = translate_config(args.params, args.beam_size)
-        devices = [resolve_device(name, "--devices") for name in args.devices]
-        lines = read_lines(args.sources)[: args.max_sentences or None]
-        report = compare_devices(args.model, args.vocab_dir, [line.split() for line in lines],
-                                 devices, config, args.methods, args.seconds)
-    except (ConfigError, OSError, ValueError) as err:
-        print(f"compare: error: {err}", file=sys.stderr)
-        return 2
+    config = translate_config(args.params, args.beam_size)
+    devices = [resolve_device(name, "--devices") for name in args.devices]
+    lines = read_lines(args.sources)[: args.max_sentences or None]
+    report = compare_devices(args.model, args.vocab_dir, [line.split() for line in lines],
+                             devices, config, args.methods, args.seconds)
     report["model"] = str(args.model)
     if args.out:
         write_json(args.out, report)

@@ -16,6 +16,7 @@ from rnnsearch.decoding.corpus import CorpusResult, encode_source, translate_cor
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.unk import replace_unknowns
+from rnnsearch.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class Translator:
         for side, vocab, size in (("src", src_vocab, model.src_vocab),
                                   ("tgt", tgt_vocab, model.tgt_vocab)):
             if len(vocab) != size:
-                raise ValueError(f"{model_path}: trained with a {side} vocabulary of {size} words, "
-                                 f"but {vocab_dir}/vocab.{side}.txt has {len(vocab)}")
+                raise DataError(f"{model_path}: trained with a {side} vocabulary of {size} words, "
+                                f"but {vocab_dir}/vocab.{side}.txt has {len(vocab)}")
         return cls(model, src_vocab, tgt_vocab, source_eos, device)
 
     @property

@@ -33,14 +33,11 @@ from threadpoolctl import threadpool_limits
 
 from rnnsearch.config.senses import SensesConfig
 from rnnsearch.embeddings.evaluation import pca_2d
+from rnnsearch.errors import NotSplit
 
 Position = tuple[int, int]          # (sentence index, token index)
 KMEANS_RESTARTS = 10
 DIGITS = 4                          # cosines, silhouettes and coordinates in the metrics
-
-
-class NotSplit(ValueError):
-    """A word that cannot be split (too rare, too few distinct contexts); says why."""
 
 
 @dataclass(frozen=True)

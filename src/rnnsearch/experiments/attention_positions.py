@@ -26,8 +26,10 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
 from rnnsearch.data.textio import read_parallel
+from rnnsearch.errors import DataError
 
 STATS = ("centre_error", "centre_correlation", "window_centre", "window_spread", "window_error",
          "window_correlation")
@@ -126,6 +128,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@entry_point("attention_positions")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.experiments.attention_positions",
                                      description=__doc__,
@@ -140,17 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=at_least(1), default=32)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
-    try:
-        sources, targets = read_pairs(args.data, args.split, args.sentences, args.min_len,
-                                      args.max_len)
-        if not sources:
-            raise ValueError(f"{args.data}/{args.split}.src: no pair with a source of "
-                             f"{args.min_len}-{args.max_len} words")
-        rows = [measure(path, args.data, sources, targets, args.batch_size)
-                for path in args.models]
-    except (OSError, ValueError) as err:
-        print(f"attention_positions: error: {err}", file=sys.stderr)
-        return 2
+    sources, targets = read_pairs(args.data, args.split, args.sentences, args.min_len, args.max_len)
+    if not sources:
+        raise DataError(f"{args.data}/{args.split}.src: no pair with a source of "
+                        f"{args.min_len}-{args.max_len} words")
+    rows = [measure(path, args.data, sources, targets, args.batch_size) for path in args.models]
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")

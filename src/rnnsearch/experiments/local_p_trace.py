@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.base import ConfigError, at_least, load_section
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import PAD_ID
@@ -97,6 +98,7 @@ def format_row(row: dict[str, float]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+@entry_point("local_p_trace")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.experiments.local_p_trace",
                                      description=__doc__,
@@ -114,13 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
-    try:
-        config = load_section(TrainConfig, "train", args.params)
-        rows = trace(config, args.model, args.max_len, args.data, args.embed_dir, args.lm,
-                     args.steps, args.every)
-    except (OSError, ValueError) as err:
-        print(f"local_p_trace: error: {err}", file=sys.stderr)
-        return 2
+    config = load_section(TrainConfig, "train", args.params)
+    rows = trace(config, args.model, args.max_len, args.data, args.embed_dir, args.lm,
+                 args.steps, args.every)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     return 0

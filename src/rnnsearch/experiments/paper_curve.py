@@ -52,6 +52,7 @@ import torch
 import yaml
 from pytorch_lightning.callbacks import TQDMProgressBar
 
+from rnnsearch.command import run_command
 from rnnsearch.config.base import at_least, from_dict, read_params
 from rnnsearch.config.repository import load_preset, repo_root
 from rnnsearch.config.sections import validate_params
@@ -68,7 +69,6 @@ from rnnsearch.experiments.paper_curve_files import (MANIFEST, MAX_LEN, PACK, PA
                                                      sha256_of)
 from rnnsearch.models import Seq2Seq, count_parameters
 from rnnsearch.stage_command import run_stage_command
-from rnnsearch.stages.runner import EXIT_ERROR, EXPECTED, describe
 from rnnsearch.training.harness import bare_task, bare_trainer, device_config
 from rnnsearch.training.run import build
 
@@ -440,23 +440,23 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        if args.command == "pack":
-            info = pack(args.work, args.override, args.pairs, args.test_per_bucket)
-            print(f"pack: {info['pack']}: {info['bytes'] / 2**20:.1f} MiB, sha256 {info['sha256']}; "
-                  f"{info['pairs']} pairs, {info[f'train_pairs_max{MAX_LEN}']:,} training pairs "
-                  f"of at most {MAX_LEN} tokens; {info['seconds']} s")
-        elif args.command == "run":
-            run(args)
-        else:
-            from rnnsearch.experiments.paper_curve_report import report
+    return run_command(f"paper_curve {args.command}", lambda: dispatch(args))
 
-            for path in report(args.results, args.work, args.reports, args.cpu_metrics):
-                print(f"report: wrote {path}")
-    except EXPECTED as err:
-        print(f"paper_curve {args.command}: error: {describe(err)}", file=sys.stderr)
-        return EXIT_ERROR
-    return 0
+
+def dispatch(args: argparse.Namespace) -> None:
+    """Run the sub-command ``args.command``: pack, run or report."""
+    if args.command == "pack":
+        info = pack(args.work, args.override, args.pairs, args.test_per_bucket)
+        print(f"pack: {info['pack']}: {info['bytes'] / 2**20:.1f} MiB, sha256 {info['sha256']}; "
+              f"{info['pairs']} pairs, {info[f'train_pairs_max{MAX_LEN}']:,} training pairs "
+              f"of at most {MAX_LEN} tokens; {info['seconds']} s")
+    elif args.command == "run":
+        run(args)
+    else:
+        from rnnsearch.experiments.paper_curve_report import report
+
+        for path in report(args.results, args.work, args.reports, args.cpu_metrics):
+            print(f"report: wrote {path}")
 
 
 if __name__ == "__main__":

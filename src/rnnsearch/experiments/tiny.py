@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
@@ -62,6 +63,7 @@ def make_tiny(out: Path, steps: int = 300, sentences: int = 300, seed: int = 123
     return {"steps": done, "seconds": round(seconds, 1), "sentences": len(lines)}
 
 
+@entry_point("tiny")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.experiments.tiny",
                                      description=__doc__,

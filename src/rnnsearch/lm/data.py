@@ -16,6 +16,7 @@ import torch
 
 from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.errors import DataError
 
 Segment = tuple[torch.Tensor, torch.Tensor]  # inputs, targets: batch x steps
 
@@ -37,8 +38,8 @@ def batchify(stream: torch.Tensor, n_streams: int) -> torch.Tensor:
     """Cut ``[N]`` into ``n_streams`` rows of equal length: ``[B, N // B]``."""
     length = stream.numel() // n_streams
     if length < 2:
-        raise ValueError(f"a stream of {stream.numel()} tokens is too short for {n_streams} "
-                         f"parallel streams (each needs at least 2 tokens)")
+        raise DataError(f"a stream of {stream.numel()} tokens is too short for {n_streams} "
+                        f"parallel streams (each needs at least 2 tokens)")
     return stream[: n_streams * length].view(n_streams, length)
 
 

@@ -39,10 +39,10 @@ def save_decoder_init(model: LanguageModel, path: str | Path) -> None:
 
 def check_shapes(name: str, lm_shape: tuple[int, ...], decoder_shape: tuple[int, ...],
                  hint: str = "") -> None:
-    """Raise ``ValueError`` naming both shapes unless they are equal."""
+    """Raise :class:`DataError` naming both shapes unless they are equal."""
     if tuple(lm_shape) != tuple(decoder_shape):
-        raise ValueError(f"{name}: the language model has shape {tuple(lm_shape)} but the decoder "
-                         f"has {tuple(decoder_shape)}{' (' + hint + ')' if hint else ''}")
+        raise DataError(f"{name}: the language model has shape {tuple(lm_shape)} but the decoder "
+                        f"has {tuple(decoder_shape)}{' (' + hint + ')' if hint else ''}")
 
 
 def cell_name(rnn: nn.Module) -> str:
@@ -50,7 +50,7 @@ def cell_name(rnn: nn.Module) -> str:
     for name, cls in RNN_CLASSES.items():
         if type(rnn) is cls:
             return name
-    raise ValueError(f"the decoder's rnn is a {type(rnn).__name__}, not one of nn.LSTM/GRU/RNN")
+    raise TypeError(f"the decoder's rnn is a {type(rnn).__name__}, not one of nn.LSTM/GRU/RNN")
 
 
 def check_compatible(meta: dict, state: dict[str, torch.Tensor], decoder: nn.Module) -> None:
@@ -58,9 +58,9 @@ def check_compatible(meta: dict, state: dict[str, torch.Tensor], decoder: nn.Mod
     hh = "rnn.weight_hh_l0"
     ours = cell_name(decoder.rnn)
     if meta["cell"] != ours:
-        raise ValueError(f"cell type: the language model is an {meta['cell'].upper()} "
-                         f"({hh} shape {tuple(state[hh].shape)}) but the decoder is a "
-                         f"{ours.upper()} ({hh} shape {tuple(decoder.rnn.weight_hh_l0.shape)})")
+        raise DataError(f"cell type: the language model is an {meta['cell'].upper()} "
+                        f"({hh} shape {tuple(state[hh].shape)}) but the decoder is a "
+                        f"{ours.upper()} ({hh} shape {tuple(decoder.rnn.weight_hh_l0.shape)})")
     check_shapes("embedding.weight", state["embedding.weight"].shape,
                  decoder.embedding.weight.shape, "vocabulary size x embedding size")
     check_shapes(hh, state[hh].shape, decoder.rnn.weight_hh_l0.shape,
@@ -103,7 +103,7 @@ def read_decoder_init(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
 
 def load_lm_into_decoder(decoder: nn.Module, path: str | Path) -> float:
     """Initialise ``decoder`` from ``decoder_init.pt``; return the fraction of its parameters
-    (elements) that came from the LM. Raises ``ValueError`` naming both shapes on a mismatch."""
+    (elements) that came from the LM. Raises :class:`DataError` naming both shapes on a mismatch."""
     meta, state = read_decoder_init(path)
     check_compatible(meta, state, decoder)
     params = dict(decoder.named_parameters())

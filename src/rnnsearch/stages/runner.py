@@ -11,10 +11,11 @@
    completed or undone (``.<name>.old``), half-written ``.<name>.tmp-*`` siblings are removed;
 5. runs the stage body with a :class:`StageContext` (params sections, atomic outputs, metrics with
    the machine's description, a safe MLflow run);
-6. turns every expected failure (:class:`~rnnsearch.config.ConfigError` naming a params key,
-   :class:`~rnnsearch.data.textio.DataError` naming a file, an ``OSError`` such as a full disk)
+6. turns every expected failure (:class:`~rnnsearch.errors.ConfigError` naming a params key,
+   :class:`~rnnsearch.errors.DataError` naming a file, an ``OSError`` such as a full disk)
    into one line ``<stage>: error: <message>`` and exit status 2, without a traceback; a
-   programming error still shows its traceback (exit 1), since hiding it would hide a bug.
+   programming error still shows its traceback (exit 1), since hiding it would hide a bug
+   (:mod:`rnnsearch.command`, which every other command of the project ends through too).
 
 Outputs are written through :meth:`StageContext.output_dir` / :meth:`StageContext.write_json`:
 into a temporary sibling, renamed into place only when complete, so the previous outputs stay
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import fcntl
 import importlib
 import logging
@@ -39,22 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 
-from rnnsearch.config.base import ConfigError, load_section
-from rnnsearch.data.savefile import free_bytes, mount_point
-from rnnsearch.data.textio import DataError, atomic_dir, write_json
+from rnnsearch.command import run_command
+from rnnsearch.config.base import load_section
+from rnnsearch.data.textio import atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
+from rnnsearch.errors import StageError
 from rnnsearch.procgroup import proc_stat, set_parent_death_signal
 
 T = TypeVar("T")
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
-
-
-class StageError(Exception):
-    """An expected failure whose message already names the file or key at fault."""
-
-
-EXPECTED = (ConfigError, DataError, StageError, OSError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -124,7 +116,8 @@ def main(name: str) -> None:
 
 
 def run(stage: Stage, argv: list[str] | None = None) -> int:
-    """Run ``stage`` as a command; returns the exit status (0, 2 for expected errors)."""
+    """Run ``stage`` as a command; returns the exit status (0, 2 for expected errors, 130 for
+    Ctrl-C; a programming error propagates with its traceback)."""
     parser = argparse.ArgumentParser(prog=f"{stage.name}", description=stage.description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml", help="the params file")
@@ -132,19 +125,17 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     die_with_parent()
     quiet_known_noise()
-    try:
-        with contextlib.ExitStack() as stack:
-            for path in stage.outputs(args) if is_main_process() else ():
-                stack.enter_context(output_lock(Path(path), stage.name))
-                recover_leftovers(Path(path))
-            stage.body(args, StageContext(stage.name, args.params))
-    except EXPECTED as err:
-        print(f"{stage.name}: error: {describe(err)}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print(f"{stage.name}: interrupted; the previous outputs are unchanged", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return 0
+    return run_command(stage.name, lambda: run_body(stage, args),
+                       "interrupted; the previous outputs are unchanged")
+
+
+def run_body(stage: Stage, args: argparse.Namespace) -> None:
+    """Lock and recover the stage's outputs, then run its body."""
+    with contextlib.ExitStack() as stack:
+        for path in stage.outputs(args) if is_main_process() else ():
+            stack.enter_context(output_lock(Path(path), stage.name))
+            recover_leftovers(Path(path))
+        stage.body(args, StageContext(stage.name, args.params))
 
 
 class _DropMessage(logging.Filter):
@@ -170,32 +161,19 @@ def quiet_known_noise() -> None:
         logging.getLogger(name).addFilter(_DropMessage(prefix))
 
 
-def describe(err: BaseException) -> str:
-    """One line for an expected failure; a full disk names the file, its file system and the
-    space left there, and says what to do."""
-    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-        where = ""
-        if err.filename:
-            disk = Path(err.filename).parent
-            where = (f" writing {err.filename} (file system {mount_point(disk)}, "
-                     f"{free_bytes(disk) / 1e6:.1f} MB free)")
-        return (f"disk full{where}: free some space and rerun (the previous outputs are "
-                f"unchanged; a training run resumes from its last checkpoint)")
-    if isinstance(err, OSError) and err.filename and str(err.filename) not in str(err):
-        return f"{err.filename}: {err.strerror or err}"
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def die_with_parent() -> None:
     """Under ``dvc repro``, stop this stage (SIGTERM) when the ``dvc`` process that started it
     dies: Linux's ``PR_SET_PDEATHSIG`` when ``dvc`` is the parent, and a watcher thread for when
-    a shell sits between them. A stage started by hand is left to its user (``nohup`` works)."""
+    a shell sits between them. A stage started by hand is left to its user (``nohup`` works), and
+    so is one whose launcher is not recognised as ``dvc`` (no ancestor found: nothing to watch)."""
     if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
         return
-    set_parent_death_signal(signal.SIGTERM)
     dvc = dvc_ancestor()
-    if dvc is None or not _alive(*dvc):
-        os.kill(os.getpid(), signal.SIGTERM)     # dvc died before we were watching
+    if dvc is None:
+        return
+    set_parent_death_signal(signal.SIGTERM)
+    if not _alive(*dvc):
+        os.kill(os.getpid(), signal.SIGTERM)     # dvc died between finding it and watching it
         return
     threading.Thread(target=_watch, args=dvc, name="watch-dvc", daemon=True).start()
 

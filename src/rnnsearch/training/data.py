@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Sampler
 
 from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from rnnsearch.errors import DataError
 from rnnsearch.training.resume import ResumableLoader
 
 Pair = tuple[list[int], list[int]]
@@ -62,7 +63,7 @@ def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_voca
             raise FileNotFoundError(f"{path}: missing (run the tokenize stage first)")
     src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)   # split on "\n" only
     if len(src_lines) != len(tgt_lines):
-        raise ValueError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}")
+        raise DataError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}")
     pairs, references = [], []
     for src_line, tgt_line in zip(src_lines, tgt_lines):
         src, tgt = src_line.split(), tgt_line.split()
@@ -191,7 +192,7 @@ class TranslationDataModule(pl.LightningDataModule):
             self.dev_pairs, self.dev_references = read_pairs(
                 self.data_dir, "dev", self.src_vocab, self.tgt_vocab, self.dev_max_len)
             if not self.train_pairs:
-                raise ValueError(f"{self.data_dir}/train.*: no pair of at most {self.max_len} tokens")
+                raise DataError(f"{self.data_dir}/train.*: no pair of at most {self.max_len} tokens")
 
     def _loader(self, pairs: list[Pair], shuffle: bool) -> DataLoader:
         rank, world = 0, 1

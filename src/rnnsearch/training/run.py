@@ -41,6 +41,7 @@ from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
 from rnnsearch.config.trees import flatten
 from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
+from rnnsearch.errors import TrainingDiverged
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import SameDiskCheckpointIO, log, resume_point
@@ -167,10 +168,6 @@ def remove_half_written(out_dir: Path) -> None:
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
                 leftover.unlink(missing_ok=True)
-
-
-class TrainingDiverged(ValueError):
-    """The best dev score is NaN, infinite or worse than guessing: the run's model is worthless."""
 
 
 DIVERGED_FACTOR = 10.0  # a dev loss above this many times the uniform distribution's: diverged

@@ -1,0 +1,70 @@
+"""How every command of the project ends: the stage runner, the presets, the studies in
+``experiments/``, the bench and the decoding tools all run their work through :func:`run_command`
+(or its decorator form, :func:`entry_point`), so a failure looks the same wherever it happens:
+
+* an expected failure (:data:`~rnnsearch.errors.EXPECTED`: a params key, a file, a full disk) is
+  one line ``<prog>: error: <message>`` on stderr and exit status 2, without a traceback;
+* Ctrl-C is one line ``<prog>: <what it left>`` and exit status 130;
+* anything else is a bug and shows its traceback (Python's exit status 1), since hiding it would
+  hide the bug.
+
+Below ``stages/`` and ``experiments/``: it imports only :mod:`rnnsearch.errors` and
+:mod:`rnnsearch.data.savefile`.
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import sys
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from rnnsearch.data.savefile import free_bytes, mount_point
+from rnnsearch.errors import EXPECTED
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+Main = Callable[[Optional[Sequence[str]]], int]
+
+
+def run_command(prog: str, body: Callable[[], int | None], interrupted: str = "interrupted") -> int:
+    """Run ``body`` and return its exit status (0 when it returns None); an expected failure
+    prints ``<prog>: error: ...`` and returns 2, Ctrl-C prints ``<prog>: <interrupted>`` and
+    returns 130. Any other exception propagates with its traceback."""
+    try:
+        status = body()
+    except EXPECTED as err:
+        print(f"{prog}: error: {describe(err)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return status or 0
+
+
+def entry_point(prog: str, interrupted: str = "interrupted") -> Callable[[Main], Main]:
+    """Decorate a tool's ``main(argv) -> int`` so that it runs through :func:`run_command`
+    (argparse's own usage errors still exit 2 through ``SystemExit``)."""
+    def decorate(main: Main) -> Main:
+        @functools.wraps(main)
+        def guarded(argv: Sequence[str] | None = None) -> int:
+            return run_command(prog, lambda: main(argv), interrupted)
+        return guarded
+    return decorate
+
+
+def describe(err: BaseException) -> str:
+    """One line for an expected failure; a full disk names the file, its file system and the
+    space left there, and says what to do."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        where = ""
+        if err.filename:
+            disk = Path(err.filename).parent
+            where = (f" writing {err.filename} (file system {mount_point(disk)}, "
+                     f"{free_bytes(disk) / 1e6:.1f} MB free)")
+        return (f"disk full{where}: free some space and rerun (the previous outputs are "
+                f"unchanged; a training run resumes from its last checkpoint)")
+    if isinstance(err, OSError) and err.filename and str(err.filename) not in str(err):
+        return f"{err.filename}: {err.strerror or err}"
+    return " ".join(str(err).split()) or type(err).__name__

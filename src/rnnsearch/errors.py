@@ -1,0 +1,39 @@
+"""The project's errors: failures a user can fix, each message naming the key or file at fault.
+
+A command (a stage, a preset, a study, the bench) turns these, and an ``OSError`` such as a full
+disk, into one line and exit status 2 (:mod:`rnnsearch.command`); any other exception is a bug
+and shows its traceback. None of them is a ``ValueError``, so that a ``ValueError`` from a bug or
+a library (a tuple that does not unpack, a numpy shape mismatch) is never mistaken for bad input.
+
+This module imports nothing of the project, so that every layer can raise them.
+"""
+from __future__ import annotations
+
+
+class ExpectedError(Exception):
+    """A failure the user can fix; the message names the key or file at fault."""
+
+
+class ConfigError(ExpectedError):
+    """A params value is missing, unknown, of the wrong type or impossible; names the key."""
+
+
+class DataError(ExpectedError):
+    """Bad input data; the message names the file (and line) at fault."""
+
+
+class StageError(ExpectedError):
+    """A stage cannot do what it was asked (an input missing, its output locked by another
+    process); the message names the file or key at fault."""
+
+
+class TrainingDiverged(StageError):
+    """The best dev score is NaN, infinite or worse than guessing: the run's model is worthless."""
+
+
+class NotSplit(DataError):
+    """A word that cannot be split into senses (too rare, too few distinct contexts); says why."""
+
+
+EXPECTED: tuple[type[BaseException], ...] = (ExpectedError, OSError)
+"""What a command reports in one line (exit status 2) instead of a traceback."""
