@@ -88,6 +88,16 @@ def test_override_arguments_use_dvc_syntax():
     assert "prepare.corpus=multi30k" in cmd
 
 
+def test_a_printed_command_pastes_back_into_a_shell_as_the_same_arguments():
+    args = ["dvc", "exp", "run", "-S", 'train.grid.models=["search"]', "-S",
+            "prepare.name=it's mine", "-S", "a.b=[30,50]"]
+    line = presets.shell_line(args)
+    assert line.startswith("dvc exp run -S ")
+    echoed = subprocess.run(["bash", "-c", f"printf '%s\\n' {line}"], capture_output=True,
+                            text=True, timeout=10, check=True)
+    assert echoed.stdout.splitlines() == args
+
+
 def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypatch):
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
     monkeypatch.delenv("RNNSEARCH_CORPORA", raising=False)

@@ -43,6 +43,7 @@ import json
 import os
 import posixpath
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
@@ -225,7 +226,7 @@ def experiment_ref(baseline: str, name: str) -> str:
 
 def shell_line(args: Sequence[str]) -> str:
     """``args`` as one line to paste into a shell."""
-    return " ".join(f"'{a}'" if any(c in a for c in " []{}\"") else a for a in args)
+    return shlex.join(args)
 
 
 def run(name: str, params: dict[str, Any], dry: bool = False) -> int:
