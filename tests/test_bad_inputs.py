@@ -36,7 +36,7 @@ from rnnsearch.data.textio import DataError, read_lines
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.embeddings.loading import read_vector_rows
 from rnnsearch.evaluation.scores import corpus_scores
-from rnnsearch.lm.transfer import read_decoder_init
+from rnnsearch.models.lm_transfer import read_decoder_init
 from rnnsearch.models import ModelConfig, build_model, load_model, save_model
 from rnnsearch.reporting import ReportInputs
 

@@ -10,7 +10,7 @@ import torch
 
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.lm.model import LanguageModel
-from rnnsearch.lm.transfer import load_lm_into_decoder
+from rnnsearch.models.lm_transfer import load_lm_into_decoder
 from rnnsearch.stages import pretrain_lm
 from rnnsearch.stages.runner import run
 from test_lm_training import lm_data_dir  # noqa: F401  (fixture)

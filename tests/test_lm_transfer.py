@@ -7,7 +7,7 @@ from torch import nn
 
 from rnnsearch.errors import DataError
 from rnnsearch.lm.model import LanguageModel
-from rnnsearch.lm.transfer import load_lm_into_decoder, save_decoder_init
+from rnnsearch.models.lm_transfer import load_lm_into_decoder, save_decoder_init
 from rnnsearch.models.rnn import make_rnn
 
 V, E, H, CONTEXT = 12, 4, 6, 5

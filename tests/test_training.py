@@ -261,7 +261,7 @@ def test_embedding_file_that_does_not_fit_fails_before_training(corpus, tmp_path
 
 
 def test_lm_file_that_does_not_fit_fails_before_training(corpus, tmp_path):
-    transfer = pytest.importorskip("rnnsearch.lm.transfer")
+    transfer = pytest.importorskip("rnnsearch.models.lm_transfer")
     vocab = len(Vocabulary.load(corpus / "vocab.tgt.txt"))
     lm = torch.nn.Module()
     lm.embedding, lm.rnn, lm.output = (torch.nn.Embedding(vocab, 8), torch.nn.LSTM(8, 8, batch_first=True),

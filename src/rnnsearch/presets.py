@@ -33,8 +33,8 @@ from the workspace (:func:`copy_paths`), and the copy skips exactly the stages t
 afresh: :mod:`rnnsearch.lm.training`, :mod:`rnnsearch.training.run`.)
 A relative ``prepare.mirror`` (``../shared/corpora``) would be read from the temporary copy's
 directory; the run gets it, resolved against the repository root, in ``RNNSEARCH_CORPORA``.
-The MLflow store is the repository root's either way (:func:`rnnsearch.tracking.repo_root` maps
-``.dvc/tmp/exps/...`` back to the root).
+The MLflow store is the repository root's either way
+(:func:`rnnsearch.config.repository.repo_root` maps ``.dvc/tmp/exps/...`` back to the root).
 """
 from __future__ import annotations
 
@@ -53,57 +53,11 @@ import yaml
 
 from rnnsearch.command import entry_point
 from rnnsearch.config.base import ConfigError, read_params
+from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
 from rnnsearch.config.sections import grid_cells, validate_params
-from rnnsearch.tracking import repo_root
+from rnnsearch.config.trees import flatten, merge
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
-_NAME = re.compile(r"[A-Za-z0-9_-]+")     # a preset's name
-
-
-def check_name(name: str) -> str:
-    """``name`` when it is a plain name (letters, digits, _ and -), else a :class:`ConfigError`
-    naming it: the name makes a file path, a git branch and a report folder, and ``../params``
-    would read params.yaml as a preset."""
-    if not _NAME.fullmatch(name):
-        raise ConfigError(f"preset name '{name}': use letters, digits, _ and - only (the file "
-                          f"presets/<name>.yaml, named without .yaml)")
-    return name
-
-
-def preset_path(name: str) -> Path:
-    """``presets/<name>.yaml`` at the repository root (``name`` checked by :func:`check_name`)."""
-    return repo_root() / "presets" / f"{check_name(name)}.yaml"
-
-
-def load_preset(name: str) -> dict[str, Any]:
-    """The overrides of preset ``name``; a missing preset lists the ones there are."""
-    path = preset_path(name)
-    if not path.is_file():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"{path}: no preset '{name}' (known: {', '.join(known)})")
-    return read_params(path)
-
-
-def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``override`` merged in recursively (lists and scalars replace)."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """``[("a.b", value), ...]`` for every non-mapping value of ``tree``."""
-    out = []
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.extend(leaves(value, f"{prefix}{key}."))
-        else:
-            out.append((f"{prefix}{key}", value))
-    return out
 
 
 def hydra_value(value: Any, in_list: bool = False) -> str:
@@ -260,7 +214,7 @@ def export_folder(name: str) -> Path:
 def changed_params(root: Path, ref: str) -> list[str]:
     """``key=value`` for every params leaf the commit ``ref`` changed against its parent."""
     def params_at(rev: str) -> dict[str, Any]:
-        return dict(leaves(yaml.safe_load(git(root, "show", f"{rev}:params.yaml"))))
+        return flatten(yaml.safe_load(git(root, "show", f"{rev}:params.yaml")))
 
     before, after = params_at(f"{ref}^"), params_at(ref)
     return [override_argument(key, value) for key, value in after.items()

@@ -3,7 +3,7 @@
 ``LanguageModel`` is ``embedding -> rnn -> output``: an ``nn.Embedding`` ``[V, E]``, a
 batch-first ``nn.LSTM``/``nn.GRU``/``nn.RNN`` ``E -> H`` and an ``nn.Linear`` ``H -> V``. The
 submodule names are the translation decoder's, so the state dict is the LM->decoder contract as
-it stands (``docs/contracts.md``, :mod:`rnnsearch.lm.transfer`).
+it stands (``docs/contracts.md``, :mod:`rnnsearch.models.lm_transfer`).
 
 Cell conventions (PyTorch's, which the code follows):
 

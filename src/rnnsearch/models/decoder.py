@@ -13,8 +13,8 @@ small subclasses of one core rather than one class full of switches:
 
 The submodules ``embedding``, ``rnn`` (an ``nn.GRU``/``nn.LSTM``/``nn.RNN``, batch first) and
 ``output`` (the final linear layer to the vocabulary) are named as the pretrained LM's so that
-``rnnsearch.lm.transfer.load_lm_into_decoder`` copies them by name; the previous word is the first
-``E`` inputs of ``rnn.weight_ih_l0``.
+``rnnsearch.models.lm_transfer.load_lm_into_decoder`` copies them by name; the previous word is
+the first ``E`` inputs of ``rnn.weight_ih_l0``.
 
 Teacher forcing runs the whole sequence through the fused ``nn.GRU`` when no input depends on the
 previous step (``encdec``; ``luong`` without input feeding); otherwise a lean loop over

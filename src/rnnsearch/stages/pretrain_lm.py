@@ -19,7 +19,7 @@ from rnnsearch.config.pretrain_lm import PretrainLMConfig
 from rnnsearch.data.textio import write_csv
 from rnnsearch.lm.gradient_flow import curve_rows, gradient_flow, gradient_flow_figure
 from rnnsearch.lm.training import load_lm_data, lm_metrics, train_lm
-from rnnsearch.lm.transfer import save_decoder_init
+from rnnsearch.models.lm_transfer import save_decoder_init
 from rnnsearch.stages.runner import Stage, StageContext
 
 DECODER_INIT = "decoder_init.pt"

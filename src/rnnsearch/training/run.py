@@ -36,13 +36,14 @@ from pytorch_lightning.loggers import MLFlowLogger
 from pytorch_lightning.utilities import rank_zero_info
 
 from rnnsearch import tracking
-from rnnsearch.config.base import ConfigError, require
+from rnnsearch.config.base import require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
 from rnnsearch.config.trees import flatten
 from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.errors import TrainingDiverged
 from rnnsearch.models import Seq2Seq, build_model, count_parameters
+from rnnsearch.models.lm_transfer import load_lm_into_decoder
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import SameDiskCheckpointIO, log, resume_point
 from rnnsearch.training.data import TranslationDataModule
@@ -69,11 +70,6 @@ def initialise(model: Seq2Seq, init: InitConfig, embed_dir: str | Path | None,
                 embedding, d / f"{side}.vocab.npy", d / f"{side}.mask.npy")
     if init.lm:
         require(lm_path is not None, "train.init.lm", "true, but no --lm given")
-        try:
-            from rnnsearch.lm.transfer import load_lm_into_decoder
-        except ImportError as err:
-            raise ConfigError("train.init.lm: the LM loader rnnsearch.lm.transfer is not "
-                              "available") from err
         report["lm_fraction"] = float(load_lm_into_decoder(model.decoder, lm_path))
     return report
 

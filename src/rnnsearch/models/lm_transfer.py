@@ -1,5 +1,9 @@
 """The LM -> decoder contract (``docs/contracts.md``, "LM to decoder").
 
+Here, beside the decoder it fills, so that both the pretrain_lm stage (which writes the file) and
+the train stage (which reads it) reach it without the translation models' training importing
+the language model's package.
+
 ``decoder_init.pt`` holds ``{"meta": {cell, vocab_size, embedding_size, hidden_size,
 num_layers}, "state_dict": {embedding.*, rnn.*, output.*}}``, the language model's own state
 dict. A decoder with submodules ``embedding`` (``nn.Embedding``), ``rnn`` (batch-first
@@ -22,13 +26,14 @@ import torch
 from torch import nn
 
 from rnnsearch.data.textio import DataError
-from rnnsearch.lm.model import LanguageModel
 from rnnsearch.models.files import check_state_dict, read_torch_dict
 from rnnsearch.models.rnn import RNN_CLASSES
 
 
-def save_decoder_init(model: LanguageModel, path: str | Path) -> None:
-    """Write ``{"meta", "state_dict"}`` to ``path`` through a temporary file and a rename."""
+def save_decoder_init(model: nn.Module, path: str | Path) -> None:
+    """Write ``{"meta", "state_dict"}`` of the language model ``model`` (a
+    :class:`rnnsearch.lm.model.LanguageModel`: its ``meta()`` and weights) to ``path`` through a
+    temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
