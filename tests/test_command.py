@@ -55,3 +55,4 @@ def test_the_decorator_passes_argv_and_the_status_through(capsys):
     assert main(["bad"]) == EXIT_ERROR
     assert capsys.readouterr().err == "tool: error: bad: not a file\n"
     assert run_command("tool", lambda: None) == 0
+    assert run_command("tool", lambda: {"report": 1}) == 0

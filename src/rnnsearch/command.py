@@ -28,10 +28,11 @@ EXIT_INTERRUPTED = 130
 Main = Callable[[Optional[Sequence[str]]], int]
 
 
-def run_command(prog: str, body: Callable[[], int | None], interrupted: str = "interrupted") -> int:
-    """Run ``body`` and return its exit status (0 when it returns None); an expected failure
-    prints ``<prog>: error: ...`` and returns 2, Ctrl-C prints ``<prog>: <interrupted>`` and
-    returns 130. Any other exception propagates with its traceback."""
+def run_command(prog: str, body: Callable[[], object], interrupted: str = "interrupted") -> int:
+    """Run ``body`` and return its exit status (0 when it returns something else than an int,
+    such as None or a report); an expected failure prints ``<prog>: error: ...`` and returns 2,
+    Ctrl-C prints ``<prog>: <interrupted>`` and returns 130. Any other exception propagates with
+    its traceback."""
     try:
         status = body()
     except EXPECTED as err:
@@ -40,7 +41,7 @@ def run_command(prog: str, body: Callable[[], int | None], interrupted: str = "i
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return status or 0
+    return status if isinstance(status, int) else 0
 
 
 def entry_point(prog: str, interrupted: str = "interrupted") -> Callable[[Main], Main]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from rnnsearch.command import run_command
 from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
@@ -163,4 +165,4 @@ def format_table(report: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command("synthetic", main))
