@@ -2,7 +2,7 @@
 project's Python when the stage's modules cannot be imported (``dvc repro`` runs the ``python``
 first on the PATH, which is the project's only inside ``make`` or an activated ``.venv``).
 
-Not listed among the stages' DVC dependencies: it changes no stage's result.
+Among every stage's DVC dependencies (``tests/test_dvc_deps.py``): it picks the stage that runs.
 """
 import sys
 

@@ -1,7 +1,36 @@
-"""The layout the design promises: stage code in stages/, imports that run one way only."""
+"""The layout the design promises: stage code in stages/, imports that run one way only.
+
+Every module of ``src/rnnsearch`` is checked (``import_graph.py`` reads imports at any depth,
+those inside functions included):
+
+* no import cycle, of any length, between two modules;
+* no module imports a unit (a top-level package or module of rnnsearch) of its own layer or of a
+  layer above it, in the order :data:`LAYERS`, lowest first. Why each unit sits where it does:
+
+  - ``errors``: the project's exception classes; imports nothing, so every layer can raise them.
+  - ``data``: file formats, text I/O, vocabularies, corpora; the lowest layer of the design.
+  - ``config``: the typed params of every section (using data's registries of corpora and
+    vocabularies), with the repository's params files (``repo_root``, presets, merging).
+  - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``device``, ``stage_command``:
+    independent helpers (the machine's description, process groups, the MLflow UI's app, how a
+    command ends, the device a measurement runs on, a stage's script run in its own process),
+    used by tracking, the stages and the tools alike.
+  - ``tracking``: the MLflow store, runs and tags (uses the helpers above).
+  - ``models``, ``alignment``, ``embeddings``, ``evaluation``, ``reporting``: independent
+    library packages above data and config.
+  - ``decoding``: searches a trained model (``models``).
+  - ``training``: trains a model, its dev BLEU by greedy decoding (``decoding``), its init from
+    word vectors (``embeddings``) and a language model (``models.lm_transfer``).
+  - ``lm``: the language model, trained with training's checkpoint and resume machinery.
+  - ``stages``, ``bench``, ``experiments``, ``presets``: the commands, each on the library,
+    none on another: a stage runs only its own stage, and a tool runs the library, not a stage
+    module (:mod:`rnnsearch.stage_command` runs ``pipeline/<stage>.py`` when it needs a stage's
+    outputs).
+
+``pipeline/`` sits above all of them and is one call per stage (checked below).
+"""
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 from pathlib import Path
@@ -9,58 +38,79 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from import_graph import cycles, layer_problems, read_graph
 
-SRC = REPO / "src" / "rnnsearch"
-BOTTOM = ("config", "data")                       # import nothing of the project above them
-BELOW_ALL = ("errors",)                           # the exception classes: import nothing of it
-LIBRARY = ("config", "data", "models", "training", "lm", "decoding", "evaluation",
-           "reporting", "embeddings")             # never import a stage
+SRC = REPO / "src"
+LAYERS = (
+    ("errors",),
+    ("data",),
+    ("config",),
+    ("environment", "procgroup", "ui_app", "command", "device", "stage_command"),
+    ("tracking",),
+    ("models", "alignment", "embeddings", "evaluation", "reporting"),
+    ("decoding",),
+    ("training",),
+    ("lm",),
+    ("stages", "bench", "experiments", "presets"),
+)
 STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "translate",
-          "evaluate", "report")
+          "evaluate", "align", "align_attention", "report")
 
 
-def project_imports(path: Path) -> set[str]:
-    """The ``rnnsearch.*`` modules a source file imports (at any depth of the file)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rnnsearch"):
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("rnnsearch"))
-    return found
+def test_no_module_imports_itself_through_others():
+    assert cycles(read_graph(SRC, "rnnsearch")) == []
 
 
-def package_files(package: str) -> list[Path]:
-    return sorted((SRC / package).glob("*.py"))
+def test_every_import_runs_down_the_layers():
+    assert layer_problems(read_graph(SRC, "rnnsearch"), LAYERS) == []
 
 
-@pytest.mark.parametrize("package", BOTTOM)
-def test_config_and_data_import_nothing_above_them(package):
-    for path in package_files(package):
-        upward = {m for m in project_imports(path)
-                  if m.split(".")[1] not in BOTTOM + BELOW_ALL}
-        assert not upward, f"{path.relative_to(REPO)} imports {sorted(upward)}"
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """A package ``toy`` of ``files`` (path inside it -> source) under ``root``."""
+    for name, source in {"__init__.py": "", **files}.items():
+        path = root / "toy" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return root
 
 
-def test_the_error_classes_import_nothing_of_the_project():
-    assert not project_imports(SRC / "errors.py")
+TOY_LAYERS = (("low",), ("mid", "side"), ("high",))
 
 
-def test_data_does_not_import_config():
-    """data/ is the lowest layer: config may use its registries, not the other way round."""
-    for path in package_files("data"):
-        assert not any(m.startswith("rnnsearch.config") for m in project_imports(path)), path
+def test_the_checker_finds_a_cycle_through_an_import_inside_a_function(tmp_path):
+    src = write_package(tmp_path, {
+        "low.py": "",
+        "high/__init__.py": "",
+        "high/a.py": "def f():\n    from toy.high import b\n    return b\n",
+        "high/b.py": "from toy.high.c import g\n",
+        "high/c.py": "import toy.high.a as a\nimport toy.low\n",
+    })
+    graph = read_graph(src, "toy")
+    assert cycles(graph) == [["toy.high.a", "toy.high.b", "toy.high.c"]]
+    assert layer_problems(graph, TOY_LAYERS) == []       # a cycle inside one unit: only cycles()
 
 
-@pytest.mark.parametrize("package", LIBRARY)
-def test_library_packages_hold_no_stage_code(package):
-    for path in package_files(package):
-        assert not any(m.startswith("rnnsearch.stages") for m in project_imports(path)), path
+def test_the_checker_finds_an_upward_import_and_one_between_siblings(tmp_path):
+    src = write_package(tmp_path, {
+        "low.py": "def f():\n    from toy.mid.x import y\n    return y\n",
+        "mid/__init__.py": "",
+        "mid/x.py": "y = 1\n",
+        "side.py": "from .mid import x\n",                  # relative: toy.mid.x
+        "high.py": "from toy import low, side\n",
+        "stray.py": "from toy import low\n",
+    })
+    graph = read_graph(src, "toy")
+    assert cycles(graph) == []
+    assert layer_problems(graph, TOY_LAYERS) == [
+        "toy.low imports toy.mid.x: mid is in a layer above low",
+        "toy.side imports toy.mid.x: mid is in the same layer as side",
+        "toy.stray is in no layer of the layer order",
+    ]
 
 
 def test_every_dvc_stage_has_its_module_and_a_one_call_script():
     for stage in STAGES:
-        module = SRC / "stages" / f"{stage}.py"
+        module = SRC / "rnnsearch" / "stages" / f"{stage}.py"
         assert "STAGE = Stage(" in module.read_text(encoding="utf-8"), module
         script = REPO / "pipeline" / ("tokenize_text.py" if stage == "tokenize" else f"{stage}.py")
         code = [line for line in script.read_text(encoding="utf-8").splitlines()

@@ -1,0 +1,74 @@
+"""dvc.yaml's ``deps`` follow the code: ``dvc repro`` reruns every stage a code change can touch.
+
+For each stage, the files it runs are its ``pipeline/<script>.py``, ``pipeline/_entry.py`` and the
+static import closure of ``rnnsearch.stages.<stage>`` within the package (imports at any depth,
+and the ``__init__.py`` of every package on the way: :func:`import_graph.closure`). Each must be
+covered by the stage's deps (the file, or a folder above it), except the modules of
+:data:`CANNOT_CHANGE_A_RESULT`.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO
+from import_graph import closure, read_graph
+
+SRC = REPO / "src"
+
+# Modules a stage imports that cannot change what it writes, so that a change to them need not
+# rerun it (each says why). Anything else a stage imports belongs in its deps.
+CANNOT_CHANGE_A_RESULT = {
+    "rnnsearch": "the package's docstring and version string only",
+    "rnnsearch.tracking": "MLflow: where runs are logged and how they are tagged",
+    "rnnsearch.ui_app": "the MLflow UI's web app (tracking imports it for `make ui`)",
+    "rnnsearch.environment": "describes the machine a run used; a change alters that "
+                             "description in a metrics file, never a number",
+    "rnnsearch.procgroup": "process groups: stops a stage's children with it",
+    "rnnsearch.command": "how a command ends: the one-line error and its exit status",
+}
+
+
+def stages() -> dict[str, dict]:
+    """dvc.yaml's stages by name (a matrix stage once)."""
+    return yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+
+
+def script_of(stage: dict) -> str:
+    """The ``pipeline/<script>.py`` a stage's command runs."""
+    return re.search(r"python (pipeline/\S+\.py)", stage["cmd"]).group(1)
+
+
+def files_run(name: str, stage: dict) -> set[str]:
+    """Every file (relative to the repository) the stage's command runs, less the modules of
+    :data:`CANNOT_CHANGE_A_RESULT`."""
+    graph = read_graph(SRC, "rnnsearch")
+    modules = closure(graph, [f"rnnsearch.stages.{name}"]) - set(CANNOT_CHANGE_A_RESULT)
+    return ({graph.files[m].relative_to(REPO).as_posix() for m in modules}
+            | {script_of(stage), "pipeline/_entry.py"})
+
+
+def uncovered(files: set[str], deps: list[str]) -> list[str]:
+    """The files no dep covers (a dep covers itself and, as a folder, everything below it)."""
+    return sorted(f for f in files if not any(f == d or f.startswith(f"{d}/") for d in deps))
+
+
+@pytest.mark.parametrize("name", list(stages()))
+def test_deps_cover_every_module_the_stage_runs(name):
+    stage = stages()[name]
+    missing = uncovered(files_run(name, stage), [str(dep) for dep in stage["deps"]])
+    assert not missing, f"dvc.yaml: stage {name}'s deps lack {missing}"
+
+
+def test_every_module_let_off_exists_and_the_package_holds_no_code():
+    graph = read_graph(SRC, "rnnsearch")
+    assert set(CANNOT_CHANGE_A_RESULT) <= set(graph.files)
+    assert graph.imports["rnnsearch"] == frozenset()
+
+
+def test_a_missing_dep_is_found():
+    files = {"pipeline/x.py", "src/rnnsearch/models/a.py", "src/rnnsearch/data/b.py"}
+    assert uncovered(files, ["pipeline/x.py", "src/rnnsearch/models"]) == [
+        "src/rnnsearch/data/b.py"]
