@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,6 +226,29 @@ def translate_workspace(bpe_run: Path, root: Path) -> Path:
     return root
 
 
+def run_cli(root: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """The translate CLI (``python -m rnnsearch.decoding.cli``) in ``root``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    return subprocess.run([sys.executable, "-m", "rnnsearch.decoding.cli", "--model",
+                           "data/models/search-50/model.pt", "--device", "cpu", *args],
+                          cwd=root, env=env, input=stdin, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_translate_cli_takes_raw_text_and_prints_text(bpe_run, tmp_path):
+    """Raw German in, one line of text per input line out; the source the model read is the
+    tokenize stage's pieces of the same sentence."""
+    root = translate_workspace(bpe_run, tmp_path)
+    raw = (bpe_run / "data/prepared/test.src").read_text(encoding="utf-8").splitlines()[:2]
+    result = run_cli(root, "--method", "greedy", stdin="\n".join([raw[0], "", raw[1]]) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3 and BOUNDARY not in result.stdout
+    aligned = run_cli(root, "--method", "greedy", "--align", stdin=raw[0] + "\n")
+    source = aligned.stdout.splitlines()[1].removeprefix("source: ").split()
+    expected = (bpe_run / "data/tokenized/test.src").read_text(encoding="utf-8").splitlines()[0]
+    assert [label.split(":", 1)[1] for label in source][:len(expected.split())] == expected.split()
+
+
 @pytest.mark.parametrize("damage, message", [
     ("missing", "subword.tgt.model: subword model not found"),
     ("stale", "subword.tgt.model: does not match"),
@@ -237,3 +262,5 @@ def test_subword_model_missing_or_stale_at_translate_time(bpe_run, tmp_path, dam
         shutil.copy(tokenized / "subword.src.model", tokenized / "subword.tgt.model")
     stage = run_script("translate.py", "--cell", "search-50", cwd=root)
     assert_failed_cleanly(stage, message, root, ("data/translations", "metrics"))
+    cli = run_cli(root, stdin="Ein Hund .\n")
+    assert cli.returncode == 2 and message in cli.stderr and cli.stdout == ""

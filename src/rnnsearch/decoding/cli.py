@@ -4,13 +4,14 @@
     echo "The cat sat on the mat." | rnnsearch-translate --model data/models/search-50/model.pt --align
 
 Reads one sentence per line from FILE (or stdin), tokenises it as the pipeline did (Moses,
-``prepare.src_lang``, ``tokenize.lowercase`` from params.yaml), decodes it (``translate.search``
-from params.yaml unless overridden here) and prints the detokenised translation, one line per
-input line; ``--nbest N`` prints the N best instead (each with its normalised score, a tab, the
-text); ``--align`` adds the attention matrix as text (percent, target rows x source columns).
-``--device`` (default ``translate.device``: the GPU when torch sees one) says where to decode;
-the batch size defaults to ``translate.batch_size`` on the CPU, ``translate.batch_size_cuda`` on a
-GPU.
+``prepare.src_lang``, ``tokenize.lowercase`` from params.yaml; then, where the vocabularies'
+folder holds subword models, the source model's pieces), decodes it (``translate.search`` from
+params.yaml unless overridden here) and prints the translation as text (pieces joined, Moses
+detokenised), one line per input line; ``--nbest N`` prints the N best instead (each with its
+normalised score, a tab, the text); ``--align`` adds the attention matrix as text (percent,
+target rows x source columns; pieces with subword units). ``--device`` (default
+``translate.device``: the GPU when torch sees one) says where to decode; the batch size defaults
+to ``translate.batch_size`` on the CPU, ``translate.batch_size_cuda`` on a GPU.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from rnnsearch.command import entry_point
 from rnnsearch.config.base import DEFAULT_PARAMS, at_least, from_dict, read_params
 from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
 from rnnsearch.data.textio import decode_lines
-from rnnsearch.data.tokenize import detokenize, tokenize_line
+from rnnsearch.data.subword import TextUnits
+from rnnsearch.data.tokenize import tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
@@ -95,11 +97,12 @@ def _settings(args: argparse.Namespace) -> Settings:
                     args.batch_size or translate.batch_size_for(device))
 
 
-def _print_translation(out: TextIO, translator: Translator, words: list[str], hypotheses:
-                       Sequence[Hypothesis], tgt_lang: str, args: argparse.Namespace) -> None:
+def _print_translation(out: TextIO, translator: Translator, units: TextUnits, words: list[str],
+                       hypotheses: Sequence[Hypothesis], tgt_lang: str,
+                       args: argparse.Namespace) -> None:
     for rank, hypothesis in enumerate(hypotheses):
         target = translator.target_words(hypothesis, words, args.unk_replace)
-        text = detokenize(target, tgt_lang)
+        text = units.text(target, tgt_lang)
         prefix = f"{hypothesis.norm_score:.3f}\t" if len(hypotheses) > 1 else ""
         print(prefix + text, file=out)
         if args.align and rank == 0 and hypothesis.attention is not None:
@@ -130,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
                              "torch sees one, else the CPU)")
     args = parser.parse_args(argv)
     settings = _settings(args)
+    units = TextUnits.read(args.vocab_dir)
     translator = Translator.load(args.model, args.vocab_dir, settings.source_eos, settings.device)
-    sentences = [tokenize_line(line.strip(), settings.src_lang, settings.lowercase)
+    sentences = [units.split(tokenize_line(line.strip(), settings.src_lang, settings.lowercase),
+                             "src")
                  for line in read_input(args.input)]
     # A blank line stays a blank line (not a translation of nothing), so output line i still
     # belongs to input line i.
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         if not words:
             print(file=sys.stdout)
             continue
-        _print_translation(sys.stdout, translator, words, next(translations).hypotheses,
+        _print_translation(sys.stdout, translator, units, words, next(translations).hypotheses,
                            settings.tgt_lang, args)
     return 0
 
