@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from tqdm import tqdm
 
-from rnnsearch.data.textio import DataError, read_json, write_json
+from rnnsearch.data.textio import read_json, write_json
 from rnnsearch.data.tokenize import count_words, detokenize
 from rnnsearch.data.vocab import (BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, UNK, UNK_ID,
                                   Vocabulary)
+from rnnsearch.errors import DataError
 
 if TYPE_CHECKING:   # imported where a model is learnt or loaded: word units run without it
     import sentencepiece as spm

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rnnsearch import tracking
-from rnnsearch.config.base import ConfigError, require
+from rnnsearch.config.base import require
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.data.corpora import SPLITS
 from rnnsearch.data.meta import read_languages
@@ -30,6 +30,7 @@ from rnnsearch.data.textio import read_lines, write_csv, write_lines
 from rnnsearch.data.tokenize import (count_words, length_histogram, length_stats, oov_rate,
                                      tokenize_lines)
 from rnnsearch.data.vocab import Vocabulary
+from rnnsearch.errors import ConfigError
 from rnnsearch.stages.runner import Stage, StageContext
 
 SIDES = ("src", "tgt")
