@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -256,6 +257,28 @@ def test_save_atomically_names_the_file_and_keeps_the_previous_one(tmp_path):
     assert caught.value.filename == str(target) and caught.value.errno in (errno.ENOSPC,
                                                                             errno.EIO)
     assert target.read_bytes() == b"previous" and list(tmp_path.iterdir()) == [target]
+
+
+def test_a_write_killed_mid_way_leaves_nothing_after_the_next_write(tmp_path):
+    """``kill -9`` during a checkpoint write leaves its temporary folder; the next write of the
+    same file removes it, and leaves a running process' folder and other files' alone."""
+    from rnnsearch.data.savefile import save_atomically
+
+    target = tmp_path / "best.ckpt"
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    killed.kill()
+    killed.wait()
+    abandoned = tmp_path / f".best.ckpt.tmp-{killed.pid}"
+    (abandoned / "best.ckpt").parent.mkdir()
+    (abandoned / "best.ckpt").write_bytes(b"half")
+    running = tmp_path / f".best.ckpt.tmp-{os.getppid()}"
+    other = tmp_path / f".last.ckpt.tmp-{killed.pid}"
+    running.mkdir()
+    other.mkdir()
+    save_atomically(target, lambda file: file.write_bytes(b"whole"))
+    assert target.read_bytes() == b"whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, running.name,
+                                                                 other.name])
 
 
 # ---- the divergence rule -----------------------------------------------------------------------

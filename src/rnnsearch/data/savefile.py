@@ -2,7 +2,8 @@
 
 :func:`save_atomically` writes into a hidden temporary folder beside the target, on the same
 disk, and renames the file into place: a kill or a full disk leaves the previous file as it was,
-never a truncated one. (Lightning's own checkpoint writer first writes into the system's
+never a truncated one. A temporary folder left by a killed process (``kill -9`` gives it no
+chance to clean up) is removed by the next write of the same file. (Lightning's own checkpoint writer first writes into the system's
 temporary folder, often another disk, and then copies the file over the previous one.)
 
 A failed write becomes one ``OSError`` naming the file the user knows (not the temporary one),
@@ -52,6 +53,28 @@ def is_write_failure(err: BaseException) -> bool:
         isinstance(err, RuntimeError) and any(s in str(err) for s in TORCH_WRITE_FAILURES))
 
 
+def remove_abandoned_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary folders of earlier writes of ``path`` whose process is gone (killed
+    mid-write); returns them. A folder of a process still running is left alone."""
+    abandoned = []
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        pid = tmp.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+            abandoned.append(tmp)
+    return abandoned
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # another user's process
+        return True
+    return True
+
+
 def save_atomically(path: str | Path, save: Callable[[Path], None],
                     inner_name: str | None = None) -> None:
     """Call ``save(file)`` on ``.<name>.tmp-<pid>/<inner_name>`` beside ``path``, then rename the
@@ -61,6 +84,7 @@ def save_atomically(path: str | Path, save: Callable[[Path], None],
     :func:`write_failure`'s ``OSError``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_temporaries(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.mkdir(exist_ok=True)
     file = tmp / (inner_name or path.name)
