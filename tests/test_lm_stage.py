@@ -50,7 +50,13 @@ def run_stage(data_dir: Path, tmp_path: Path, dim: int) -> int:
 
 
 def test_stage_writes_decoder_init_metrics_and_plot(lm_data_dir, tmp_path):  # noqa: F811
+    # what a kill -9 inside a checkpoint write leaves (no process has this id): cleaned up
+    abandoned = [tmp_path / "lm" / f".{name}.tmp-999999999" for name in ("best.ckpt", "last.ckpt")]
+    for folder in abandoned:
+        folder.mkdir(parents=True)
+        (folder / folder.name.split(".tmp")[0].lstrip(".")).write_bytes(b"half")
     assert run_stage(lm_data_dir, tmp_path, dim=8) == 0
+    assert not any(folder.exists() for folder in abandoned)
     metrics = json.loads((tmp_path / "lm.json").read_text())
     assert metrics["steps"] == 6
     assert set(metrics["dev"]) == {"perplexity", "unigram_perplexity"}

@@ -79,5 +79,6 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         log_results(run.run_id, metrics, curves)
 
 
-STAGE = Stage("pretrain_lm", __doc__, add_arguments,
-              lambda a: [a.out / DECODER_INIT, a.metrics, a.plot], body)
+STAGE = Stage("pretrain_lm", __doc__, add_arguments,   # checkpoints too: a kill mid-write is undone
+              lambda a: [a.out / DECODER_INIT, a.out / "last.ckpt", a.out / "best.ckpt",
+                         a.metrics, a.plot], body)
