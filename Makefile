@@ -32,7 +32,8 @@ test: $(STAMP)
 ui: $(STAMP)
 	exec $(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 
-## Speed benchmark: writes reports/bench.json and reports/bench.md.
+## Speed benchmark: writes reports/bench.json and reports/bench.md (and, where torch sees a GPU,
+## reports/bench_gpu.{json,md}); refuses numbers a busy machine made (GEMM rate moved > 20%).
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
 

@@ -20,6 +20,9 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert set(data["models"]) == {"search", "encdec", "luong"}
     search = data["models"]["search"]
     assert search["tokens_per_s"] > 0 and 20 < search["mflop_per_token"] < 30
+    assert search["gemm_gflops_fp32_before"] > 0 and search["gemm_gflops_fp32"] > 0
+    assert len(data["machine"]["load_average_before"]) == 3
+    assert len(data["machine"]["load_average_after"]) == 3
     assert 0 <= search["padding_fraction"] <= 1
     assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
     assert search["peak_rss_mb_training"] > 50
@@ -34,6 +37,6 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert [row["threads"] for row in data["threads"]] == [1, 2]     # both thread settings
     assert all(row["tokens_per_s"] > 0 for row in data["threads"])
     report = (tmp_path / "reports" / "bench.md").read_text()
-    assert "## Threads" in report
+    assert "## Threads" in report and "Load average (1, 5, 15 min)" in report
     assert "## Where the time goes" in report
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

@@ -4,7 +4,8 @@ Writes ``reports/bench.json`` and ``reports/bench.md`` and prints the table. Eac
 runs in a fresh process so that its peak memory is its own. ``--tiny`` runs a seconds-long
 version (few steps, small sets) used by the tests; its numbers mean nothing.
 
-``--device cuda`` (or ``cpu``, or ``auto``) runs the device benchmark instead
+Where torch sees a GPU, the device benchmark follows on its own. ``--device cuda`` (or
+``cpu``, or ``auto``) runs only the device benchmark
 (:mod:`rnnsearch.bench.device`: the train stage's Trainer at the default and the paper's width,
 GEMM rates, decoding on the device) and writes ``reports/bench_gpu.{json,md}`` on a GPU; it needs
 neither the corpora mirror nor sacremoses.
@@ -23,8 +24,9 @@ from typing import Any, Callable
 
 import torch
 
-from rnnsearch.bench import parts
+from rnnsearch.bench import parts, trust
 from rnnsearch.bench.table import markdown_report
+from rnnsearch.bench.trust import load_average
 from rnnsearch.bench.workload import tokenized_multi30k
 from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
@@ -54,7 +56,7 @@ def machine() -> dict[str, Any]:
             "threads": torch.get_num_threads(), "python": platform.python_version(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "command": " ".join(["python -m rnnsearch.bench", *sys.argv[1:]]),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -131,12 +133,18 @@ def main(argv: list[str] | None = None) -> int:
         return run_device(args)
     start = time.perf_counter()
     results = run(args)
-    results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)
+    results["machine"].update(bench_seconds=round(time.perf_counter() - start, 1),
+                              load_average_after=load_average())
+    if not args.tiny:             # a seconds-long run's numbers mean nothing either way
+        trust.check(results)
     out = args.out or repo_root() / "reports"
     report = markdown_report(results)
     write_json(out / "bench.json", results)
     atomic_write_text(out / "bench.md", report)
     print(report)
+    if torch.cuda.is_available():      # a GPU machine: its GPU is measured too (bench_gpu.*)
+        args.device = "cuda"
+        return run_device(args)
     return 0
 
 

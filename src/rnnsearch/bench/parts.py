@@ -127,11 +127,15 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     """Throughput, padding, arithmetic (and for the reference model, decoding) of one model."""
     work = load_workload(Path(data), limit=500 if tiny else 0)
     shape = workload_shape(work)
+    gemm_window = 0.002 if tiny else 0.05
+    gemm_before = effective_gflops(measure_model_gemms(
+        model_gemms(reference_config(model), shape), torch.float32, gemm_window))
     speed = measure_training(reference_config(model), work, windows, window_steps)
     result = {"model": model, "tokens_per_s": speed.tokens_per_second, "windows": speed.windows,
               "steps": speed.steps, "padding_fraction": work.padding_fraction(200),
               "mean_src_len": shape.src_len, "mean_tgt_len": shape.tgt_len,
-              **arithmetic(model, shape, 0.002 if tiny else 0.05)}
+              "gemm_gflops_fp32_before": gemm_before,   # the roofline's rate is measured after
+              **arithmetic(model, shape, gemm_window)}
     result["roofline_fraction_fp32"] = result["tokens_per_s"] / result["roofline_tokens_per_s_fp32"]
     result["peak_rss_mb_training"] = peak_rss_mb()
     if decode_single:

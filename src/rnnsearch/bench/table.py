@@ -15,10 +15,27 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 def _training_rows(models: dict[str, Any]) -> list[list[Any]]:
     return [[name, f"{m['tokens_per_s']:,.0f}", f"{m['mflop_per_token']:.1f}",
-             f"{m['gemm_gflops_fp32']:.0f}", f"{m['roofline_tokens_per_s_fp32']:,.0f}",
+             _gemm_rates(m), f"{m['roofline_tokens_per_s_fp32']:,.0f}",
              f"{m['roofline_fraction_fp32']:.0%}", f"{m['roofline_tokens_per_s_bf16']:,.0f}",
              f"{m['padding_fraction']:.1%}", f"{m['peak_rss_mb_training']:,.0f}"]
             for name, m in models.items()]
+
+
+def _gemm_rates(m: dict[str, Any]) -> str:
+    """The fp32 GEMM rate before and after the model's training windows (after only, in a
+    report from before both were measured)."""
+    after = f"{m['gemm_gflops_fp32']:.0f}"
+    before = m.get("gemm_gflops_fp32_before")
+    return after if before is None else f"{before:.0f} / {after}"
+
+
+def _load_line(m: dict[str, Any]) -> list[str]:
+    """The machine's load average around the run, where recorded."""
+    if m.get("load_average_before") is None:
+        return []
+    return [f"Load average (1, 5, 15 min): {m['load_average_before']} at the start, "
+            f"{m.get('load_average_after')} at the end; a run whose GEMM rate moved by more "
+            "than 20% or whose training exceeded its roofline is refused.", ""]
 
 
 def _decoding_rows(decoding: dict[str, Any]) -> list[list[Any]]:
@@ -97,14 +114,15 @@ def markdown_report(results: dict[str, Any]) -> str:
     lines = ["# Benchmark", "",
              f"Machine: {m['cpu']}, {m['cores']} cores ({m['cpu_capability']}), torch {m['torch']}, "
              f"{m['threads']} threads, Python {m['python']}. Command: `{m['command']}` "
-             f"({m['date']}, {m.get('bench_seconds', '?')} s).", "",
+             f"({m['date']}, {m.get('bench_seconds', '?')} s).", "", *_load_line(m),
              "Reference configuration: GRU, vocabulary 8,000 per side, embedding = hidden = "
              "attention = output width 256, batch 64 sentences, fp32, real Multi30k de->en batches "
              "(bucketed, max length 50); throughput is the median of timed windows after warm-up.",
              "", "## Targets", ""]
     lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
     lines += ["", "## Training", ""]
-    lines += markdown_table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)", "GEMM GFLOP/s fp32",
+    lines += markdown_table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)",
+                     "GEMM GFLOP/s fp32 (before / after training)",
                      "fp32 roofline tokens/s", "achieved/roofline", "bf16 roofline tokens/s",
                      "padding", "peak RSS MiB"], _training_rows(results["models"]))
     ref = results["models"]["search"]
