@@ -1,4 +1,5 @@
-"""Word vocabularies: the N most frequent words of one language plus four specials.
+"""Word vocabularies of N entries: the four specials, then the N - 4 most frequent words of one
+language.
 
 File format (``vocab.src.txt`` / ``vocab.tgt.txt``): one entry per line, ``word<TAB>count``;
 the line number is the word's id. The first four lines are always the specials
@@ -62,7 +63,8 @@ class Vocabulary:
 
     @classmethod
     def build(cls, counter: Counter, max_size: int, min_count: int = 1) -> "Vocabulary":
-        """The ``max_size`` most frequent words (ties broken alphabetically) plus the specials."""
+        """``max_size`` entries in all: the specials, then the ``max_size - 4`` most frequent
+        words (ties broken alphabetically)."""
         ranked = sorted((w for w, c in counter.items() if c >= min_count and w not in SPECIALS),
                         key=lambda w: (-counter[w], w))[: max(0, max_size - len(SPECIALS))]
         return cls(SPECIALS + tuple(ranked), (0,) * len(SPECIALS) + tuple(counter[w] for w in ranked))
