@@ -172,20 +172,23 @@ REFS = ["The cat sat on the mat.", "A dog barked.", "It rains."]
 
 
 def evaluate_workspace(root: Path, hyps: list[str], **changes: Any) -> Path:
-    """References, tokenised test set, vocabularies and two cells' detokenised hypotheses."""
+    """References, tokenised training targets and test set, vocabularies and two cells'
+    hypotheses, the same lines as detokenised and as tokenised output."""
     (root / "data/prepared").mkdir(parents=True)
     (root / "data/prepared/test.tgt").write_text("".join(r + "\n" for r in REFS))
     tok = root / "data/tokenized"
     tok.mkdir(parents=True)
     for side in ("src", "tgt"):
-        (tok / f"test.{side}").write_text("".join(r.replace(".", " .") + "\n" for r in REFS))
+        for split in ("train", "test"):
+            (tok / f"{split}.{side}").write_text("".join(r.replace(".", " .") + "\n" for r in REFS))
         tiny_vocab().save(tok / f"vocab.{side}.txt")
     for cell in ("encdec-50", "search-50"):
         folder = root / "data/translations" / cell
         folder.mkdir(parents=True)
         for system in ("greedy", "beam"):
-            (folder / f"{system}.detok.txt").write_text("".join(h + "\n" for h in hyps),
-                                                        encoding="utf-8")
+            for kind in ("detok", "tok"):
+                (folder / f"{system}.{kind}.txt").write_text("".join(h + "\n" for h in hyps),
+                                                             encoding="utf-8")
         (folder / "meta.json").write_text(json.dumps({
             "cell": cell, "model": {"model": cell.split("-")[0]}, "has_attention": False,
             "sentences": len(REFS), "systems": ["greedy", "beam"], "speed": {}}))

@@ -101,6 +101,7 @@ def _workspace(root: Path) -> Path:
     tok.mkdir(parents=True)
     (tok / "test.src").write_text("\n".join(r.replace(".", " .") for r in REFS) + "\n")
     (tok / "test.tgt").write_text("\n".join(r.replace(".", " .") for r in REFS) + "\n")
+    (tok / "train.tgt").write_text("\n".join(r.replace(".", " .") for r in REFS[:4]) + "\n")
     vocab = Vocabulary(SPECIALS + tuple(sorted({w for r in REFS[:4] for w in r.replace(".", " .").split()})),
                        (0,) * 4 + (1,) * len({w for r in REFS[:4] for w in r.replace(".", " .").split()}))
     vocab.save(tok / "vocab.src.txt")
@@ -111,6 +112,8 @@ def _workspace(root: Path) -> Path:
         systems = ["greedy", "beam"] + (["beam_unk"] if attention else [])
         for system in systems:
             (folder / f"{system}.detok.txt").write_text("\n".join(hyps) + "\n")
+            (folder / f"{system}.tok.txt").write_text("\n".join(h.replace(".", " .") for h in hyps)
+                                                    + "\n")
         speed = {"greedy": {"sentences_per_s": 100.0, "batch_size": 64, "sentences": 7,
                             "seconds": 0.07}}
         (folder / "meta.json").write_text(json.dumps({

@@ -7,6 +7,7 @@ from typing import Any
 
 from rnnsearch.config.base import MAX_SEED, ConfigError, check_non_negative, from_dict, require
 from rnnsearch.config.train import GridConfig
+from rnnsearch.data.vocab import SPECIALS
 
 
 def bleu_tokenizers() -> tuple[str, ...]:
@@ -60,6 +61,8 @@ class EvaluateConfig:
     bootstrap_samples: int = 1000                 # paired bootstrap resamples (0: no test)
     bootstrap_seed: int = 12345
     bleu_tokenize: str = "13a"
+    # unigram F1 by training frequency: the word-level vocabulary's entries (None: tokenize's)
+    word_vocab_size: int | None = None
 
     def check(self, key: str) -> None:
         require(len(self.buckets) > 0, f"{key}.buckets", "needs at least one edge")
@@ -74,6 +77,9 @@ class EvaluateConfig:
                 f"a seed must be in [1, {MAX_SEED}], got {self.bootstrap_seed}")
         require(self.bleu_tokenize in BLEU_TOKENIZERS, f"{key}.bleu_tokenize",
                 f"must be one of {list(BLEU_TOKENIZERS)}, got {self.bleu_tokenize!r}")
+        require(self.word_vocab_size is None or self.word_vocab_size > len(SPECIALS),
+                f"{key}.word_vocab_size", f"must be null or > {len(SPECIALS)} (the special "
+                f"tokens), got {self.word_vocab_size}")
 
     def check_params(self, key: str, params: dict[str, Any]) -> None:
         """The baseline must be trained: a model of ``train.grid`` (see :func:`check_baseline`)."""

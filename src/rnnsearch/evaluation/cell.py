@@ -11,11 +11,18 @@
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
                                             n, signature}, "no_unk": {the same keys},
-                                            "by_length": {"0-10": p, ...}}}}}
+                                            "by_length": {"0-10": p, ...}}},
+                            "unigram_f1": {all, in_vocabulary, rare, unseen: {f1, precision,
+                                           recall, hyp_tokens, ref_tokens, matched},
+                                           "by_rank": {"1-10": {the same keys, step}, ...,
+                                                       "unseen": {...}}}}},
+     "training_words": {training_tokens, training_types, vocabulary_words}}
 
 A system is a decoding method (``greedy``, ``beam``) or its UNK-replaced form (``beam_unk``);
 ``vs_baseline`` compares it with the same method of the baseline model at the same maximum
-training length (paired bootstrap; absent for the baseline itself).
+training length (paired bootstrap; absent for the baseline itself). ``unigram_f1`` and
+``training_words``: unigram F1 by the word's frequency in the training target text
+(:mod:`rnnsearch.evaluation.rare_words`; absent when no training words are given).
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.textio import read_json, read_lines
 from rnnsearch.data.vocab import UNK, Vocabulary
 from rnnsearch.errors import DataError
+from rnnsearch.evaluation.rare_words import TrainingWords, unigram_f1, unit_words
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
 from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
 
@@ -35,23 +43,28 @@ MODEL_KEYS = ("cell", "score", "attention", "input_feeding")
 
 @dataclass(frozen=True)
 class TestSet:
-    """Raw references and the subsets scores are computed on."""
+    """Raw references, the subsets scores are computed on, and the references' Moses words
+    (``subwords``: whether the tokenised files hold pieces of them)."""
 
     refs: list[str]
     no_unk: list[int]
     buckets: list[Bucket]
+    ref_words: tuple[list[str], ...] = ()
+    subwords: bool = False
 
     @classmethod
     def load(cls, prepared: Path, tokenized: Path, edges: Sequence[int],
-             limit: int | None = None) -> "TestSet":
+             limit: int | None = None, subwords: bool = False) -> "TestSet":
         """References from ``prepared/test.tgt``; lengths and OOVs from ``tokenized``.
-        ``limit``: only the first N sentences (when translate decoded only those)."""
+        ``limit``: only the first N sentences (when translate decoded only those). A
+        sentence's length bucket counts its source words, also when the units are pieces."""
         refs = read_lines(prepared / "test.tgt")[:limit]
         src = read_lines(tokenized / "test.src")[:limit]
         tgt = read_lines(tokenized / "test.tgt")[:limit]
         vocabs = [Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")]
         return cls(refs, no_unk_indices(src, tgt, *vocabs),
-                   length_buckets([len(line.split()) for line in src], edges))
+                   length_buckets([len(unit_words(line, subwords)) for line in src], edges),
+                   tuple(unit_words(line, subwords) for line in tgt), subwords)
 
 
 def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
@@ -91,16 +104,30 @@ def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name:
             "by_length": {b.label: test_on(b.indices)["p_value"] for b in test.buckets}}
 
 
-def read_system(folder: Path, system: str) -> list[str]:
-    """The detokenised hypotheses of ``system`` in a translations folder (empty lines kept),
-    one per ``\n``-terminated line as the translate stage wrote them (see
-    :func:`~rnnsearch.data.textio.read_lines`: U+2028 and friends do not end a line)."""
-    return read_lines(folder / f"{system}.detok.txt")
+def read_system(folder: Path, system: str, test: TestSet, kind: str = "detok") -> list[str]:
+    """The hypotheses of ``system`` in a translations folder (empty lines kept), one per
+    ``\n``-terminated line as the translate stage wrote them (see
+    :func:`~rnnsearch.data.textio.read_lines`: U+2028 and friends do not end a line):
+    detokenised (``kind`` ``detok``) or in the model's units (``tok``); one per reference."""
+    path = folder / f"{system}.{kind}.txt"
+    hyps = read_lines(path)
+    if len(hyps) != len(test.refs):
+        raise DataError(f"{path} has {len(hyps)} lines, the references {len(test.refs)}")
+    return hyps
+
+
+def rare_word_scores(folder: Path, system: str, test: TestSet, training: TrainingWords
+                     ) -> dict[str, Any]:
+    """Unigram F1 by training frequency of ``system``'s Moses words against the references'."""
+    hyps = [unit_words(line, test.subwords) for line in read_system(folder, system, test, "tok")]
+    return unigram_f1(hyps, test.ref_words, training)
 
 
 def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
-                  baseline: tuple[str, Path] | None = None) -> dict[str, Any]:
-    """The metrics dict of one cell; ``baseline``: (cell name, translations folder) or None."""
+                  baseline: tuple[str, Path] | None = None,
+                  training: TrainingWords | None = None) -> dict[str, Any]:
+    """The metrics dict of one cell; ``baseline``: (cell name, translations folder) or None;
+    ``training``: the training target words, for unigram F1 by frequency (None: not measured)."""
     meta = read_json(folder / "meta.json")          # a truncated file names itself
     name, _, max_len = cell.rpartition("-")
     model = {"name": name, "kind": meta.get("model", {}).get("model", name),
@@ -108,23 +135,19 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
              **{k: meta.get("model", {}).get(k) for k in MODEL_KEYS}}
     systems = {}
     for system in meta["systems"]:
-        hyps = read_system(folder, system)
-        _check_count(folder, system, hyps, test.refs)
+        hyps = read_system(folder, system, test)
         systems[system] = score_system(hyps, test, cfg)
         if baseline is not None and cfg.bootstrap_samples > 0:
-            method = system.removesuffix("_unk")
-            base_hyps = read_system(baseline[1], method)
-            _check_count(baseline[1], method, base_hyps, test.refs)
+            base_hyps = read_system(baseline[1], system.removesuffix("_unk"), test)
             systems[system]["vs_baseline"] = compare_systems(hyps, base_hyps, baseline[0], test, cfg)
-    return {"cell": cell, "model": model, "has_attention": meta.get("has_attention"),
-            "sentences": len(test.refs), "no_unk_sentences": len(test.no_unk),
-            "speed": meta.get("speed", {}), "systems": systems}
-
-
-def _check_count(folder: Path, system: str, hyps: Sequence[str], refs: Sequence[str]) -> None:
-    if len(hyps) != len(refs):
-        raise DataError(f"{folder}/{system}.detok.txt has {len(hyps)} lines, the references "
-                        f"{len(refs)}")
+        if training is not None:
+            systems[system]["unigram_f1"] = rare_word_scores(folder, system, test, training)
+    metrics = {"cell": cell, "model": model, "has_attention": meta.get("has_attention"),
+               "sentences": len(test.refs), "no_unk_sentences": len(test.no_unk),
+               "speed": meta.get("speed", {}), "systems": systems}
+    if training is not None:
+        metrics["training_words"] = training.summary()
+    return metrics
 
 
 def length_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
-"""Matplotlib figures: BLEU against source length (Figure 2) and alignment heatmaps (Figure 3).
+"""Matplotlib figures: BLEU against source length (Figure 2), unigram F1 against training
+frequency rank (Sennrich et al. 2016) and alignment heatmaps (Figure 3).
 
-Both take plain data (what the metrics files hold) and return a ``Figure``; callers save it
+Each takes plain data (what the metrics files hold) and return a ``Figure``; callers save it
 (``fig.savefig``) or log it (``mlflow.log_figure``). The Agg backend is used: no display.
 """
 from __future__ import annotations
@@ -21,18 +22,45 @@ Curve = Sequence[tuple[int, str, float | None]]   # (x = bucket upper edge, labe
 def bleu_by_length_figure(curves: Mapping[str, Curve], title: str) -> Figure:
     """One line per curve name; x is the source-length bucket (labelled ``0-10`` ...)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    _plot_curves(ax, curves)
+    ax.set_xlabel("source sentence length (words)")
+    ax.set_ylabel("BLEU")
+    return _finish(fig, ax, title)
+
+
+def f1_by_rank_figure(curves: Mapping[str, Curve], vocabulary_words: int, title: str) -> Figure:
+    """Unigram F1 against the word's training frequency rank (Sennrich et al. 2016, Figures 2-3),
+    one line per curve name: x is the rank bin's highest rank on a log scale (labelled by the
+    bin), the last point the unseen words; a dashed line marks the word-level vocabulary's end."""
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    ax.set_xscale("log")
+    _plot_curves(ax, curves, rotation=60)
+    ax.minorticks_off()
+    ax.axvline(vocabulary_words, color="gray", linestyle="--", linewidth=1,
+               label=f"vocabulary ({vocabulary_words} words)")
+    ax.set_xlabel("training frequency rank of the word (bin)")
+    ax.set_ylabel("unigram F1 (%)")
+    return _finish(fig, ax, title, legend_size=7)
+
+
+def _plot_curves(ax: Any, curves: Mapping[str, Curve], rotation: float = 0) -> None:
+    """A line with markers per curve (points without a value left out); x ticks at every
+    point, labelled by its label."""
     ticks: dict[int, str] = {}
     for name, points in curves.items():
         xs = [x for x, _, y in points if y is not None]
         ys = [y for _, _, y in points if y is not None]
         ax.plot(xs, ys, marker="o", label=name)
         ticks.update({x: label for x, label, _ in points})
-    ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)])
-    ax.set_xlabel("source sentence length (words)")
-    ax.set_ylabel("BLEU")
+    ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)],
+                  **({"rotation": rotation, "fontsize": 7} if rotation else {}))
+
+
+def _finish(fig: Figure, ax: Any, title: str, legend_size: float | None = None) -> Figure:
+    """Title, grid, legend and a tight layout."""
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(**({"fontsize": legend_size} if legend_size else {}))
     fig.tight_layout()
     return fig
 

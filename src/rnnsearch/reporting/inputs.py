@@ -12,6 +12,8 @@ from rnnsearch.reporting.senses import check_senses
 
 SYSTEM_KEYS = ("all", "by_length")                    # every system of metrics/eval/<cell>.json
 BUCKET_KEYS = ("n", "bleu", "step")                   # every by_length bucket
+F1_CLASSES = ("all", "in_vocabulary", "rare", "unseen")    # a system's unigram_f1, if measured
+F1_KEYS = ("f1", "ref_tokens")                        # every class row of unigram_f1
 SAMPLE_KEYS = ("index", "source", "target", "attention")   # every alignment sample
 ENVIRONMENT = "environment"                 # the machine and library versions, not a result
 RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
@@ -65,6 +67,23 @@ def check_eval(path: Path, data: dict[str, Any]) -> None:
             if label != "signature":
                 for key in BUCKET_KEYS:
                     _need(path, bucket, key, f"{where}by_length.{label}.", hint, object)
+        if "unigram_f1" in system:
+            check_unigram_f1(path, data, system["unigram_f1"], f"{where}unigram_f1.")
+
+
+def check_unigram_f1(path: Path, data: dict[str, Any], f1: Any, where: str) -> None:
+    """The keys the rare-word table and figure read: every class, every rank bin's F1 and
+    step, and the cell's ``training_words``."""
+    hint = RERUN["eval"]
+    for name in F1_CLASSES:
+        for key in F1_KEYS:
+            _need(path, _need(path, f1, name, where, hint), key, f"{where}{name}.", hint, object)
+    for label, row in _need(path, f1, "by_rank", where, hint).items():
+        for key in ("f1", "step"):
+            _need(path, row, key, f"{where}by_rank.{label}.", hint, object)
+    words = _need(path, data, "training_words", "", hint)
+    for key in ("training_tokens", "training_types", "vocabulary_words"):
+        _need(path, words, key, "training_words.", hint, int)
 
 
 def check_alignments(path: Path, data: dict[str, Any]) -> None:

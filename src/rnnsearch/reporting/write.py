@@ -10,6 +10,7 @@ from rnnsearch.config.report import ReportConfig
 from rnnsearch.data.textio import atomic_dir, atomic_write_text
 from rnnsearch.reporting import alignment, build
 from rnnsearch.reporting.corpus import unknown_corpus_table
+from rnnsearch.reporting.rare_words import rare_words_figure, rare_words_table
 from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.tables import Table
@@ -41,6 +42,9 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method)
         tables["speed"] = build.speed_table(inputs)
         tables.update(build.gain_tables(inputs, cfg.method))
+    rare = rare_words_table(inputs)
+    if rare is not None:
+        tables["rare_words"] = rare
     variants = build.variants_table(inputs, cfg.method)
     if variants is not None:
         tables["variants"] = variants
@@ -60,6 +64,10 @@ def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path) -> dic
     if inputs.evals:
         figures["Figure 2: BLEU by source sentence length"] = "figure2_bleu_by_length.png"
         _save(build.figure2(inputs, cfg.method), folder / "figure2_bleu_by_length.png")
+    rare = rare_words_figure(inputs)
+    if rare is not None:
+        figures["Unigram F1 by the word's training frequency rank"] = "rare_words_f1_by_rank.png"
+        _save(rare, folder / "rare_words_f1_by_rank.png")
     for cell, figure in build.figure3(inputs, cfg.alignment_sentences).items():
         figures[f"Figure 3: alignments, {cell}"] = f"figure3_{cell}.png"
         _save(figure, folder / f"figure3_{cell}.png")

@@ -1,6 +1,7 @@
 """DVC stage ``evaluate``: sacrebleu BLEU/chrF of every grid cell's translations (all sentences,
-no-UNK subset, by source length), paired bootstrap against the no-attention baseline, the
-BLEU-by-length DVC plots and one MLflow run per cell.
+no-UNK subset, by source length in words), paired bootstrap against the no-attention baseline,
+unigram F1 by the word's frequency in the training target text (in vocabulary, rare, unseen, and
+by frequency rank), the BLEU-by-length DVC plots and one MLflow run per cell.
 
 One stage over the whole grid, because a cell's significance test reads its baseline's
 translations too. What is measured for one cell is :func:`rnnsearch.evaluation.evaluate_cell`.
@@ -13,10 +14,13 @@ from typing import Any
 
 from rnnsearch.config import from_dict, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import GridConfig
-from rnnsearch.data.textio import read_json, write_csv
+from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
-from rnnsearch.reporting.figures import bleu_by_length_figure
+from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
+from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure
+from rnnsearch.reporting.rare_words import rank_curve
 from rnnsearch.stages.runner import Stage, StageContext
 
 
@@ -24,6 +28,21 @@ def read_grid(params_path: str) -> GridConfig:
     """The ``train.grid`` section (which cells exist)."""
     return from_dict(GridConfig, read_params(params_path).get("train", {}).get("grid", {}),
                      "train.grid")
+
+
+def read_tokenize(params_path: str) -> TokenizeConfig:
+    """The ``tokenize`` section (the units and the word-level vocabulary's size)."""
+    return from_dict(TokenizeConfig, read_params(params_path).get("tokenize", {}), "tokenize")
+
+
+def read_training_words(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfig
+                        ) -> TrainingWords:
+    """The words of ``tokenized/train.tgt`` (pieces joined back with subword units), ranked;
+    the word-level vocabulary has ``evaluate.word_vocab_size`` entries, or
+    ``tokenize.vocab_size_tgt``, with ``tokenize.min_count``."""
+    lines = read_lines(tokenized / "train.tgt")
+    return TrainingWords.count((unit_words(line, tok.subwords) for line in lines),
+                               cfg.word_vocab_size or tok.vocab_size_tgt, tok.min_count)
 
 
 def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path,
@@ -43,12 +62,21 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
                     mlflow.log_metric(f"{name}/bleu_by_length", row["bleu"], step=row["step"])
             for key, p_value in baseline_p_values(system).items():
                 mlflow.log_metric(f"{name}/{key}", p_value)
+            for key, value, step in unigram_f1_points(system):
+                mlflow.log_metric(f"{name}/{key}", value, step=step)
         for method, row in metrics["speed"].items():
             mlflow.log_metric(f"speed/{method}/sentences_per_s", row["sentences_per_s"])
         curves = {name: [(r["step"], label, r["bleu"]) for label, r in s["by_length"].items()
                          if label != "signature"] for name, s in metrics["systems"].items()}
         mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}"),
                           "bleu_by_length.png")
+        if "training_words" in metrics:
+            f1_curves = {name: rank_curve(s["unigram_f1"]) for name, s in metrics["systems"].items()
+                         if "unigram_f1" in s}
+            mlflow.log_figure(f1_by_rank_figure(f1_curves,
+                                                metrics["training_words"]["vocabulary_words"],
+                                                f"Unigram F1 by training frequency rank: {cell}"),
+                              "unigram_f1_by_rank.png")
         mlflow.log_artifact(str(metrics_path))
 
 
@@ -60,6 +88,18 @@ def baseline_p_values(system: dict[str, Any]) -> dict[str, float]:
     found = {"p_value_vs_baseline": vs.get("all", {}).get("p_value"),
              "p_value_vs_baseline_no_unk": vs.get("no_unk", {}).get("p_value")}
     return {key: p for key, p in found.items() if p is not None}
+
+
+def unigram_f1_points(system: dict[str, Any]) -> list[tuple[str, float, int]]:
+    """MLflow's ``(name, value, step)`` of a system's unigram F1: ``unigram_f1/<class>`` (step
+    0) and the curve ``unigram_f1_by_rank`` (step: the rank bin's highest rank); points
+    without tokens left out."""
+    f1 = system.get("unigram_f1")
+    if f1 is None:
+        return []
+    points = [(f"unigram_f1/{name}", f1[name]["f1"], 0) for name in CLASSES]
+    points += [("unigram_f1_by_rank", row["f1"], row["step"]) for row in f1["by_rank"].values()]
+    return [point for point in points if point[1] is not None]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,15 +115,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[str]
                    ) -> dict[str, dict[str, Any]]:
     """Every cell's metrics; each is tested against the baseline model of its maximum length."""
+    tok = read_tokenize(args.params)
+    training = read_training_words(tok, args.tokenized, cfg)
     results = {}
     for cell in cells:
         folder = args.translations / cell
         decoded = read_json(folder / "meta.json").get("sentences")
-        test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded)
+        test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded,
+                            subwords=tok.subwords)
         max_len = cell.rpartition("-")[2]
         base = f"{cfg.baseline}-{max_len}"
         baseline = (base, args.translations / base) if base in cells and base != cell else None
-        results[cell] = evaluate_cell(cell, folder, test, cfg, baseline)
+        results[cell] = evaluate_cell(cell, folder, test, cfg, baseline, training)
     return results
 
 
@@ -113,6 +156,10 @@ def summary_line(system: dict[str, Any]) -> str:
             f"{system['no_unk']['bleu']} on the {system['no_unk']['n']} with no unknown word")
     if "unk_removed" in system:
         line += f" | {system['unk_removed']['bleu']} with <unk> deleted from the output"
+    f1 = system.get("unigram_f1")
+    if f1 is not None:
+        line += (f" | unigram F1 {f1['in_vocabulary']['f1']} on words in the vocabulary, "
+                 f"{f1['rare']['f1']} rare, {f1['unseen']['f1']} unseen")
     p_values = baseline_p_values(system)
     if p_values:
         no_unk = p_values.get("p_value_vs_baseline_no_unk")
