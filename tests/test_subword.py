@@ -264,3 +264,43 @@ def test_subword_model_missing_or_stale_at_translate_time(bpe_run, tmp_path, dam
     assert_failed_cleanly(stage, message, root, ("data/translations", "metrics"))
     cli = run_cli(root, stdin="Ein Hund .\n")
     assert cli.returncode == 2 and message in cli.stderr and cli.stdout == ""
+
+
+# --- later stages on pieces ------------------------------------------------------------------
+
+def test_embed_on_pieces_scores_words_as_the_mean_of_their_pieces(bpe_run, tmp_path):
+    """word2vec learns the pieces; the English side's word similarity says how its words got
+    vectors and how many had one, and probe words find neighbours through their pieces."""
+    shutil.copy(bpe_run / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(bpe_run / "data" / "tokenized", tmp_path / "data" / "tokenized")
+    shutil.copytree(bpe_run / "data" / "prepared", tmp_path / "data" / "prepared")
+    result = run_script("embed.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    english = json.loads((tmp_path / "metrics" / "embed.json").read_text())["tgt"]
+    words = english["similarity_words"]
+    assert words["vector"] == "mean of its pieces' vectors"
+    assert 0 < words["split"] <= words["with_vector"] <= words["words"]
+    assert english["wordsim353"]["pairs"] > 0 and english["wordsim353"]["oov_ratio"] < 1
+    neighbours = (tmp_path / "data" / "embed" / "neighbours.tsv").read_text().splitlines()
+    assert any(row.split("\t")[:3] == ["tgt", "en", "man"] for row in neighbours)
+
+
+def test_translate_on_pieces_skips_unk_replacement_and_says_so(bpe_run, tmp_path):
+    root = translate_workspace(bpe_run, tmp_path)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["translate"].update(max_sentences=8, speed_sentences=0, unk_replace=True,
+                               search={**params["translate"]["search"], "max_len_b": 5})
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    result = run_script("translate.py", "--cell", "search-50", cwd=root)
+    assert result.returncode == 0, result.stderr
+    out = root / "data" / "translations" / "search-50"
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["systems"] == ["greedy", "beam"] and not list(out.glob("*_unk.*"))
+    assert meta["unk_replace"].startswith("skipped: bpe units spell rare words in pieces")
+    samples = json.loads((root / "metrics/alignments/search-50.json").read_text())["samples"]
+    tokenized = (root / "data/tokenized/test.src").read_text().splitlines()
+    pieces = Vocabulary.load(root / "data/tokenized/vocab.tgt.txt")
+    assert samples
+    for sample in samples:        # Figure 3 shows the pieces the model read and wrote
+        assert sample["source"] == tokenized[sample["index"]].split()
+        assert all(w in pieces for w in sample["target"])

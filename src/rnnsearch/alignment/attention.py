@@ -1,6 +1,19 @@
 """Attention as alignment: force-decode the gold target sentence (teacher forcing) and read the
 attention weights; links are each target word's most attended source word, or every source word
-whose weight reaches a threshold."""
+whose weight reaches a threshold.
+
+A model on subword units attends from pieces to pieces; :func:`word_attention` turns that into
+word-to-word weights, so that its links are between words, as the gold set's, the word-level
+models' and IBM Model 1's are, and their AER is comparable:
+
+* a target word's row is the **mean** of its pieces' rows: each row is a distribution over the
+  source (it sums to 1), and so is their mean, so the word's row says where the word as a whole
+  looked, each piece counting alike (a sum would give a word of three pieces a mass of 3, and a
+  threshold would link long words more readily);
+* a source word's weight is the **sum** of its pieces' columns: the mass the word receives is
+  what its pieces receive together (a mean would halve a word split in two against a whole word
+  that got the same attention, and argmax would favour words kept whole).
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -39,6 +52,22 @@ def forced_attention(model: Any, sources: Sequence[Sequence[int]], targets: Sequ
             weights = weights.float().cpu().numpy()
             matrices += [weights[b, :len(t), :len(s)] for b, (s, t) in enumerate(zip(src, tgt))]
     return matrices
+
+
+def word_attention(weights: np.ndarray, src_lengths: Sequence[int], tgt_lengths: Sequence[int]
+                   ) -> np.ndarray:
+    """Piece-to-piece weights (tgt_pieces x src_pieces) as word-to-word weights (tgt_words x
+    src_words): columns summed and rows averaged over each word's pieces (the module doc says
+    why); ``*_lengths``: pieces per word, in order. Words of one piece keep their values exactly,
+    so word units give the weights back unchanged."""
+    def starts(lengths: Sequence[int]) -> np.ndarray:
+        return np.cumsum([0, *lengths[:-1]])
+
+    if weights.size == 0:
+        return weights
+    by_source = np.add.reduceat(weights, starts(src_lengths), axis=1)    # tgt_pieces x src_words
+    summed = np.add.reduceat(by_source, starts(tgt_lengths), axis=0)     # tgt_words x src_words
+    return summed / np.asarray(tgt_lengths, dtype=weights.dtype)[:, None]
 
 
 def argmax_links(weights: np.ndarray) -> set[Link]:

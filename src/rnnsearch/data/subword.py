@@ -140,6 +140,11 @@ def pieces_to_words(pieces: Sequence[str]) -> list[str]:
     return "".join(pieces).replace(BOUNDARY, " ").split()
 
 
+def word_lines(piece_lines: Iterable[str]) -> list[str]:
+    """Segmented lines back in Moses tokens (space-joined): what word-level measures read."""
+    return [" ".join(pieces_to_words(line.split())) for line in piece_lines]
+
+
 def word_lengths(pieces: Sequence[str]) -> list[int]:
     """How many pieces each word of a segmented sentence has, in order; a piece that starts with
     ``▁`` starts a word (so does the first piece)."""

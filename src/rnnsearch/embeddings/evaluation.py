@@ -4,14 +4,21 @@
   WordSim-353 and SimLex-999 (both ship with gensim). Pairs with a word the vectors lack are
   skipped, so the score always comes with its OOV ratio (the fraction of pairs skipped); on a
   small corpus such as Multi30k most pairs are out of vocabulary and rho is over a few dozen pairs.
-* Nearest neighbours: cosine neighbours of probe words. A static vector mixes every sense of a
+* With subword units the vectors are the pieces'; a test word is split into its pieces by the
+  tokenize stage's model and its vector is the mean of its pieces' vectors
+  (:func:`subword_similarity`), the usual composition for subword embeddings (fastText's, without
+  n-grams). A word still lacks a vector when one of its pieces has none (seen fewer than
+  ``embed.min_count`` times), so the OOV ratio stays meaningful; the metrics also say how many of
+  the test words had a vector and how many of those were made of several pieces.
+* Nearest neighbours: cosine neighbours of probe words (with subword units: of the mean of the
+  probe's pieces, among pieces). A static vector mixes every sense of a
   word (``bank``): the neighbours show whichever senses the corpus uses, nothing more.
 * Projection: the most frequent words on their first two principal components.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import matplotlib
 
@@ -22,22 +29,30 @@ from gensim.models import KeyedVectors  # noqa: E402
 from gensim.test.utils import datapath  # noqa: E402
 
 SIMILARITY_SETS = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
+PIECE_RULE = "mean of its pieces' vectors"
+Pieces = Callable[[str], list[str]]    # a word -> its units (word units: the word itself)
 
 
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _pair_coverage(kv: KeyedVectors, path: str) -> tuple[int, int]:
-    """(pairs with both words in ``kv``, all pairs) of a tab-separated test set, ignoring case."""
-    known = {key.lower() for key in kv.key_to_index}
-    covered = total = 0
+def _read_pairs(path: str) -> Iterator[tuple[str, str]]:
+    """The lower-cased word pairs of a tab-separated test set (comments and blank lines skipped)."""
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if line.strip() and not line.startswith("#"):
                 first, second = line.lower().split("\t")[:2]
-                total += 1
-                covered += first in known and second in known
+                yield first, second
+
+
+def _pair_coverage(kv: KeyedVectors, path: str) -> tuple[int, int]:
+    """(pairs with both words in ``kv``, all pairs) of a tab-separated test set, ignoring case."""
+    known = {key.lower() for key in kv.key_to_index}
+    covered = total = 0
+    for first, second in _read_pairs(path):
+        total += 1
+        covered += first in known and second in known
     return covered, total
 
 
@@ -60,16 +75,47 @@ def word_similarity(kv: KeyedVectors) -> dict[str, dict[str, Any]]:
     return results
 
 
-def nearest_neighbours(kv: KeyedVectors, probes: Sequence[str], n: int) -> list[dict[str, Any]]:
-    """Rows ``{"probe", "rank", "neighbour", "cosine"}``: the ``n`` cosine neighbours per probe.
+def piece_word_vectors(kv: KeyedVectors, words: Sequence[str], pieces_of: Pieces
+                       ) -> tuple[KeyedVectors, dict[str, int]]:
+    """Vectors of ``words`` composed from ``kv``'s piece vectors: each word's is the mean of its
+    pieces' vectors; a word with a piece ``kv`` lacks gets none. Returns them and the counts
+    ``words``, ``with_vector`` and ``split`` (words with a vector made of several pieces)."""
+    keys, vectors, split = [], [], 0
+    for word in words:
+        pieces = pieces_of(word)
+        if pieces and all(p in kv.key_to_index for p in pieces):
+            keys.append(word)
+            vectors.append(kv[pieces].mean(axis=0))          # d
+            split += len(pieces) > 1
+    composed = KeyedVectors(kv.vector_size, count=0, dtype=kv.vectors.dtype)
+    if keys:
+        composed.add_vectors(keys, np.stack(vectors))        # words x d
+    return composed, {"words": len(words), "with_vector": len(keys), "split": split}
 
-    Probe words the vectors lack are skipped.
+
+def subword_similarity(kv: KeyedVectors, pieces_of: Pieces) -> dict[str, dict[str, Any]]:
+    """:func:`word_similarity` of piece vectors: every word of the test sets gets the mean of
+    its pieces' vectors (:func:`piece_word_vectors`); ``similarity_words`` says so, with the
+    counts of test words, of those with a vector and of those split into several pieces."""
+    words = sorted({w for f in SIMILARITY_SETS.values() for pair in _read_pairs(datapath(f))
+                    for w in pair})
+    composed, counts = piece_word_vectors(kv, words, pieces_of)
+    return {**word_similarity(composed), "similarity_words": {"vector": PIECE_RULE, **counts}}
+
+
+def nearest_neighbours(kv: KeyedVectors, probes: Sequence[str], n: int,
+                       pieces_of: Pieces = lambda word: [word]) -> list[dict[str, Any]]:
+    """Rows ``{"probe", "rank", "neighbour", "cosine"}``: the ``n`` cosine neighbours per probe
+    (with subword units, ``pieces_of``: of the mean of the probe's pieces, the pieces left out).
+
+    Probe words the vectors lack (a piece of them) are skipped.
     """
     rows = []
     for probe in probes:
-        if probe not in kv.key_to_index:
+        pieces = pieces_of(probe)
+        if not pieces or any(p not in kv.key_to_index for p in pieces):
             continue
-        for rank, (word, cosine) in enumerate(kv.most_similar(probe, topn=n), 1):
+        for rank, (word, cosine) in enumerate(kv.most_similar(pieces, topn=n), 1):
             rows.append({"probe": probe, "rank": rank, "neighbour": word, "cosine": round(cosine, 4)})
     return rows
 

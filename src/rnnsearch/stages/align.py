@@ -15,6 +15,11 @@ unsupervised aligners: their words need translation probabilities. Writes
 
 A language pair without gold alignments (not English-French) still trains the aligners and logs
 their log-likelihood; the AER is then absent, and the metrics say why.
+
+With subword units (``tokenize.units: bpe | unigram``) the training text's pieces are joined back
+into its Moses tokens first: the aligners and the gold mapping work on words whatever the units,
+so IBM Model 1 is the same baseline for every model, and ``gold.json`` holds words, which
+``align_attention`` splits into the models' pieces.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from rnnsearch.config.align import AlignConfig
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.data.meta import read_languages
+from rnnsearch.data.subword import word_lines
 from rnnsearch.data.textio import read_lines
 from rnnsearch.stages.runner import Stage, StageContext
 
@@ -156,6 +162,8 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     started = time.perf_counter()
     langs = read_languages(args.meta)
     lines = {side: read_lines(args.data / f"train.{side}") for side in ("src", "tgt")}
+    if ctx.section(TokenizeConfig, "tokenize").subwords:
+        lines = {side: word_lines(text) for side, text in lines.items()}
     gold = load_gold(ctx, langs, lines)
     e, f, names = training_text(lines, langs, cfg.max_pairs)
     if gold is not None:

@@ -7,21 +7,30 @@ and its attention weights become links in two ways: each target word's most atte
 mapped back onto the gold words and scored (AER, precision, recall) into
 ``metrics/align_attention.json``, with the weights of ``align.figure_sentence`` and its gold
 links for the report's overlay figure. A model without attention (RNNencdec) is listed as such.
+
+With subword units (``tokenize.units: bpe | unigram``) each gold word is split into its pieces
+by the tokenize stage's model, the model attends from pieces to pieces, and the weights are
+turned into word-to-word weights before the links are read
+(:func:`rnnsearch.alignment.attention.word_attention`: a target word's row is the mean of its
+pieces' rows, a source word's weight the sum of its pieces'), so the AER is over the same words
+as the word-level models' and IBM Model 1's; the overlay shows those word-level weights.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
+from rnnsearch.alignment.attention import (argmax_links, forced_attention, threshold_links,
+                                           word_attention)
 from rnnsearch.alignment.corpus import GoldCorpus
 from rnnsearch.config.align import AlignConfig
 from rnnsearch.config.sections import grid_cells
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.meta import read_languages
+from rnnsearch.data.subword import TextUnits
 from rnnsearch.data.textio import read_json
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.stages.runner import Stage, StageContext, StageError
@@ -35,14 +44,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, default=Path("metrics/align_attention.json"))
 
 
-def score_cell(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
-               cfg: AlignConfig) -> dict[str, Any]:
-    """Scores of both link variants and the figure sentence's weights for one model."""
+WORD_UNITS = TextUnits("word", {})
+
+
+def split_words(sentences: Sequence[Sequence[str]], units: TextUnits, side: str
+                ) -> tuple[list[list[str]], list[list[int]]]:
+    """Each sentence's units (word units: its words; else each word's pieces, in order) and how
+    many units each word has."""
+    split = [[units.split([word], side) for word in words] for words in sentences]
+    return ([[unit for word in words for unit in word] for words in split],
+            [[len(word) for word in words] for words in split])
+
+
+def word_matrices(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
+                  units: TextUnits, batch_size: int) -> list[np.ndarray]:
+    """Per gold pair, the target words x source words attention of teacher-forced decoding
+    (with subword units: the pieces' weights turned into the words', :func:`word_attention`)."""
     target = "fr" if source == "en" else "en"
-    src_words = [m.tokens for m in getattr(gold, source)]
-    tgt_words = [m.tokens for m in getattr(gold, target)]
-    matrices = forced_attention(model, [vocabs["src"].encode(w) for w in src_words],
-                                [vocabs["tgt"].encode(w) for w in tgt_words], cfg.batch_size)
+    src, src_lengths = split_words([m.tokens for m in getattr(gold, source)], units, "src")
+    tgt, tgt_lengths = split_words([m.tokens for m in getattr(gold, target)], units, "tgt")
+    matrices = forced_attention(model, [vocabs["src"].encode(s) for s in src],
+                                [vocabs["tgt"].encode(t) for t in tgt], batch_size)
+    return [word_attention(w, s, t) for w, s, t in zip(matrices, src_lengths, tgt_lengths)]
+
+
+def score_cell(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
+               cfg: AlignConfig, units: TextUnits = WORD_UNITS) -> dict[str, Any]:
+    """Scores of both link variants and the figure sentence's weights for one model."""
+    matrices = word_matrices(model, gold, vocabs, source, units, cfg.batch_size)
     variants = {"argmax": argmax_links,
                 f"threshold {cfg.attention_threshold}":
                     lambda w: threshold_links(w, cfg.attention_threshold)}
@@ -97,6 +126,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         return
     check_figure_sentence(gold, cfg.figure_sentence, args.gold)
     vocabs = {side: Vocabulary.load(args.tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
+    units = TextUnits.read(args.tokenized)      # a subword model missing or stale fails here
     metrics: dict[str, Any] = {"sentences": len(gold.pairs), "threshold": cfg.attention_threshold,
                                "cells": {}}
     for cell in cells:
@@ -105,7 +135,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
             continue
         model = load_model(args.models / cell / "model.pt")
         metrics["cells"][cell] = {"attention": True,
-                                  **score_cell(model, gold, vocabs, langs["src"], cfg)}
+                                  **score_cell(model, gold, vocabs, langs["src"], cfg, units)}
         for variant, scores in metrics["cells"][cell]["scores"].items():
             print(f"align_attention {cell} {variant}: AER {scores['aer']:.3f} precision "
                   f"{scores['precision']:.3f} recall {scores['recall']:.3f}")

@@ -3,6 +3,11 @@
 One skip-gram model per side, saved as rows aligned with the vocabulary (``<side>.vocab.npy``
 and a mask of the rows word2vec knew), evaluated (word similarity for English, nearest
 neighbours of probe words, a PCA figure) and logged to MLflow.
+
+With subword units (``tokenize.units: bpe | unigram``) word2vec learns the pieces' vectors, which
+are what the models' embeddings are; the evaluation's words (test pairs, probes) are split by
+the tokenize stage's model and stand for the mean of their pieces' vectors
+(:mod:`rnnsearch.embeddings.evaluation`).
 """
 from __future__ import annotations
 
@@ -17,8 +22,10 @@ import matplotlib.pyplot as plt
 from rnnsearch import tracking
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.data.meta import read_languages
+from rnnsearch.data.subword import TextUnits
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.embeddings.evaluation import nearest_neighbours, projection_figure, word_similarity
+from rnnsearch.embeddings.evaluation import (nearest_neighbours, projection_figure,
+                                             subword_similarity, word_similarity)
 from rnnsearch.embeddings.loading import coverage
 from rnnsearch.embeddings.word2vec import read_sentences, save_side, train_word2vec
 from rnnsearch.stages.runner import Stage, StageContext
@@ -37,18 +44,24 @@ class EmbedResult:
 
 
 def embed_side(cfg: EmbedConfig, data_dir: Path, out_dir: Path, side: str, lang: str,
-               result: EmbedResult) -> None:
-    """Train, save and evaluate the vectors of one side (``src``/``tgt``) into ``result``."""
+               units: TextUnits, result: EmbedResult) -> None:
+    """Train, save and evaluate the vectors of one side (``src``/``tgt``) into ``result``;
+    ``units`` splits the evaluation's words into the units word2vec learnt."""
     vocab = Vocabulary.load(data_dir / f"vocab.{side}.txt")
     model = train_word2vec(read_sentences(data_dir / f"train.{side}"), cfg, f"word2vec {lang}")
     mask = save_side(model, vocab, out_dir, side)
     metrics: dict[str, Any] = {"coverage": coverage(mask), "vocab_size": len(vocab),
                                "word2vec_words": len(model.wv)}
+
+    def pieces_of(word: str) -> list[str]:
+        return units.split([word], side)
+
     if lang == "en":
-        metrics.update(word_similarity(model.wv))
+        metrics.update(subword_similarity(model.wv, pieces_of) if units.subwords
+                       else word_similarity(model.wv))
     result.metrics[side] = metrics
     probes = getattr(cfg.probes, lang, ())
-    rows = nearest_neighbours(model.wv, probes, cfg.neighbours)
+    rows = nearest_neighbours(model.wv, probes, cfg.neighbours, pieces_of)
     result.neighbours += [{"side": side, "lang": lang, **row} for row in rows]
     n_words = min(cfg.plot_words, len(model.wv))
     result.figures[side] = projection_figure(
@@ -57,10 +70,12 @@ def embed_side(cfg: EmbedConfig, data_dir: Path, out_dir: Path, side: str, lang:
 
 def embed_corpus(cfg: EmbedConfig, data_dir: Path, out_dir: Path,
                  langs: dict[str, str]) -> EmbedResult:
-    """Both sides; ``langs`` maps ``src``/``tgt`` to language codes. Writes ``neighbours.tsv``."""
+    """Both sides; ``langs`` maps ``src``/``tgt`` to language codes. Writes ``neighbours.tsv``.
+    A subword model missing or not matching the vocabularies fails first (a ``DataError``)."""
     result = EmbedResult()
+    units = TextUnits.read(data_dir)
     for side in SIDES:
-        embed_side(cfg, data_dir, out_dir, side, langs[side], result)
+        embed_side(cfg, data_dir, out_dir, side, langs[side], units, result)
     lines = ["\t".join(NEIGHBOUR_COLUMNS)]
     lines += ["\t".join(str(row[c]) for c in NEIGHBOUR_COLUMNS) for row in result.neighbours]
     (out_dir / "neighbours.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")

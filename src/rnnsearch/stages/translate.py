@@ -8,12 +8,13 @@ Files written under the cell's output folder (``data/translations/<cell>/``):
 * ``<system>.tok.txt`` / ``<system>.detok.txt``: one hypothesis per test sentence, Moses tokens
   (with subword units: pieces) and detokenised text; systems are the methods (``greedy``,
   ``beam``) and, for attention models with ``unk_replace``, ``<method>_unk`` (Luong's UNK
-  replacement);
+  replacement; not with subword units, :func:`unk_skipped`);
 * ``beam.nbest.txt``: Moses n-best format ``index ||| hypothesis ||| score ||| normalised``;
 * ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices (sample sentences
   or all, per ``translate.attention``);
 * ``meta.json``: the cell, its model config, the device it was decoded on, the systems, the
-  search options and the decode speed (sentences/s, batched and one sentence at a time).
+  search options and the decode speed (sentences/s, batched and one sentence at a time); where
+  ``unk_replace`` was asked for but skipped, ``unk_replace`` says why.
 
 The device is ``translate.device`` (``auto``: the GPU when torch sees one, else the CPU), with
 ``translate.batch_size`` sentences a batch on the CPU and ``translate.batch_size_cuda`` on a GPU.
@@ -88,12 +89,25 @@ def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
     return speed
 
 
+def unk_skipped(cfg: TranslateConfig, translator: Translator, units: TextUnits) -> str | None:
+    """Why ``translate.unk_replace`` is not applied although asked for and the model has
+    attention: with subword units a rare word is spelt in pieces, never ``<unk>`` (which stands
+    only for a character the subword model never saw), and the most attended source unit is a
+    piece, not a word to copy. None where it is applied, or not asked for."""
+    if not (cfg.unk_replace and translator.has_attention and units.subwords):
+        return None
+    return (f"skipped: {units.units} units spell rare words in pieces, so the model emits no "
+            f"<unk> for them, and a source piece is no word to copy")
+
+
 def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[str]],
                   results: dict[str, CorpusResult], cfg: TranslateConfig, tgt_lang: str,
                   units: TextUnits) -> list[str]:
     """Write every system's tokenised and detokenised output (``units`` turns a hypothesis'
     words or pieces into text); returns the system names."""
-    variants = [False, True] if cfg.unk_replace and translator.has_attention else [False]
+    replace = (cfg.unk_replace and translator.has_attention
+               and unk_skipped(cfg, translator, units) is None)
+    variants = [False, True] if replace else [False]
     systems = []
     for method, result in results.items():
         for unk in variants:
@@ -152,14 +166,17 @@ def alignment_samples(translator: Translator, sources: Sequence[Sequence[str]],
 
 
 def write_meta(path: Path, cell: str, translator: Translator, cfg: TranslateConfig,
-               systems: list[str], speed: dict[str, Any], n_sentences: int) -> dict[str, Any]:
-    """``meta.json``: what was decoded, on which device, how, and how fast."""
+               systems: list[str], speed: dict[str, Any], n_sentences: int,
+               unk_note: str | None = None) -> dict[str, Any]:
+    """``meta.json``: what was decoded, on which device, how, and how fast (and ``unk_replace``:
+    why UNK replacement was skipped, where it was)."""
     config = getattr(translator.model, "config", None)
     meta = {"cell": cell,
             "model": dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {},
             "has_attention": translator.has_attention, "device": translator.device,
             "sentences": n_sentences,
-            "systems": systems, "search": dataclasses.asdict(cfg.search), "speed": speed}
+            "systems": systems, "search": dataclasses.asdict(cfg.search), "speed": speed,
+            **({"unk_replace": unk_note} if unk_note else {})}
     write_json(path, meta)
     return meta
 
@@ -182,7 +199,8 @@ def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Trans
         systems = write_systems(tmp, translator, sources, results, cfg, tgt_lang, units)
         kept = range(len(sources)) if cfg.attention == "all" else indices
         write_attention(tmp / "attention.npz", results, [] if cfg.attention == "none" else kept)
-        write_meta(tmp / "meta.json", args.cell, translator, cfg, systems, speed, len(sources))
+        write_meta(tmp / "meta.json", args.cell, translator, cfg, systems, speed, len(sources),
+                   unk_skipped(cfg, translator, units))
     ctx.write_json(args.alignments / f"{args.cell}.json",
                    {"cell": args.cell,
                     "samples": alignment_samples(translator, sources, results, indices)})
@@ -208,6 +226,10 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         print(f"translate {args.cell}: {name}: {row['sentences_per_s']} sentences/s "
               f"(batch {row['batch_size']}, {row['sentences']} sentences, {device})")
     params = {**dataclasses.asdict(cfg), "device_used": device, "batch_size_used": batch_size}
+    note = unk_skipped(cfg, translator, units)
+    if note:
+        print(f"translate {args.cell}: unk_replace {note}")
+        params["unk_replace_used"] = False
     with ctx.mlflow_run(params, run_name=f"translate-{args.cell}",
                         tags={"cell": args.cell, "device": device}):
         tracking.log_numeric_metrics({"speed": speed})
