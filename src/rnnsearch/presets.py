@@ -1,6 +1,8 @@
 """Presets: named sets of params overrides (``presets/<name>.yaml``) run as a DVC experiment.
 
-A preset file holds only the keys it changes, in params.yaml's layout. Running it
+A preset file holds only the keys it changes, in params.yaml's layout; ``extends: <other>`` at
+its top starts from preset ``<other>``'s overrides and changes only what it lists
+(:func:`preset_overrides`: ``quick_bpe`` is ``quick`` on subword units). Running it
 
     python -m rnnsearch.presets run paper      # = make preset NAME=paper
 
@@ -58,6 +60,21 @@ from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import flatten, merge
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
+EXTENDS = "extends"                       # a preset's key naming the preset it starts from
+
+
+def preset_overrides(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The overrides of preset ``name``: its file's keys merged over those of the preset its
+    ``extends`` names (resolved the same way), or its file's alone. A name that is no preset,
+    or a cycle, is a :class:`ConfigError` naming the file."""
+    own = dict(load_preset(name))
+    base = own.pop(EXTENDS, None)
+    if base is None:
+        return own
+    if not isinstance(base, str) or base in seen + (name,):
+        raise ConfigError(f"{preset_path(name)}: {EXTENDS}: must name another preset, not one "
+                          f"that leads back to it, got {base!r}")
+    return merge(preset_overrides(base, seen + (name,)), own)
 
 
 def hydra_value(value: Any, in_list: bool = False) -> str:
@@ -102,7 +119,7 @@ def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = 
     """Validate preset ``name`` over ``params_path``; returns the merged params and grid cells.
 
     ``runtime``: also check that this machine can run it (packages, accelerator)."""
-    merged = merge(read_params(params_path), load_preset(name))
+    merged = merge(read_params(params_path), preset_overrides(name))
     configs = validate_params(merged, f"{params_path} + presets/{name}.yaml", runtime)
     return merged, grid_cells(configs["train"])
 
@@ -114,7 +131,7 @@ def command(name: str, copies: Sequence[str] = ()) -> list[str]:
     for path in copies:
         args += ["-C", path]
     for override in override_arguments(read_params(repo_root() / "params.yaml"),
-                                       load_preset(name)):
+                                       preset_overrides(name)):
         args += ["-S", override]
     return args
 
