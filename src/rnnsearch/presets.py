@@ -18,11 +18,15 @@ merges it over params.yaml, validates the result (every section, the grid), then
    ``reports/results/``);
 3. copies that report, with the metrics and params.yaml it was made from, into
    ``reports/presets/<name>/`` (:func:`export`), a folder no stage writes, headed by where it
-   came from (branch commit, baseline, the params it changed).
+   came from (branch commit, baseline, the params it changed), and puts the cells the preset
+   shares by name with the default grid beside the default run's (:func:`compare`:
+   ``results/beside_default.md``, from the preset's metrics and the workspace's ``metrics/``).
 
 ``dvc exp show`` lists the experiment; ``dvc exp apply <name>`` brings it into the workspace on
 purpose; ``export`` copies the branch's report into ``reports/presets/<name>/`` again (e.g. after
-``git branch -f``). ``show`` prints the commands instead of running them; ``check`` only validates.
+``git branch -f``); ``compare`` rebuilds only the comparison with the default run, from the
+committed metrics folders. ``show`` prints the commands instead of running them; ``check``
+only validates.
 
 Why ``--temp`` and not a workspace run: ``dvc exp run`` in the workspace rewrites params.yaml and
 dvc.lock and replaces the default run's metrics and report. Why ``-C``: a temporary copy gets the
@@ -49,7 +53,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
@@ -58,6 +62,9 @@ from rnnsearch.config.base import ConfigError, read_params
 from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import flatten, merge
+
+if TYPE_CHECKING:
+    from rnnsearch.reporting.beside import Outcome
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
@@ -238,21 +245,27 @@ def changed_params(root: Path, ref: str) -> list[str]:
             if before.get(key, object()) != value]
 
 
-def provenance(name: str, root: Path, ref: str) -> str:
-    """The paragraph heading an exported report: which run made it and how to make it again."""
+def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
+    """The paragraph heading an exported report: which run made it and how to make it again
+    (``beside``: and where its cells stand beside the default run's)."""
     commit, baseline = (git(root, "rev-parse", "--short", rev) for rev in (ref, f"{ref}^"))
     overrides = ", ".join(f"`{o}`" for o in changed_params(root, ref)) or "none"
+    compared = (" Beside the default run: [results/beside_default.md]"
+                "(results/beside_default.md)." if beside else "")
     return (f"> Preset `{name}`: the report of the git branch `{branch(name)}` (experiment "
             f"commit `{commit}`, run on `{baseline}`), copied here by `python -m rnnsearch.presets "
             f"export {name}`. Params changed against the default run: {overrides}. Run it again "
             f"with `make preset NAME={name}`. Its `metrics/` and `params.yaml` are beside this "
-            "file.\n\n")
+            f"file.{compared}\n\n")
 
 
 def export(name: str) -> Path:
     """Copy preset ``name``'s report from its branch into :func:`export_folder`, replacing it
-    whole (a failed copy leaves the previous one), headed by :func:`provenance`."""
+    whole (a failed copy leaves the previous one), headed by :func:`provenance`, with its
+    cells beside the default run's (:func:`compare`) where the grids share cells."""
     from rnnsearch.data.textio import atomic_dir
+    from rnnsearch.errors import ExpectedError
+    from rnnsearch.reporting.beside import Outcome
 
     root, ref = repo_root(), branch(check_name(name))
     if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
@@ -263,14 +276,42 @@ def export(name: str) -> Path:
         for path in files:
             content = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root,
                                      capture_output=True, check=True).stdout
-            if path == REPORT_PATHS[0]:
-                content = provenance(name, root, ref).encode() + content
             inside = PurePosixPath(path)
             target = folder / (inside.relative_to("reports") if inside.parts[0] == "reports"
                                else inside)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+        try:
+            outcome = compare(name, folder)
+        except ExpectedError as err:            # the preset's report is copied all the same
+            outcome = Outcome([], f"no comparison with the default run: {err}")
+        print(f"preset '{name}': {outcome.message}")
+        index = folder / PurePosixPath(REPORT_PATHS[0]).name
+        if index.is_file():
+            index.write_bytes(provenance(name, root, ref, bool(outcome.written)).encode()
+                              + index.read_bytes())
     return export_folder(name)
+
+
+def compare(name: str, folder: Path | None = None) -> Outcome:
+    """Write ``results/beside_default.{md,tex,png}`` in preset ``name``'s exported report
+    folder (``folder``, else :func:`export_folder`): the cells it shares with the default grid,
+    its numbers beside the default run's committed ``metrics/``
+    (:func:`rnnsearch.reporting.beside.write_beside`). Reads metrics files only, so it
+    rebuilds the comparison without running the preset again."""
+    from rnnsearch.config.report import ReportConfig
+    from rnnsearch.reporting.beside import Run, write_beside
+
+    root = repo_root()
+    shown = export_folder(check_name(name)).relative_to(root).as_posix()
+    folder = folder or export_folder(name)
+    if not (folder / "metrics").is_dir():
+        raise ConfigError(f"{shown}/metrics: not found; export the preset first "
+                          f"(python -m rnnsearch.presets export {name})")
+    default = Run.load("default", root / "metrics", "metrics/")
+    preset = Run.load(name, folder / "metrics", f"{shown}/metrics/")
+    method = read_params(root / "params.yaml").get("report", {}).get("method", ReportConfig.method)
+    return write_beside(default, preset, folder / "results", method)
 
 
 def adopt(name: str, source: str | Path) -> Path:
@@ -298,7 +339,7 @@ def adopt(name: str, source: str | Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["check", "show", "run", "export"])
+    parser.add_argument("action", choices=["check", "show", "run", "export", "compare"])
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     parser.add_argument("--from", dest="source", metavar="FILE",
                         help="your own params overrides: copied to presets/<name>.yaml first "
@@ -307,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "export":
         folder = export(args.name)
         print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")
+        return 0
+    if args.action == "compare":
+        outcome = compare(args.name)
+        print(f"preset '{args.name}': {outcome.message}")
         return 0
     if args.source:
         adopt(args.name, args.source)

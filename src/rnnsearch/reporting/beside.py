@@ -1,0 +1,237 @@
+"""A preset's cells beside the default run's: the cells the two grids share by name (e.g.
+``search-50`` trained on words by the default run and on joint BPE by the ``subword`` preset),
+one table row per run with the headline numbers (BLEU, BLEU with ``<unk>`` replaced, the No-UNK
+subset, chrF, unigram F1 by the word's training frequency, AER), and Figure 2 (BLEU by source
+words) with both runs' curves.
+
+Everything comes from two metrics folders, the default run's ``metrics/`` and a preset's
+exported ``reports/presets/<name>/metrics/``, each read as the report stage reads one
+(:class:`~rnnsearch.reporting.inputs.ReportInputs`), and, where a ``params.yaml`` sits beside
+the folder, its ``prepare`` section. A table whose rows were measured on different test
+sentences would compare nothing, so the comparison is refused, with the reason, unless both
+runs recorded the same test set (:func:`unshared_test_set`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from matplotlib.figure import Figure
+
+from rnnsearch.config.base import read_params
+from rnnsearch.data.textio import atomic_write_text
+from rnnsearch.reporting.figures import Curve, bleu_by_length_figure
+from rnnsearch.reporting.inputs import ReportInputs, read_metrics_json
+from rnnsearch.reporting.paper import display_name
+from rnnsearch.reporting.rare_words import CLASS_COLUMNS
+from rnnsearch.reporting.summary import cell_summary
+from rnnsearch.reporting.tables import Table, fmt
+from rnnsearch.reporting.write import _save
+
+BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
+# prepare params that say where the corpus files are found, not which sentences are drawn
+LOCATION_KEYS = ("mirror", "download", "cache_dir")
+HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (sentences)",
+          "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run as the comparison reads it: its metrics, the units it translated, and the
+    ``prepare`` params beside its metrics folder (None: no ``params.yaml`` there)."""
+
+    label: str                     # the Run column: "default", or the preset's name
+    shown: str                     # the metrics folder as the text names it: "metrics/"
+    inputs: ReportInputs
+    units: str
+    prepare: dict[str, Any] | None
+
+    @classmethod
+    def load(cls, label: str, metrics: Path, shown: str) -> "Run":
+        """Read ``metrics`` (as the report does) and the ``params.yaml`` beside it."""
+        params = metrics.parent / "params.yaml"
+        prepare = read_params(params).get("prepare") if params.is_file() else None
+        return cls(label, shown, ReportInputs.load(metrics), units_of(metrics / "tokenize.json"),
+                   prepare)
+
+
+class Outcome(NamedTuple):
+    """What :func:`write_beside` did: the files it wrote (none: see ``message``) and a line
+    saying so."""
+
+    written: list[Path]
+    message: str
+
+
+def units_of(path: Path) -> str:
+    """The units of a run as ``metrics/tokenize.json`` records them: ``word 10000/10000`` or
+    ``bpe (joint) 10000/10000`` (vocabulary sizes, source/target; a word-level run has no
+    ``subword`` block); ``?`` without the file."""
+    if not path.is_file():
+        return "?"
+    data = read_metrics_json(path, "rerun the tokenize stage")
+    sizes, subword = data.get("vocab_size", {}), data.get("subword", {})
+    joint = " (joint)" if subword.get("joint") else ""
+    return (f"{subword.get('units', 'word')}{joint} "
+            f"{sizes.get('src', '?')}/{sizes.get('tgt', '?')}")
+
+
+def unshared_test_set(default: Run, preset: Run) -> str | None:
+    """Why the two runs' test sets may differ (None: they agree). Compared: ``prepare.json``'s
+    corpus block (corpus, direction, test files) and test split (pairs drawn per length bucket,
+    raw, cleaned and dropped counts, a custom corpus' files with their sha256), and, where both
+    folders have a ``params.yaml`` beside them, the ``prepare`` params but for where the files
+    are found (the seed that draws the sentences is among them)."""
+    for run in (default, preset):
+        if run.inputs.prepare is None:
+            return f"{run.shown}prepare.json is missing, so the test sets cannot be compared"
+    for block in ("corpus", "test"):
+        for run in (default, preset):
+            if not isinstance(run.inputs.prepare.get(block), dict):
+                return (f"{run.shown}prepare.json has no '{block}' block (written before the "
+                        "prepare stage recorded it), so the test sets cannot be compared")
+        if default.inputs.prepare[block] != preset.inputs.prepare[block]:
+            return (f"the test sets differ: the '{block}' blocks of {default.shown}prepare.json "
+                    f"and {preset.shown}prepare.json disagree")
+    if default.prepare is not None and preset.prepare is not None:
+        keys = sorted(k for k in default.prepare.keys() | preset.prepare.keys()
+                      if k not in LOCATION_KEYS and default.prepare.get(k) != preset.prepare.get(k))
+        if keys:
+            return (f"the test sets may differ: the params.yaml files beside the two folders "
+                    f"set prepare.{', prepare.'.join(keys)} differently")
+    return None
+
+
+def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
+    """A cell's row after Model and Run: units, BLEU (all, ``<unk>`` replaced, No-UNK with its
+    sentence count), chrF, unigram F1 per class of words and argmax AER (``–``: not in the
+    run's metrics)."""
+    systems = run.inputs.evals[cell]["systems"]
+    summary = cell_summary(run.inputs, cell, method)
+    replaced = systems.get(f"{method}_unk", {}).get("all", {}).get("bleu")
+    no_unk = systems.get(method, {}).get("no_unk", {}).get("n")
+    f1 = systems.get(method, {}).get("unigram_f1", {})
+    aer = (((run.inputs.align_attention or {}).get("cells", {}).get(cell, {}).get("scores", {})
+            .get("argmax", {})).get("aer"))
+    return (run.units, fmt(summary.get("bleu")), fmt(replaced),
+            f"{fmt(summary.get('bleu_no_unk'))} ({fmt(no_unk)})", fmt(summary.get("chrf")),
+            *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS), fmt(aer, 3))
+
+
+def length_curve(run: Run, cell: str, method: str) -> Curve:
+    """A cell's BLEU per source-length bucket (words), as Figure 2's points."""
+    by_length = run.inputs.evals[cell]["systems"].get(method, {}).get("by_length", {})
+    return [(row["step"], label, row["bleu"]) for label, row in by_length.items()
+            if label != "signature"]
+
+
+def shared_cells(default: Run, preset: Run) -> list[str]:
+    """The cells of both grids (by name), in the default report's order."""
+    return [cell for cell in default.inputs.ordered_cells() if cell in preset.inputs.evals]
+
+
+def differing_cells(default: Run, preset: Run, method: str) -> list[str]:
+    """The shared cells whose numbers differ between the runs.
+
+    A cell the preset did not retrain (the ``luong`` presets keep the default grid's cells:
+    DVC reuses them) would show two identical rows, so it is left out when its row and its
+    BLEU-by-length curve are the same in both runs. Not byte-identity of the metrics files:
+    evaluate records decode timings and the machine, which differ on every run of the same
+    model. Not equal tokenize params: a preset that keeps the tokens but trains or decodes
+    otherwise (a longer budget, another beam) has numbers to put beside the default's."""
+    return [cell for cell in shared_cells(default, preset)
+            if (headline(default, cell, method), length_curve(default, cell, method))
+            != (headline(preset, cell, method), length_curve(preset, cell, method))]
+
+
+def model_name(run: Run, cell: str) -> str:
+    """``search-50`` -> ``RNNsearch-50``, from the cell's metrics."""
+    model = run.inputs.evals[cell]["model"]
+    return display_name(model["name"], model.get("max_len"))
+
+
+def beside_table(default: Run, preset: Run, cells: list[str], method: str) -> Table:
+    """One row per run and cell, the default run's first."""
+    rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method))
+                 for cell in cells for run in (default, preset))
+    return Table(f"The preset '{preset.label}' beside the default run ({method})", HEADER, rows,
+                 (f"BLEU and chrF: sacreBLEU on detokenised output against the raw references; "
+                  f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
+                  "(Sennrich et al.'s back-off baseline; `–` without attention or with subword "
+                  "units, where there is none).",
+                  "No-UNK: the test sentences whose tokenised source and reference have no unit "
+                  "outside that run's vocabularies, so each run has its own subset (with subword "
+                  "units nearly every sentence): compare the sentence counts before the scores.",
+                  "F1: unigram F1 (%) by the word's frequency in the training target text "
+                  "(Sennrich, Haddow & Birch 2016), on words. AER: attention's argmax links "
+                  "against the Hansard gold links, on words. `–`: not in that run's metrics "
+                  "(not measured, or evaluated before the measure existed)."))
+
+
+def intro(default: Run, preset: Run) -> str:
+    """The sentence naming both metrics folders and what says the test set is the same."""
+    compared = ("their prepare.json files record the same corpus and test split (test files, "
+                "pairs per length bucket, raw and cleaned counts)")
+    if default.prepare is not None and preset.prepare is not None:
+        compared += " and the params.yaml files beside them the same prepare params"
+    return (f"Generated from two metrics folders: `{default.shown}` (the default run) and "
+            f"`{preset.shown}` (the preset '{preset.label}'). The test set is the same: "
+            f"{compared}.")
+
+
+def write_beside(default: Run, preset: Run, out: Path, method: str = "beam") -> Outcome:
+    """Write ``<out>/beside_default.{md,tex,png}``: the table and figure of the cells the runs
+    share whose numbers differ (:func:`differing_cells`). Nothing is written when no cell is
+    shared or all shared cells have the same numbers; when the test sets may differ
+    (:func:`unshared_test_set`) only the Markdown file is, holding the reason. Files of an
+    earlier call are removed first."""
+    files = [out / f"{BESIDE}.{ext}" for ext in ("md", "tex", "png")]
+    for path in files:
+        path.unlink(missing_ok=True)
+    if not shared_cells(default, preset):
+        return Outcome([], f"no cell of the preset '{preset.label}' shares its name with the "
+                           "default grid's: nothing to put beside it")
+    cells = differing_cells(default, preset, method)
+    if not cells:
+        return Outcome([], f"the cells the preset '{preset.label}' shares with the default grid "
+                           "have the same numbers in both runs: no comparison written")
+    reason = unshared_test_set(default, preset)
+    if reason is not None:
+        message = f"not compared with the default run: {reason}"
+        atomic_write_text(files[0], f"# The preset '{preset.label}' beside the default run\n\n"
+                                    f"{message[0].upper()}{message[1:]}.\n")
+        return Outcome(files[:1], message)
+    table = beside_table(default, preset, cells, method)
+    out.mkdir(parents=True, exist_ok=True)
+    curves = {f"{model_name(run, cell)} ({run.label})": length_curve(run, cell, method)
+              for cell in cells for run in (default, preset)}
+    figure = bleu_by_length_figure(curves, f"BLEU by source sentence length ({method}): "
+                                           f"default run vs '{preset.label}'")
+    _save(paired(figure), files[2])
+    atomic_write_text(files[0], page(default, preset, table, files[2].name, files[1].name))
+    atomic_write_text(files[1], table.latex())
+    return Outcome(files, f"{', '.join(cells)} beside the default run's in "
+                          f"{out.name}/{files[0].name}")
+
+
+def paired(figure: Figure) -> Figure:
+    """Each cell's two curves (default run, preset: drawn in that order) in one colour, the
+    preset's dashed, so a cell's runs read as a pair."""
+    ax = figure.axes[0]
+    for i, line in enumerate(ax.get_lines()):
+        line.set_color(f"C{i // 2}")
+        line.set_linestyle("--" if i % 2 else "-")
+    ax.legend()
+    return figure
+
+
+def page(default: Run, preset: Run, table: Table, figure: str, latex: str) -> str:
+    """``beside_default.md``: :func:`intro`, the table, the figure (file ``figure``) and how
+    to regenerate it."""
+    caption = "BLEU by source sentence length (words), both runs"
+    return "\n".join([
+        f"# The preset '{preset.label}' beside the default run", "", intro(default, preset), "",
+        table.markdown(), f"### {caption}", "", f"![{caption}]({figure})", "",
+        f"LaTeX: [{latex}]({latex}). Regenerate with `python -m rnnsearch.presets compare "
+        f"{preset.label}` (it reads the metrics files only and takes seconds)."]) + "\n"

@@ -1,0 +1,174 @@
+"""A preset beside the default run (``python -m rnnsearch.presets compare <name>``): built from
+two small hand-made metrics folders, its table's numbers are the files' own, the cells the runs
+do not share or that have the same numbers in both are left out, and a test set the two runs may
+not share is refused with the reason."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rnnsearch import presets
+from test_report import HANSARD, _eval, write_prepare
+
+F1 = {"all": 40.0, "in_vocabulary": 45.5, "rare": 12.25, "unseen": 3.0}
+
+
+def unigram_f1(shift: float) -> dict:
+    """A system's ``unigram_f1`` block, every class ``shift`` above :data:`F1`."""
+    f1 = {name: {"f1": value + shift, "ref_tokens": 50} for name, value in F1.items()}
+    return {**f1, "by_rank": {"1-10": {"f1": 60.0 + shift, "step": 10}}}
+
+
+def write_run(metrics: Path, cells: dict[str, float], units: dict, aer: float,
+              f1_shift: float | None = None, seed: int = 1234) -> None:
+    """A metrics folder (``cells``: name -> beam BLEU) and the params.yaml beside it."""
+    write_prepare(metrics, HANSARD)
+    for cell, bleu in cells.items():
+        model, max_len = cell.split("-")
+        data = _eval(model, int(max_len), bleu)
+        if f1_shift is not None:
+            data["systems"]["beam"]["unigram_f1"] = unigram_f1(f1_shift)
+            data["training_words"] = {"training_tokens": 900, "training_types": 120,
+                                      "vocabulary_words": 100}
+        (metrics / "eval").mkdir(exist_ok=True)
+        (metrics / "eval" / f"{cell}.json").write_text(json.dumps(data))
+    (metrics / "tokenize.json").write_text(json.dumps({"vocab_size": {"src": 100, "tgt": 90},
+                                                       **units}))
+    (metrics / "align_attention.json").write_text(json.dumps(
+        {"threshold": 0.3, "cells": {"search-50": {"attention": True, "scores": {
+            "argmax": {"aer": aer, "precision": 0.5, "recall": 0.5}}}}}))
+    (metrics.parent / "params.yaml").write_text(yaml.safe_dump(
+        {"prepare": {"corpus": "hansard36", "seed": seed, "mirror": str(metrics)},
+         "report": {"method": "beam"}}))
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch) -> Path:
+    """A repository root with the default run's metrics (four word-level cells) and the
+    exported preset ``subword`` (its two 50-word cells on joint BPE)."""
+    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
+    write_run(tmp_path / "metrics", {"encdec-30": 5.0, "search-30": 7.0, "encdec-50": 6.0,
+                                     "search-50": 8.5}, {}, aer=0.4875)
+    write_run(tmp_path / "reports/presets/subword/metrics", {"encdec-50": 6.75, "search-50": 9.25},
+              {"subword": {"units": "bpe", "joint": True}}, aer=0.4125, f1_shift=10.0)
+    return tmp_path
+
+
+def table_rows(page: str) -> list[list[str]]:
+    """The body rows of the Markdown table in ``page``."""
+    lines = [line for line in page.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
+
+
+def results(root: Path) -> Path:
+    return root / "reports/presets/subword/results"
+
+
+def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
+    assert presets.main(["compare", "subword"]) == 0
+    assert "encdec-50, search-50 beside the default run's" in capsys.readouterr().out
+    folder = results(runs)
+    assert sorted(p.name for p in folder.iterdir()) == ["beside_default.md", "beside_default.png",
+                                                      "beside_default.tex"]
+    page = (folder / "beside_default.md").read_text()
+    assert "`metrics/` (the default run) and `reports/presets/subword/metrics/`" in page
+    assert "The test set is the same" in page
+    rows = table_rows(page)
+    assert [row[:3] for row in rows] == [
+        ["RNNencdec-50", "default", "word 100/90"], ["RNNencdec-50", "subword", "bpe (joint) 100/90"],
+        ["RNNsearch-50", "default", "word 100/90"], ["RNNsearch-50", "subword", "bpe (joint) 100/90"]]
+    for row, folder_name, cell in zip(rows, ["metrics", "reports/presets/subword/metrics"] * 2,
+                                      ["encdec-50"] * 2 + ["search-50"] * 2):
+        metrics = runs / folder_name
+        beam = json.loads((metrics / "eval" / f"{cell}.json").read_text())["systems"]["beam"]
+        replaced = json.loads((metrics / "eval" / f"{cell}.json").read_text())["systems"].get(
+            "beam_unk", {}).get("all", {}).get("bleu")
+        assert row[3] == f"{beam['all']['bleu']:.2f}"
+        assert row[4] == (f"{replaced:.2f}" if replaced is not None else "–")
+        assert row[5] == f"{beam['no_unk']['bleu']:.2f} ({beam['no_unk']['n']})"
+        assert row[6] == f"{beam['all']['chrf']:.2f}"
+        f1 = beam.get("unigram_f1")
+        assert row[7:11] == ([f"{f1[c]['f1']:.2f}" for c in F1] if f1 else ["–"] * 4)
+        aer = json.loads((metrics / "align_attention.json").read_text())["cells"].get(
+            cell, {}).get("scores", {}).get("argmax", {}).get("aer")
+        assert row[11] == (f"{aer:.3f}" if aer is not None else "–")
+    assert rows[3][3:] == ["9.25", "9.75", "14.25 (40)", "29.25", "50.00", "55.50", "22.25",
+                           "13.00", "0.412"]
+
+
+def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
+    """The preset kept encdec-50 (DVC reused it): only its decode timings differ."""
+    metrics = runs / "reports/presets/subword/metrics"
+    default = json.loads((runs / "metrics/eval/encdec-50.json").read_text())
+    default["speed"]["greedy"]["sentences_per_s"] = 123.0
+    (metrics / "eval/encdec-50.json").write_text(json.dumps(default))
+    (metrics / "tokenize.json").write_text((runs / "metrics/tokenize.json").read_text())
+    presets.main(["compare", "subword"])
+    rows = table_rows((results(runs) / "beside_default.md").read_text())
+    assert [row[:2] for row in rows] == [["RNNsearch-50", "default"], ["RNNsearch-50", "subword"]]
+    (metrics / "eval/search-50.json").write_text((runs / "metrics/eval/search-50.json").read_text())
+    (metrics / "align_attention.json").write_text(
+        (runs / "metrics/align_attention.json").read_text())
+    outcome = presets.compare("subword")
+    assert not outcome.written and "same numbers in both runs" in outcome.message
+    assert not list(results(runs).iterdir())              # the earlier files are gone
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda m: write_prepare(m, {**HANSARD, "test_set": "another test set"}),
+     "the 'corpus' blocks of metrics/prepare.json and reports/presets/subword/metrics/prepare.json"),
+    (lambda m: (m / "prepare.json").write_text(json.dumps(
+        {**json.loads((m / "prepare.json").read_text()), "test": {"pairs": 99}})),
+     "the 'test' blocks"),
+    (lambda m: (m / "prepare.json").unlink(),
+     "reports/presets/subword/metrics/prepare.json is missing"),
+    (lambda m: (m.parent / "params.yaml").write_text(yaml.safe_dump(
+        {"prepare": {"corpus": "hansard36", "seed": 7, "mirror": "elsewhere"}})),
+     "set prepare.seed differently")])
+def test_a_test_set_that_may_differ_refuses_the_table_with_the_reason(runs, change, reason):
+    change(runs / "reports/presets/subword/metrics")
+    outcome = presets.compare("subword")
+    page = (results(runs) / "beside_default.md").read_text()
+    assert reason in outcome.message and reason in page
+    assert outcome.written == [results(runs) / "beside_default.md"]
+    assert "|" not in page and len(page.strip().splitlines()) == 3   # heading, blank, reason
+
+
+def test_compare_before_export_is_one_line_naming_the_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
+    assert presets.main(["compare", "subword"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reports/presets/subword/metrics: not found" in err[0], err
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
+                   check=True, capture_output=True)
+
+
+def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs):
+    """``make preset``'s last step: the branch's report copied, the comparison written from its
+    metrics and the workspace's, and the copied report's heading links it."""
+    preset = runs / "reports/presets/subword"
+    git(runs, "init", "-q", "-b", "main")
+    git(runs, "add", "metrics", "params.yaml")
+    git(runs, "commit", "-q", "-m", "default run")
+    git(runs, "checkout", "-q", "-b", "preset/subword")
+    shutil.rmtree(runs / "metrics")                    # the branch holds the preset's run
+    (preset / "metrics").rename(runs / "metrics")
+    (preset / "params.yaml").replace(runs / "params.yaml")
+    (runs / "reports/README.md").write_text("# Results\n")
+    git(runs, "add", "metrics", "params.yaml", "reports/README.md")
+    git(runs, "commit", "-q", "-m", "preset run")
+    git(runs, "checkout", "-q", "main")
+    presets.export("subword")
+    readme = (preset / "README.md").read_text()
+    assert "Beside the default run: [results/beside_default.md]" in readme
+    assert readme.endswith("# Results\n")
+    rows = table_rows((preset / "results/beside_default.md").read_text())
+    assert [row[3] for row in rows] == ["6.00", "6.75", "8.50", "9.25"]
