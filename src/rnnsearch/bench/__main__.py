@@ -2,7 +2,10 @@
 
 Writes ``reports/bench.json`` and ``reports/bench.md`` and prints the table. Each measurement
 runs in a fresh process so that its peak memory is its own. ``--tiny`` runs a seconds-long
-version (few steps, small sets) used by the tests; its numbers mean nothing.
+version (few steps, small sets) used by the tests; its numbers mean nothing. Unless
+``--skip-hansard``, the Hansard train split is Moses-tokenised and the subword preset's models
+(joint BPE, and unigram) are learnt on its tokens and applied to them
+(:mod:`rnnsearch.bench.subwords`); the tokens are kept in ``<cache>/hansard``.
 
 Where torch sees a GPU, the device benchmark follows on its own. ``--device cuda`` (or
 ``cpu``, or ``auto``) runs only the device benchmark
@@ -20,11 +23,11 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 
-from rnnsearch.bench import parts, trust
+from rnnsearch.bench import parts, subwords, trust
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.trust import load_average
 from rnnsearch.bench.workload import tokenized_multi30k
@@ -33,17 +36,27 @@ from rnnsearch.config.base import at_least
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.config.repository import repo_root
+from rnnsearch.data.subword import SUBWORD_UNITS
 
 MODELS = ("search", "encdec", "luong")
 
 
+class Part(Protocol):
+    """Runs one named measurement, ``function(*args, **kwargs)``, timing it."""
+
+    def __call__(self, name: str, function: Callable[..., dict[str, Any]], *args: Any,
+                 **kwargs: Any) -> dict[str, Any]: ...
+
+
 def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any,
-                      threads: int | None = None) -> dict[str, Any]:
-    """``function(*args)`` in a new process with ``threads`` torch threads (default: ours)."""
+                      threads: int | None = None, uses_torch: bool = True) -> dict[str, Any]:
+    """``function(*args)`` in a new process with ``threads`` torch threads (default: ours);
+    with ``uses_torch=False`` the process never imports torch (so its peak memory is the
+    function's own)."""
     context = mp.get_context("spawn")
-    with futures.ProcessPoolExecutor(max_workers=1, mp_context=context,
-                                     initializer=torch.set_num_threads,
-                                     initargs=(threads or torch.get_num_threads(),)) as pool:
+    start = {"initializer": torch.set_num_threads,
+             "initargs": (threads or torch.get_num_threads(),)} if uses_torch else {}
+    with futures.ProcessPoolExecutor(max_workers=1, mp_context=context, **start) as pool:
         return pool.submit(function, *args).result()
 
 
@@ -87,9 +100,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["scaling"].update(part("attention scaling", parts.attention_scaling,
                                    [5, 10] if tiny else [10, 20, 40, 80]))
     if not args.skip_hansard:
-        results["tokenize"] = part("tokenising the Hansard train split",
-                                   parts.hansard_tokenization, args.mirror)
+        results.update(hansard(part, args.mirror, Path(args.cache) / "hansard"))
     return results
+
+
+def hansard(part: Part, mirror: str, cache: Path, lines: int = 0,
+            vocab_size: int | None = None) -> dict[str, Any]:
+    """The Hansard train split (its first ``lines`` pairs when given) Moses-tokenised
+    (``tokenize``), then each subword model of the subword preset learnt on the tokens and
+    applied to them, each in its own torch-free process (``subwords``: bpe, unigram);
+    ``vocab_size`` replaces the preset's (a small split cannot fill it)."""
+    out = {"tokenize": part("tokenising the Hansard train split", parts.hansard_tokenization,
+                            mirror, out=str(cache), lines=lines)}
+    out["subwords"] = {units: part(f"learning and applying {units} on the Hansard train split",
+                                   _in_fresh_process, subwords.subword_part, str(cache),
+                                   parts.HANSARD_LANGS, units, vocab_size, uses_torch=False)
+                       for units in SUBWORD_UNITS}
+    return out
 
 
 def run_device(args: argparse.Namespace) -> int:
@@ -120,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default=".cache/bench")
     parser.add_argument("--mirror", default=os.environ.get("RNNSEARCH_CORPORA", "../shared/corpora"))
     parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1)
-    parser.add_argument("--skip-hansard", action="store_true", help="skip the 1M-pair tokenisation")
+    parser.add_argument("--skip-hansard", action="store_true",
+                        help="skip the 1M-pair tokenisation and subword parts")
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
     parser.add_argument("--quick", action="store_true",
                         help="with --device: the shorter plan (what the targets need, about "

@@ -6,6 +6,7 @@ memory (``ru_maxrss``) is its own.
 from __future__ import annotations
 
 import gzip
+import itertools
 import random
 import resource
 import statistics
@@ -23,10 +24,13 @@ from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_tr
                                       new_training, reference_config, train_step)
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
+from rnnsearch.data.textio import write_lines
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models.attention import Attention
 from rnnsearch.training.data import bucket_batches
+
+HANSARD_LANGS = ("en", "fr")   # source, target: the default run's direction
 
 
 def peak_rss_mb() -> float:
@@ -202,20 +206,26 @@ def attention_scaling(lengths: list[int], batch: int = 64, repeats: int = 5) -> 
     return {"attention": rows}
 
 
-def hansard_tokenization(mirror: str, workers: int = 2) -> dict[str, Any]:
-    """Seconds to Moses-tokenise both sides of the million-pair Hansard train split."""
+def hansard_tokenization(mirror: str, workers: int = 2, out: str | None = None,
+                         lines: int = 0) -> dict[str, Any]:
+    """Seconds to Moses-tokenise both sides of the million-pair Hansard train split (its first
+    ``lines`` pairs when given); the tokens go to ``out/train.<lang>`` when ``out`` is given
+    (the subword part learns on them)."""
     from rnnsearch.data.tokenize import tokenize_lines   # sacremoses: only this part needs it
 
-    out: dict[str, Any] = {"workers": workers}
+    result: dict[str, Any] = {"workers": workers}
     total = 0.0
-    for lang in ("en", "fr"):
+    for lang in HANSARD_LANGS:
         path = locate(HANSARD36, "train", lang, mirror, ".cache/corpora", allow_download=False)
         with gzip.open(path, "rt", encoding="utf-8") as handle:
-            lines = [line.rstrip("\n") for line in handle]
+            text = [line.rstrip("\n") for line in itertools.islice(handle, lines or None)]
         start = time.perf_counter()
-        tokenize_lines(lines, lang, workers=workers, desc=f"tokenize hansard train.{lang}")
-        out[f"seconds_{lang}"] = time.perf_counter() - start
-        total += out[f"seconds_{lang}"]
-        out["pairs"] = len(lines)
-    out["seconds"] = total
-    return out
+        tokens = tokenize_lines(text, lang, workers=workers, desc=f"tokenize hansard train.{lang}")
+        result[f"seconds_{lang}"] = time.perf_counter() - start
+        total += result[f"seconds_{lang}"]
+        result["pairs"] = len(text)
+        if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            write_lines(Path(out) / f"train.{lang}", tokens)
+    result["seconds"] = total
+    return result

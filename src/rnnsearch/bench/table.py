@@ -76,6 +76,48 @@ def target_rows(results: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _rate(count: float, seconds: float) -> str:
+    """``count`` per second, or a dash when no time was measured."""
+    return f"{count / seconds:,.0f}" if seconds else "-"
+
+
+def _subword_rows(units: str, sub: dict[str, Any]) -> list[list[Any]]:
+    """Learning and applying one subword model: seconds, speeds, peak memory."""
+    model = (f"{sub['vocab_size']:,} pieces, {'joint' if sub['joint'] else 'per side'}, "
+             f"character coverage {sub['character_coverage']}")
+    return [[f"{units}: learning ({model}; {sub['learning_threads']} thread)",
+             f"{sub['seconds_learning']:.1f}", _rate(sub["sentences"], sub["seconds_learning"]),
+             _rate(sub["words"], sub["seconds_learning"]), f"{sub['peak_rss_mb_learning']:,.0f}"],
+            [f"{units}: applying to both sides ({sub['applying_threads']} threads)",
+             f"{sub['seconds_applying']:.1f}", _rate(sub["sentences"], sub["seconds_applying"]),
+             _rate(sub["words"], sub["seconds_applying"]), f"{sub['peak_rss_mb']:,.0f}"]]
+
+
+def tokenization_section(results: dict[str, Any]) -> list[str]:
+    """Moses tokenisation of the Hansard train split and, where measured, learning and
+    applying each subword model on its tokens (the tokenize stage's code and settings)."""
+    if "tokenize" not in results:
+        return []
+    moses, models = results["tokenize"], results.get("subwords", {})
+    sentences = 2 * moses["pairs"]
+    rows = [[f"Moses tokenisation, en and fr ({moses['workers']} processes)",
+             f"{moses['seconds']:.1f}", _rate(sentences, moses["seconds"]), "-", "-"]]
+    for units, sub in models.items():
+        rows += _subword_rows(units, sub)
+    lines = ["", f"## Tokenisation and subword units (Hansard train split, {moses['pairs']:,} "
+                 f"pairs)", ""]
+    lines += markdown_table(["step", "seconds", "sentences/s", "words/s", "peak RSS MiB"], rows)
+    if models:
+        split = ", ".join(f"{units} {sub['pieces_per_word']:.2f}" for units, sub in models.items())
+        lines += ["", f"Pieces per word: {split}. Each model is the subword preset's "
+                      "(presets/subword.yaml), learnt by the tokenize stage's own code on both "
+                      "sides' Moses tokens: every sentence (no sampling, "
+                      "input_sentence_size=0), one thread, a fixed seed. Peak RSS is that of "
+                      "the part's own process (the split's lines included), after learning "
+                      "and after applying."]
+    return lines
+
+
 def _profile_rows(profile: dict[str, Any]) -> list[list[Any]]:
     return [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}"] for name, c in profile["categories"].items()]
 
@@ -120,6 +162,7 @@ def markdown_report(results: dict[str, Any]) -> str:
              "(bucketed, max length 50); throughput is the median of timed windows after warm-up.",
              "", "## Targets", ""]
     lines += markdown_table(["target", "required", "measured", "met"], target_rows(results))
+    lines += tokenization_section(results)
     lines += ["", "## Training", ""]
     lines += markdown_table(["model", "target tokens/s", "MFLOP/token (fwd+bwd)",
                      "GEMM GFLOP/s fp32 (before / after training)",
