@@ -167,7 +167,7 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     report = (exported / "README.md").read_text()
     first_table = report[report.index("### The run"):report.index("### Table 1")]
     assert "de->en" in first_table and "own/test.en" in first_table
-    assert "Paper All" not in report and "Moses" not in report
+    assert "Paper All" not in report and "Moses (paper only)" not in report
 
 
 @pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])

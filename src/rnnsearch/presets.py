@@ -20,7 +20,7 @@ merges it over params.yaml, validates the result (every section, the grid), then
    ``reports/presets/<name>/`` (:func:`export`), a folder no stage writes, headed by where it
    came from (branch commit, baseline, the params it changed), and puts the cells the preset
    shares by name with the default grid beside the default run's (:func:`compare`:
-   ``results/beside_default.md``, from the preset's metrics and the workspace's ``metrics/``).
+   ``beside_default.md``, from the preset's metrics and the workspace's ``metrics/``).
 
 ``dvc exp show`` lists the experiment; ``dvc exp apply <name>`` brings it into the workspace on
 purpose; ``export`` copies the branch's report into ``reports/presets/<name>/`` again (e.g. after
@@ -250,8 +250,8 @@ def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
     (``beside``: and where its cells stand beside the default run's)."""
     commit, baseline = (git(root, "rev-parse", "--short", rev) for rev in (ref, f"{ref}^"))
     overrides = ", ".join(f"`{o}`" for o in changed_params(root, ref)) or "none"
-    compared = (" Beside the default run: [results/beside_default.md]"
-                "(results/beside_default.md)." if beside else "")
+    compared = (" Beside the default run: [beside_default.md]"
+                "(beside_default.md)." if beside else "")
     return (f"> Preset `{name}`: the report of the git branch `{branch(name)}` (experiment "
             f"commit `{commit}`, run on `{baseline}`), copied here by `python -m rnnsearch.presets "
             f"export {name}`. Params changed against the default run: {overrides}. Run it again "
@@ -294,7 +294,7 @@ def export(name: str) -> Path:
 
 
 def compare(name: str, folder: Path | None = None) -> Outcome:
-    """Write ``results/beside_default.{md,tex,png}`` in preset ``name``'s exported report
+    """Write ``beside_default.{md,tex,png}`` in preset ``name``'s exported report
     folder (``folder``, else :func:`export_folder`): the cells it shares with the default grid,
     its numbers beside the default run's committed ``metrics/``
     (:func:`rnnsearch.reporting.beside.write_beside`). Reads metrics files only, so it
@@ -311,7 +311,7 @@ def compare(name: str, folder: Path | None = None) -> Outcome:
     default = Run.load("default", root / "metrics", "metrics/")
     preset = Run.load(name, folder / "metrics", f"{shown}/metrics/")
     method = read_params(root / "params.yaml").get("report", {}).get("method", ReportConfig.method)
-    return write_beside(default, preset, folder / "results", method)
+    return write_beside(default, preset, folder, method)
 
 
 def adopt(name: str, source: str | Path) -> Path:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Protocol
 
 import torch
 
-from rnnsearch.bench import parts, subwords, trust
+from rnnsearch.bench import parts, trust
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.trust import load_average
 from rnnsearch.bench.workload import tokenized_multi30k
@@ -36,7 +36,6 @@ from rnnsearch.config.base import at_least
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.config.repository import repo_root
-from rnnsearch.data.subword import SUBWORD_UNITS
 
 MODELS = ("search", "encdec", "luong")
 
@@ -109,7 +108,11 @@ def hansard(part: Part, mirror: str, cache: Path, lines: int = 0,
     """The Hansard train split (its first ``lines`` pairs when given) Moses-tokenised
     (``tokenize``), then each subword model of the subword preset learnt on the tokens and
     applied to them, each in its own torch-free process (``subwords``: bpe, unigram);
-    ``vocab_size`` replaces the preset's (a small split cannot fill it)."""
+    ``vocab_size`` replaces the preset's (a small split cannot fill it). Imported here: the
+    subword models need sacremoses and sentencepiece, which the device bench goes without."""
+    from rnnsearch.bench import subwords
+    from rnnsearch.data.subword import SUBWORD_UNITS
+
     out = {"tokenize": part("tokenising the Hansard train split", parts.hansard_tokenization,
                             mirror, out=str(cache), lines=lines)}
     out["subwords"] = {units: part(f"learning and applying {units} on the Hansard train split",
