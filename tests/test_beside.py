@@ -65,7 +65,7 @@ def table_rows(page: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
 
 
-def results(root: Path) -> Path:
+def preset_folder(root: Path) -> Path:
     """The subword preset's exported folder, where the comparison is written."""
     return root / "reports/presets/subword"
 
@@ -78,7 +78,7 @@ def beside_files(folder: Path) -> list[str]:
 def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
     assert presets.main(["compare", "subword"]) == 0
     assert "encdec-50, search-50 beside the default run's" in capsys.readouterr().out
-    folder = results(runs)
+    folder = preset_folder(runs)
     assert beside_files(folder) == ["beside_default.md", "beside_default.png",
                                     "beside_default.tex"]
     page = (folder / "beside_default.md").read_text()
@@ -115,14 +115,14 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
     (metrics / "eval/encdec-50.json").write_text(json.dumps(default))
     (metrics / "tokenize.json").write_text((runs / "metrics/tokenize.json").read_text())
     presets.main(["compare", "subword"])
-    rows = table_rows((results(runs) / "beside_default.md").read_text())
+    rows = table_rows((preset_folder(runs) / "beside_default.md").read_text())
     assert [row[:2] for row in rows] == [["RNNsearch-50", "default"], ["RNNsearch-50", "subword"]]
     (metrics / "eval/search-50.json").write_text((runs / "metrics/eval/search-50.json").read_text())
     (metrics / "align_attention.json").write_text(
         (runs / "metrics/align_attention.json").read_text())
     outcome = presets.compare("subword")
     assert not outcome.written and "same numbers in both runs" in outcome.message
-    assert not beside_files(results(runs))              # the earlier files are gone
+    assert not beside_files(preset_folder(runs))        # the earlier files are gone
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -139,9 +139,9 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
 def test_a_test_set_that_may_differ_refuses_the_table_with_the_reason(runs, change, reason):
     change(runs / "reports/presets/subword/metrics")
     outcome = presets.compare("subword")
-    page = (results(runs) / "beside_default.md").read_text()
+    page = (preset_folder(runs) / "beside_default.md").read_text()
     assert reason in outcome.message and reason in page
-    assert outcome.written == [results(runs) / "beside_default.md"]
+    assert outcome.written == [preset_folder(runs) / "beside_default.md"]
     assert "|" not in page and len(page.strip().splitlines()) == 3   # heading, blank, reason
 
 
