@@ -102,6 +102,7 @@ def test_pieces_are_joined_back_into_words():
 
 
 SOURCES = ["a b c", "one two three four five six seven", "x"]
+TRAIN_SOURCES = ["a b c d", "a b", "one two"]
 
 
 def write_test_set(root: Path, subwords: bool) -> None:
@@ -115,6 +116,7 @@ def write_test_set(root: Path, subwords: bool) -> None:
     (tok / "test.src").write_text("".join(unit(s) + "\n" for s in SOURCES))
     (tok / "test.tgt").write_text("".join(unit(r) + "\n" for r in REFS + ["x"]))
     (tok / "train.tgt").write_text("".join(unit(t) + "\n" for t in TRAIN))
+    (tok / "train.src").write_text("".join(unit(t) + "\n" for t in TRAIN_SOURCES))
     for side in ("src", "tgt"):
         Vocabulary(SPECIALS + ("x",), (0,) * 4 + (1,)).save(tok / f"vocab.{side}.txt")
 
@@ -128,6 +130,44 @@ def test_length_buckets_count_source_words(tmp_path, subwords):
     assert [(b.label, b.indices) for b in test.buckets] == [("0-3", (0, 2)), ("3-5", ()),
                                                             ("5+", (1,))]
     assert test.ref_words[1] == ["the", "zebra", "ran"]
+
+
+def test_no_unk_words_is_a_word_level_runs_no_unk_subset(tmp_path):
+    """With subword units, the sentences with no word outside word-level vocabularies built from
+    the training words (pieces joined back) are the No-UNK sentences of a word-level run whose
+    vocabularies have the same sizes: a hand count, and the word-level run's own subset."""
+    from rnnsearch.config.tokenize import TokenizeConfig
+    from rnnsearch.stages.evaluate import read_word_vocabularies
+
+    for subwords in (False, True):
+        write_test_set(tmp_path / str(subwords), subwords)
+    tok = TokenizeConfig(units="bpe", vocab_size_src=8, vocab_size_tgt=10)
+    src_vocab, tgt_vocab = read_word_vocabularies(tok, tmp_path / "True/data/tokenized",
+                                                  EvaluateConfig())
+    # source ranks: a 2, b 2, c, d, one, two -> 4 words in 8 entries: a, b, c, d
+    assert src_vocab.words[len(SPECIALS):] == ("a", "b", "c", "d")
+    # target: the, cat, sat, then a, dog, mat (rank order of test_classes_follow...)
+    assert tgt_vocab.words[len(SPECIALS):] == ("the", "cat", "sat", "a", "dog", "mat")
+    assert read_word_vocabularies(TokenizeConfig(), tmp_path / "True/data/tokenized",
+                                  EvaluateConfig()) is None       # words: the run's own
+    word_level = tmp_path / "False/data/tokenized"
+    src_vocab.save(word_level / "vocab.src.txt")
+    tgt_vocab.save(word_level / "vocab.tgt.txt")
+    words = Sentences.load(tmp_path / "False/data/prepared", word_level, [3])
+    on_pieces = Sentences.load(tmp_path / "True/data/prepared", tmp_path / "True/data/tokenized",
+                               [3], subwords=True, word_vocabs=(src_vocab, tgt_vocab))
+    # sentence 0: "a b c" -> "the cat sat on the mat": "on" is outside the target's 6 words;
+    # with 11 entries it is in, and sentence 0 is the only one ("one" / "zebra", "x" are not)
+    assert words.no_unk == on_pieces.no_unk_words == []
+    wider = read_word_vocabularies(tok, tmp_path / "True/data/tokenized",
+                                   EvaluateConfig(word_vocab_size=11))
+    wider[0].save(word_level / "vocab.src.txt")
+    wider[1].save(word_level / "vocab.tgt.txt")
+    words = Sentences.load(tmp_path / "False/data/prepared", word_level, [3])
+    on_pieces = Sentences.load(tmp_path / "True/data/prepared", tmp_path / "True/data/tokenized",
+                               [3], subwords=True, word_vocabs=wider)
+    assert words.no_unk == on_pieces.no_unk_words == [0]
+    assert on_pieces.no_unk == []        # the run's own vocabularies hold "x", not its piece
 
 
 def write_cell(folder: Path, subwords: bool) -> None:
@@ -173,6 +213,9 @@ def test_evaluate_stage_with_subword_units(tmp_path):
                                          "vocabulary_words": 3}
     assert metrics["systems"]["greedy"]["by_length"]["0-10"]["n"] == 3
     assert "unigram F1 80.0 on words in the vocabulary, 75.0 rare, 50.0 unseen" in done.stdout
+    # the word-level vocabularies (10000 source, 7 target entries) leave no sentence whole
+    assert metrics["no_unk_words_sentences"] == 0
+    assert metrics["systems"]["greedy"]["no_unk_words"]["n"] == 0
 
 
 def test_report_table_and_figure(tmp_path):

@@ -4,9 +4,11 @@
 
     {"cell", "model": {name, kind, max_len, cell, score, attention, input_feeding},
      "has_attention",
-     "sentences", "no_unk_sentences", "speed": {greedy: {sentences_per_s, ...}, ...},
+     "sentences", "no_unk_sentences", ["no_unk_words_sentences",]
+     "speed": {greedy: {sentences_per_s, ...}, ...},
      "systems": {<system>: {"all": {bleu, chrf, len_ratio, n, bleu_signature, chrf_signature},
-                            "no_unk": {...}, "unk_removed": {...} (all, <unk> deleted),
+                            "no_unk": {...}, ["no_unk_words": {...},]
+                            "unk_removed": {...} (all, <unk> deleted),
                             "by_length": {"0-10": {bleu, chrf, len_ratio, n, step}, ...,
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
@@ -20,7 +22,10 @@
 
 A system is a decoding method (``greedy``, ``beam``) or its UNK-replaced form (``beam_unk``);
 ``vs_baseline`` compares it with the same method of the baseline model at the same maximum
-training length (paired bootstrap; absent for the baseline itself). ``unigram_f1`` and
+training length (paired bootstrap; absent for the baseline itself). ``no_unk_words`` (subword
+units only): the sentences with no *word* outside the word-level vocabularies a word model of the
+run's sizes would have, i.e. a word-level run's ``no_unk`` subset, so that the two are scored on
+the same sentences (a subword run's own ``no_unk`` holds nearly every sentence). ``unigram_f1`` and
 ``training_words``: unigram F1 by the word's frequency in the training target text
 (:mod:`rnnsearch.evaluation.rare_words`; absent when no training words are given).
 """
@@ -44,27 +49,36 @@ MODEL_KEYS = ("cell", "score", "attention", "input_feeding")
 @dataclass(frozen=True)
 class TestSet:
     """Raw references, the subsets scores are computed on, and the references' Moses words
-    (``subwords``: whether the tokenised files hold pieces of them)."""
+    (``subwords``: whether the tokenised files hold pieces of them). ``no_unk_words``: the
+    sentences without a word outside word-level vocabularies (None: not computed)."""
 
     refs: list[str]
     no_unk: list[int]
     buckets: list[Bucket]
     ref_words: tuple[list[str], ...] = ()
     subwords: bool = False
+    no_unk_words: list[int] | None = None
 
     @classmethod
     def load(cls, prepared: Path, tokenized: Path, edges: Sequence[int],
-             limit: int | None = None, subwords: bool = False) -> "TestSet":
+             limit: int | None = None, subwords: bool = False,
+             word_vocabs: tuple[Vocabulary, Vocabulary] | None = None) -> "TestSet":
         """References from ``prepared/test.tgt``; lengths and OOVs from ``tokenized``.
         ``limit``: only the first N sentences (when translate decoded only those). A
-        sentence's length bucket counts its source words, also when the units are pieces."""
+        sentence's length bucket counts its source words, also when the units are pieces.
+        ``word_vocabs`` (source, target): word-level vocabularies for ``no_unk_words``."""
         refs = read_lines(prepared / "test.tgt")[:limit]
         src = read_lines(tokenized / "test.src")[:limit]
         tgt = read_lines(tokenized / "test.tgt")[:limit]
         vocabs = [Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")]
+        src_words = [unit_words(line, subwords) for line in src]
+        ref_words = tuple(unit_words(line, subwords) for line in tgt)
+        no_unk_words = (None if word_vocabs is None else
+                        no_unk_indices([" ".join(w) for w in src_words],
+                                       [" ".join(w) for w in ref_words], *word_vocabs))
         return cls(refs, no_unk_indices(src, tgt, *vocabs),
-                   length_buckets([len(unit_words(line, subwords)) for line in src], edges),
-                   tuple(unit_words(line, subwords) for line in tgt), subwords)
+                   length_buckets([len(words) for words in src_words], edges),
+                   ref_words, subwords, no_unk_words)
 
 
 def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
@@ -78,8 +92,10 @@ def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dic
         row.pop("chrf_signature", None)
         by_length[bucket.label] = {**row, "step": bucket.step}
     by_length["signature"] = overall["bleu_signature"]
-    return {"all": overall, "no_unk": corpus_scores(hyps, test.refs, test.no_unk, tok),
-            "unk_removed": corpus_scores(remove_unk(hyps), test.refs, tokenize=tok),
+    scores = {"all": overall, "no_unk": corpus_scores(hyps, test.refs, test.no_unk, tok)}
+    if test.no_unk_words is not None:
+        scores["no_unk_words"] = corpus_scores(hyps, test.refs, test.no_unk_words, tok)
+    return {**scores, "unk_removed": corpus_scores(remove_unk(hyps), test.refs, tokenize=tok),
             "by_length": by_length}
 
 
@@ -145,6 +161,8 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
     metrics = {"cell": cell, "model": model, "has_attention": meta.get("has_attention"),
                "sentences": len(test.refs), "no_unk_sentences": len(test.no_unk),
                "speed": meta.get("speed", {}), "systems": systems}
+    if test.no_unk_words is not None:
+        metrics["no_unk_words_sentences"] = len(test.no_unk_words)
     if training is not None:
         metrics["training_words"] = training.summary()
     return metrics

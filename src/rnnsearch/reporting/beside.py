@@ -110,13 +110,20 @@ def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
     systems = run.inputs.evals[cell]["systems"]
     summary = cell_summary(run.inputs, cell, method)
     replaced = systems.get(f"{method}_unk", {}).get("all", {}).get("bleu")
-    no_unk = systems.get(method, {}).get("no_unk", {}).get("n")
+    no_unk = word_no_unk(systems.get(method, {}))
     f1 = systems.get(method, {}).get("unigram_f1", {})
     aer = (((run.inputs.align_attention or {}).get("cells", {}).get(cell, {}).get("scores", {})
             .get("argmax", {})).get("aer"))
     return (run.units, fmt(summary.get("bleu")), fmt(replaced),
-            f"{fmt(summary.get('bleu_no_unk'))} ({fmt(no_unk)})", fmt(summary.get("chrf")),
+            f"{fmt(no_unk.get('bleu'))} ({fmt(no_unk.get('n'))})", fmt(summary.get("chrf")),
             *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS), fmt(aer, 3))
+
+
+def word_no_unk(system: dict[str, Any]) -> dict[str, Any]:
+    """A system's scores on the sentences with no word outside word-level vocabularies: a
+    subword run's ``no_unk_words`` subset, a word-level run's own ``no_unk`` (the same
+    sentences when both runs have vocabularies of the same sizes)."""
+    return system.get("no_unk_words") or system.get("no_unk", {})
 
 
 def length_curve(run: Run, cell: str, method: str) -> Curve:
@@ -160,9 +167,12 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str) -> Ta
                   f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
                   "(Sennrich et al.'s back-off baseline; `–` without attention or with subword "
                   "units, where there is none).",
-                  "No-UNK: the test sentences whose tokenised source and reference have no unit "
-                  "outside that run's vocabularies, so each run has its own subset (with subword "
-                  "units nearly every sentence): compare the sentence counts before the scores.",
+                  "No-UNK: the test sentences whose source and reference have no word outside "
+                  "the word-level vocabularies (Bahdanau et al.'s column): a word-level run's "
+                  "own; for a subword run, the vocabularies a word model of its sizes would have "
+                  "(evaluate's `no_unk_words`), so that runs with vocabularies of the same sizes "
+                  "are scored on the same sentences (the sentence counts say so; with pieces, a "
+                  "run's own No-UNK subset is nearly every sentence).",
                   "F1: unigram F1 (%) by the word's frequency in the training target text "
                   "(Sennrich, Haddow & Birch 2016), on words. AER: attention's argmax links "
                   "against the Hansard gold links, on words. `–`: not in that run's metrics "

@@ -9,6 +9,7 @@ translations too. What is measured for one cell is :func:`rnnsearch.evaluation.e
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.textio import read_json, read_lines, write_csv
+from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
 from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure
@@ -45,6 +47,26 @@ def read_training_words(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfi
                                cfg.word_vocab_size or tok.vocab_size_tgt, tok.min_count)
 
 
+def read_word_vocabularies(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfig
+                           ) -> tuple[Vocabulary, Vocabulary] | None:
+    """With subword units: the word-level vocabularies (source, target) a word model of this
+    run's sizes would have, built as the tokenize stage builds them from the training words
+    (pieces joined back): ``evaluate.word_vocab_size`` entries per side, or
+    ``tokenize.vocab_size_src`` / ``_tgt``, with ``tokenize.min_count``. They define the
+    ``no_unk_words`` subset, a word-level run's No-UNK sentences. None with word units, whose
+    own vocabularies are these."""
+    if not tok.subwords:
+        return None
+    sizes = {"src": tok.vocab_size_src, "tgt": tok.vocab_size_tgt}
+
+    def build(side: str) -> Vocabulary:
+        counts = Counter(word for line in read_lines(tokenized / f"train.{side}")
+                         for word in unit_words(line, subwords=True))
+        return Vocabulary.build(counts, cfg.word_vocab_size or sizes[side], tok.min_count)
+
+    return build("src"), build("tgt")
+
+
 def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path,
              ctx: StageContext) -> None:
     """One MLflow run per cell: headline scores, p-values, the BLEU-by-length curve (step =
@@ -53,9 +75,9 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
 
     with ctx.mlflow_run(cfg, run_name=f"evaluate-{cell}", tags={"cell": cell}):
         for name, system in metrics["systems"].items():
-            for subset in ("all", "no_unk"):
+            for subset in ("all", "no_unk", "no_unk_words"):
                 for score in ("bleu", "chrf"):
-                    if system[subset][score] is not None:
+                    if system.get(subset, {}).get(score) is not None:
                         mlflow.log_metric(f"{name}/{subset}/{score}", system[subset][score])
             for label, row in system["by_length"].items():
                 if label != "signature" and row["bleu"] is not None:
@@ -117,12 +139,13 @@ def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[st
     """Every cell's metrics; each is tested against the baseline model of its maximum length."""
     tok = read_tokenize(args.params)
     training = read_training_words(tok, args.tokenized, cfg)
+    word_vocabs = read_word_vocabularies(tok, args.tokenized, cfg)
     results = {}
     for cell in cells:
         folder = args.translations / cell
         decoded = read_json(folder / "meta.json").get("sentences")
         test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded,
-                            subwords=tok.subwords)
+                            subwords=tok.subwords, word_vocabs=word_vocabs)
         max_len = cell.rpartition("-")[2]
         base = f"{cfg.baseline}-{max_len}"
         baseline = (base, args.translations / base) if base in cells and base != cell else None
@@ -154,6 +177,9 @@ def summary_line(system: dict[str, Any]) -> str:
     sentences, another output), each named so that neither is taken for the other."""
     line = (f"BLEU {system['all']['bleu']} on all {system['all']['n']} sentences | "
             f"{system['no_unk']['bleu']} on the {system['no_unk']['n']} with no unknown word")
+    if "no_unk_words" in system:
+        line += (f" | {system['no_unk_words']['bleu']} on the {system['no_unk_words']['n']} "
+                 "with no word outside word-level vocabularies")
     if "unk_removed" in system:
         line += f" | {system['unk_removed']['bleu']} with <unk> deleted from the output"
     f1 = system.get("unigram_f1")
