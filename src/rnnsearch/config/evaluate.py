@@ -61,8 +61,7 @@ class EvaluateConfig:
     bootstrap_samples: int = 1000                 # paired bootstrap resamples (0: no test)
     bootstrap_seed: int = 12345
     bleu_tokenize: str = "13a"
-    # the word-level vocabulary's entries (None: tokenize's), for unigram F1 by training
-    # frequency and, with subword units, the no_unk_words subset
+    # unigram F1 by training frequency: the word-level vocabulary's entries (None: tokenize's)
     word_vocab_size: int | None = None
 
     def check(self, key: str) -> None:
