@@ -26,7 +26,7 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert 0 <= search["padding_fraction"] <= 1
     assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
     assert search["peak_rss_mb_training"] > 50
-    assert search["bf16_autocast_tokens_per_s"] > 0
+    assert search["bf16_autocast_tokens_per_s"] > 0 and search["fused_adam_tokens_per_s"] > 0
     assert [row["pairs"] for row in data["scaling"]["epochs"]] == [64, 128]
     assert set(data["seconds"]) >= {"training search", "epoch scaling", "attention scaling"}
     profile = search["profile"]

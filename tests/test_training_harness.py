@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader
@@ -98,3 +99,31 @@ def test_a_device_config_trains_only_steps_without_validation():
     kept = device_config(train, "cpu")
     assert kept.trainer.precision == train.trainer.precision and kept.base_model == train.base_model
     assert kept.optim == train.optim
+
+
+@pytest.mark.parametrize("kind", ["search", "encdec", "luong"])
+def test_fused_adam_trains_as_the_loop_within_float_tolerance(kind):
+    """``train.optim.fused``: the same losses and, after three updates, the same weights as
+    Adam's per-parameter loop, up to float rounding (the fused kernel orders its arithmetic
+    otherwise, so not bit for bit)."""
+    model = ModelConfig(model=kind, embedding_size=8, hidden_size=8, attention_size=8,
+                        output_size=8, **({"score": "general"} if kind == "luong" else {}))
+    runs = {}
+    for fused in (False, True):
+        torch.manual_seed(0)
+        task = TranslationTask(build_model(model, VOCAB, VOCAB), OptimConfig(lr=0.01, fused=fused))
+        optimizer = task.configure_optimizers()
+        assert optimizer.defaults["fused"] is (True if fused else None)
+        losses = [train_step(task, optimizer, random_batch(seed)) for seed in range(3)]
+        runs[fused] = losses, task.model.state_dict()
+    for loop, fused in zip(runs[False][0], runs[True][0]):
+        torch.testing.assert_close(fused, loop, rtol=1e-5, atol=1e-6)
+    for name, weight in runs[False][1].items():
+        torch.testing.assert_close(runs[True][1][name], weight, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_is_refused_for_adadelta():
+    from rnnsearch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train.optim.fused: only Adam"):
+        OptimConfig(optimizer="adadelta", fused=True).check("train.optim")

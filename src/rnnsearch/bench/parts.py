@@ -20,8 +20,9 @@ from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (bf16_supported, effective_gflops, measure_model_gemms,
                                   roofline_tokens_per_second)
 from rnnsearch.bench.profile import profile_shares
-from rnnsearch.bench.workload import (VOCAB, Workload, load_workload, measure_training,
-                                      new_training, reference_config, train_step)
+from rnnsearch.bench.workload import (FUSED_OPTIM, VOCAB, Workload, load_workload,
+                                      measure_training, new_training, reference_config,
+                                      train_step)
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
 from rnnsearch.data.textio import write_lines
@@ -147,6 +148,9 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
         result["peak_rss_mb_decoding"] = peak_rss_mb()
         result["bf16_autocast_tokens_per_s"] = bf16_autocast_speed(
             reference_config(model), work, 1 if tiny else 2)
+        result["fused_adam_tokens_per_s"] = measure_training(
+            reference_config(model), work, windows, window_steps,
+            optim=FUSED_OPTIM).tokens_per_second
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
     if decode_single:

@@ -176,6 +176,12 @@ def markdown_report(results: dict[str, Any]) -> str:
                       f"(native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}); "
                       "in the train stage it is `train.trainer.precision: bf16-mixed` "
                       "(docs/performance.md)."]
+    if "fused_adam_tokens_per_s" in ref:
+        fused = ref["fused_adam_tokens_per_s"]
+        lines += ["", f"Fused Adam (`train.optim.fused: true`, one kernel per update), search "
+                      f"model: {fused:,.0f} target tokens/s, {fused / ref['tokens_per_s']:.2f}x "
+                      "the loop the reference and the default run use (its weights differ from "
+                      "the loop's in the last float digits)."]
     lines += ["", f"## Decoding (search model, {ref['decoding']['test_sentences']} test sentences "
                   f"batched by 64; {ref['decoding']['single_sentences']} one at a time; peak RSS "
                   f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]

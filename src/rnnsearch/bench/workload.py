@@ -27,6 +27,7 @@ from rnnsearch.training.module import TranslationTask
 
 VOCAB = 8000
 REFERENCE_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0)   # the reference's
+FUSED_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0, fused=True)  # train.optim.fused
 
 
 def reference_config(model: str, hidden: int = 256) -> ModelConfig:
@@ -112,21 +113,24 @@ class TrainingSpeed:
     model: torch.nn.Module
 
 
-def new_training(config: ModelConfig, work: Workload, seed: int = 0
+def new_training(config: ModelConfig, work: Workload, seed: int = 0,
+                 optim: OptimConfig = REFERENCE_OPTIM
                  ) -> tuple[TranslationTask, torch.optim.Optimizer]:
     """A freshly initialised model of ``config`` for ``work``'s vocabularies (seeded), in train
-    mode, in the train stage's task with the reference optimiser (:data:`REFERENCE_OPTIM`)."""
+    mode, in the train stage's task with the reference optimiser (:data:`REFERENCE_OPTIM`, or
+    ``optim``)."""
     torch.manual_seed(seed)
     model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    task = TranslationTask(model, REFERENCE_OPTIM)
+    task = TranslationTask(model, optim)
     return task, task.configure_optimizers()
 
 
 def measure_training(config: ModelConfig, work: Workload, windows: int = 5, window_steps: int = 20,
-                     warmup: int = 5, seed: int = 0) -> TrainingSpeed:
-    """Train ``config`` on real batches (:func:`train_step`); target tokens/s per window of
-    steps."""
-    task, optimizer = new_training(config, work, seed)
+                     warmup: int = 5, seed: int = 0, optim: OptimConfig = REFERENCE_OPTIM
+                     ) -> TrainingSpeed:
+    """Train ``config`` on real batches (:func:`train_step`) with ``optim``; target tokens/s
+    per window of steps."""
+    task, optimizer = new_training(config, work, seed, optim)
     rates, step = [], 0
     for window in range(-1, windows):
         steps = warmup if window < 0 else window_steps

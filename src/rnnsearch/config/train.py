@@ -49,8 +49,12 @@ class OptimConfig:
     weight_decay: float = 0.0
     clip_norm: float = 1.0          # gradient-norm clipping (the paper: 1; 0: off)
     position_lr_scale: float = 1.0  # local-p: lr multiplier of the window-centre predictor
+    fused: bool = False             # Adam's update as one kernel per step (torch's fused=True)
 
     def check(self, key: str) -> None:
+        require(not self.fused or self.optimizer == "adam", f"{key}.fused",
+                f"only Adam has a fused update in torch; set it to false for "
+                f"{key}.optimizer: {self.optimizer}")
         check_positive(self, key, "lr", "adadelta_eps", "position_lr_scale")
         check_non_negative(self, key, "weight_decay", "clip_norm")
         require(0 < self.adadelta_rho < 1, f"{key}.adadelta_rho", "must be in (0, 1)")

@@ -102,7 +102,8 @@ class TranslationTask(pl.LightningModule):
         if o.optimizer == "adadelta":
             return torch.optim.Adadelta(groups, lr=o.lr, rho=o.adadelta_rho,
                                         eps=o.adadelta_eps, weight_decay=o.weight_decay)
-        return torch.optim.Adam(groups, lr=o.lr, weight_decay=o.weight_decay)
+        return torch.optim.Adam(groups, lr=o.lr, weight_decay=o.weight_decay,
+                                fused=True if o.fused else None)
 
 
 def parameter_groups(model: Seq2Seq, optim: OptimConfig) -> list[dict[str, Any]]:
