@@ -26,7 +26,12 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert 0 <= search["padding_fraction"] <= 1
     assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
     assert search["peak_rss_mb_training"] > 50
-    assert search["bf16_autocast_tokens_per_s"] > 0 and search["fused_adam_tokens_per_s"] > 0
+    side = search["side_by_side"]         # the variants, taking turns window by window
+    assert list(side) == ["fp32", "bf16_autocast", "fused_adam", "bf16_fused_adam"]
+    assert all(len(row["windows"]) == 2 and row["tokens_per_s"] > 0 for row in side.values())
+    assert side["fp32"]["speedup"] == 1.0
+    assert search["bf16_autocast_tokens_per_s"] == side["bf16_autocast"]["tokens_per_s"]
+    assert search["fused_adam_tokens_per_s"] == side["fused_adam"]["tokens_per_s"]
     assert [row["pairs"] for row in data["scaling"]["epochs"]] == [64, 128]
     assert set(data["seconds"]) >= {"training search", "epoch scaling", "attention scaling"}
     profile = search["profile"]
@@ -38,5 +43,5 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert all(row["tokens_per_s"] > 0 for row in data["threads"])
     report = (tmp_path / "reports" / "bench.md").read_text()
     assert "## Threads" in report and "Load average (1, 5, 15 min)" in report
-    assert "## Where the time goes" in report
+    assert "## Where the time goes" in report and "### Side by side (search model)" in report
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

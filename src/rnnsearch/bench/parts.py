@@ -20,9 +20,9 @@ from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import (bf16_supported, effective_gflops, measure_model_gemms,
                                   roofline_tokens_per_second)
 from rnnsearch.bench.profile import profile_shares
-from rnnsearch.bench.workload import (FUSED_OPTIM, VOCAB, Workload, load_workload,
-                                      measure_training, new_training, reference_config,
-                                      train_step)
+from rnnsearch.bench.workload import (FUSED_OPTIM, VOCAB, Variant, Workload, load_workload,
+                                      measure_side_by_side, measure_training, new_training,
+                                      reference_config, train_step)
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.corpora import HANSARD36, locate
 from rnnsearch.data.textio import write_lines
@@ -115,16 +115,9 @@ def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[st
     return profile_shares(lambda: train_step(task, optimizer, work.batch(next(batches))), steps)
 
 
-def bf16_autocast_speed(config: ModelConfig, work: Workload, steps: int) -> float:
-    """Target tokens/s of ``steps`` training steps under ``torch.autocast("cpu", bfloat16)``
-    (after one warm-up step): the side-by-side number behind offering bf16 or not."""
-    task, optimizer = new_training(config, work)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        train_step(task, optimizer, work.batch(0))
-        tokens, start = 0, time.perf_counter()
-        for index in range(1, steps + 1):
-            tokens += train_step(task, optimizer, work.batch(index))
-    return tokens / (time.perf_counter() - start)
+# the reference's training beside its variants (measure_side_by_side), the reference first
+SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
+                "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True)}
 
 
 def training_part(data: str, model: str, windows: int, window_steps: int,
@@ -146,11 +139,11 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     if decode_single:
         result["decoding"] = decoding(speed.model, work, decode_single)
         result["peak_rss_mb_decoding"] = peak_rss_mb()
-        result["bf16_autocast_tokens_per_s"] = bf16_autocast_speed(
-            reference_config(model), work, 1 if tiny else 2)
-        result["fused_adam_tokens_per_s"] = measure_training(
-            reference_config(model), work, windows, window_steps,
-            optim=FUSED_OPTIM).tokens_per_second
+        side = measure_side_by_side(reference_config(model), work, SIDE_BY_SIDE,
+                                    rounds=2 if tiny else 5, window_steps=1 if tiny else 10)
+        result["side_by_side"] = side
+        result["bf16_autocast_tokens_per_s"] = side["bf16_autocast"]["tokens_per_s"]
+        result["fused_adam_tokens_per_s"] = side["fused_adam"]["tokens_per_s"]
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
     if decode_single:

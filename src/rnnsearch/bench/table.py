@@ -122,6 +122,36 @@ def _profile_rows(profile: dict[str, Any]) -> list[list[Any]]:
     return [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}"] for name, c in profile["categories"].items()]
 
 
+SIDE_BY_SIDE_ROWS = {"fp32": "fp32, Adam's per-parameter loop (the reference, the default run's)",
+                     "bf16_autocast": "bf16 autocast (`train.trainer.precision: bf16-mixed`)",
+                     "fused_adam": "fused Adam (`train.optim.fused: true`)",
+                     "bf16_fused_adam": "bf16 autocast and fused Adam"}
+
+
+def _side_by_side_section(ref: dict[str, Any]) -> list[str]:
+    """The reference beside its variants, measured taking turns (``side_by_side``); the older
+    results' single bf16 number otherwise."""
+    side = ref.get("side_by_side")
+    if side is None:
+        if "bf16_autocast_tokens_per_s" not in ref:
+            return []
+        bf16 = ref["bf16_autocast_tokens_per_s"]
+        return ["", f"bf16 autocast (`torch.autocast(\"cpu\", torch.bfloat16)`), search model: "
+                    f"{bf16:,.0f} target tokens/s, {bf16 / ref['tokens_per_s']:.2f}x fp32 "
+                    f"(native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'})."]
+    rounds = len(next(iter(side.values()))["windows"])
+    rows = [[SIDE_BY_SIDE_ROWS.get(name, name), f"{row['tokens_per_s']:,.0f}",
+             f"{row['speedup']:.2f}x"] for name, row in side.items()]
+    return (["", "### Side by side (search model)", "",
+             f"The reference beside the settings that change its arithmetic, one model each, "
+             f"taking turns window by window ({rounds} rounds) so that a machine whose speed "
+             f"drifts slows them alike; speed-up: the median of the per-round ratios to the "
+             f"reference. Native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}. "
+             "Fused Adam's weights differ from the loop's in the last float digits "
+             "(docs/performance.md).", ""]
+            + markdown_table(["training", "target tokens/s", "x reference"], rows))
+
+
 def _profile_section(ref: dict[str, Any]) -> list[str]:
     """torch.profiler self time by operator category: a training step and batched beam search."""
     training, beam = ref.get("profile"), ref["decoding"]["beam5"].get("profile")
@@ -169,19 +199,7 @@ def markdown_report(results: dict[str, Any]) -> str:
                      "fp32 roofline tokens/s", "achieved/roofline", "bf16 roofline tokens/s",
                      "padding", "peak RSS MiB"], _training_rows(results["models"]))
     ref = results["models"]["search"]
-    if "bf16_autocast_tokens_per_s" in ref:
-        bf16 = ref["bf16_autocast_tokens_per_s"]
-        lines += ["", f"bf16 autocast (`torch.autocast(\"cpu\", torch.bfloat16)`), search model: "
-                      f"{bf16:,.0f} target tokens/s, {bf16 / ref['tokens_per_s']:.2f}x fp32 "
-                      f"(native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}); "
-                      "in the train stage it is `train.trainer.precision: bf16-mixed` "
-                      "(docs/performance.md)."]
-    if "fused_adam_tokens_per_s" in ref:
-        fused = ref["fused_adam_tokens_per_s"]
-        lines += ["", f"Fused Adam (`train.optim.fused: true`, one kernel per update), search "
-                      f"model: {fused:,.0f} target tokens/s, {fused / ref['tokens_per_s']:.2f}x "
-                      "the loop the reference and the default run use (its weights differ from "
-                      "the loop's in the last float digits)."]
+    lines += _side_by_side_section(ref)
     lines += ["", f"## Decoding (search model, {ref['decoding']['test_sentences']} test sentences "
                   f"batched by 64; {ref['decoding']['single_sentences']} one at a time; peak RSS "
                   f"{ref['peak_rss_mb_decoding']:,.0f} MiB)", ""]

@@ -12,6 +12,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import yaml
@@ -141,6 +142,46 @@ def measure_training(config: ModelConfig, work: Workload, windows: int = 5, wind
         if window >= 0:
             rates.append(tokens / (time.perf_counter() - start))
     return TrainingSpeed(statistics.median(rates), rates, step, task.model.eval())
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of training the reference model, for :func:`measure_side_by_side`."""
+
+    optim: OptimConfig = REFERENCE_OPTIM
+    bf16: bool = False          # under torch.autocast("cpu", torch.bfloat16)
+
+
+def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str, Variant],
+                         rounds: int, window_steps: int, warmup: int = 2) -> dict[str, Any]:
+    """Train one model per variant, the variants taking turns window by window (A, B, C, A, B,
+    C, ...) on the same batches, so that a machine whose speed drifts during the measurement
+    slows every variant alike. Per variant: the median target tokens/s of its windows and
+    ``speedup``, the median over rounds of its rate divided by the first variant's in the same
+    round."""
+    runs = {name: (variant, *new_training(config, work, 0, variant.optim))
+            for name, variant in variants.items()}
+    steps = dict.fromkeys(variants, 0)
+
+    def window(name: str, count: int) -> float:
+        variant, task, optimizer = runs[name]
+        tokens, start = 0, time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant.bf16):
+            for _ in range(count):
+                tokens += train_step(task, optimizer, work.batch(steps[name]))
+                steps[name] += 1
+        return tokens / (time.perf_counter() - start)
+
+    for name in variants:
+        window(name, warmup)
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name in variants:
+            rates[name].append(window(name, window_steps))
+    first = rates[next(iter(variants))]
+    return {name: {"tokens_per_s": statistics.median(windows), "windows": windows,
+                   "speedup": statistics.median(a / b for a, b in zip(windows, first))}
+            for name, windows in rates.items()}
 
 
 def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
