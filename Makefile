@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 	paper-curve-data paper-curve-report clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
-PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15
+PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15
 
 ### A user's targets
 

@@ -170,16 +170,6 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     assert "Paper All" not in report and "Moses (paper only)" not in report
 
 
-@pytest.mark.parametrize("corpus, src, tgt", [("multi30k", "de", "en"), ("hansard36", "en", "fr")])
-def test_exp_run_switches_corpus_and_direction(project, corpus, src, tgt):
-    run_in(["dvc", "exp", "run", "tokenize", "-S", f"prepare.corpus={corpus}",
-          "-S", f"prepare.src_lang={src}", "-S", f"prepare.tgt_lang={tgt}"], project)
-    meta = json.loads((project / "data/prepared/meta.json").read_text())
-    assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == (corpus, src, tgt)
-    shown = json.loads(run_in(["dvc", "exp", "show", "--json"], project).stdout)
-    assert shown  # the experiment is listed
-
-
 def check_alignment_outputs(project: Path) -> None:
     """align and align_attention ran on the gold set: EM curves, scores, the report's table."""
     align = json.loads((project / "metrics/align.json").read_text())
