@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from rnnsearch.training.module import TranslationTask
 
 VOCAB = 8000
 REFERENCE_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0)   # the reference's
-FUSED_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0, fused=True)  # train.optim.fused
+FUSED_OPTIM = replace(REFERENCE_OPTIM, fused=True)   # the reference with train.optim.fused
 
 
 def reference_config(model: str, hidden: int = 256) -> ModelConfig:
