@@ -27,7 +27,8 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert search["decoding"]["beam5"]["batched_sent_per_s"] > 0
     assert search["peak_rss_mb_training"] > 50
     side = search["side_by_side"]         # the variants, taking turns window by window
-    assert list(side) == ["fp32", "bf16_autocast", "fused_adam", "bf16_fused_adam"]
+    assert list(side) == ["fp32", "bf16_autocast", "bf16_cross_entropy", "fused_adam",
+                          "bf16_fused_adam", "bf16_cross_entropy_fused_adam"]
     assert all(len(row["windows"]) == 2 and row["tokens_per_s"] > 0 for row in side.values())
     assert side["fp32"]["speedup"] == 1.0
     assert search["bf16_autocast_tokens_per_s"] == side["bf16_autocast"]["tokens_per_s"]

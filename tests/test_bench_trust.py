@@ -2,10 +2,15 @@
 training windows, or training faster than its roofline."""
 from __future__ import annotations
 
+import time
+
 import pytest
+import torch
 
 import rnnsearch.bench.__main__ as bench_main
 from rnnsearch.bench import trust
+from rnnsearch.bench.flops import Gemm
+from rnnsearch.bench.gemm import effective_gflops, measure_model_gemms
 
 
 def model(before: float, after: float, fraction: float) -> dict:
@@ -59,3 +64,48 @@ def test_load_average_is_a_list_or_none(load, monkeypatch):
     else:
         monkeypatch.setattr("os.getloadavg", lambda: tuple(load))
         assert trust.load_average() == load
+
+
+def test_a_machine_that_slows_down_during_the_run_is_refused(monkeypatch):
+    """A stand-in machine whose matrix products slow down between the GEMM measurement before
+    the training windows and the one after (another job started): the real measurement sees
+    the rate fall, and the run's numbers are refused."""
+    real_mm, delay = torch.mm, {"seconds": 0.0}
+
+    def busy_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        time.sleep(delay["seconds"])
+        return real_mm(a, b)
+
+    monkeypatch.setattr(torch, "mm", busy_mm)
+    gemms = [Gemm("output layer", 64, 64, 64, 1.0)]
+    before = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
+    delay["seconds"] = 0.001          # each product now waits a millisecond for the cores
+    after = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
+    assert after < before / 2
+    found = trust.problems({"search": {"gemm_gflops_fp32_before": before,
+                                       "gemm_gflops_fp32": after, "roofline_fraction_fp32": 0.5}})
+    assert len(found) == 1 and found[0].startswith("training search: the fp32 GEMM rate moved")
+
+
+def test_side_by_side_times_only_batches_every_variant_has_trained_on():
+    """Each variant first trains once, untimed, on the batches its windows then take again (a
+    batch shape costs extra the first time it comes: one-off kernel builds); the windows take
+    turns between the variants on the same batches."""
+    from rnnsearch.bench.workload import Variant, Workload, measure_side_by_side
+    from rnnsearch.config.model import ModelConfig
+    from rnnsearch.data.vocab import SPECIALS, Vocabulary
+
+    class RecordingWorkload(Workload):
+        def batch(self, index: int):
+            taken.append(index)
+            return super().batch(index)
+
+    taken: list[int] = []
+    vocab = Vocabulary(SPECIALS + tuple("abcdef"), (0,) * (len(SPECIALS) + 6))
+    pairs = [([4 + i % 6, 5], [6, 4 + i % 5, 7]) for i in range(8)]
+    work = RecordingWorkload(pairs, [], [[0, 1], [2, 3], [4, 5], [6, 7]], vocab, vocab)
+    tiny = ModelConfig(embedding_size=4, hidden_size=4, attention_size=4, output_size=4)
+    side = measure_side_by_side(tiny, work, {"a": Variant(), "b": Variant(bf16=True)},
+                                rounds=2, window_steps=2)
+    assert taken == [0, 1, 2, 3] * 2 + [0, 1, 0, 1, 2, 3, 2, 3]
+    assert side["a"]["speedup"] == 1.0 and len(side["b"]["windows"]) == 2

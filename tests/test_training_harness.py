@@ -127,3 +127,56 @@ def test_fused_is_refused_for_adadelta():
 
     with pytest.raises(ConfigError, match="train.optim.fused: only Adam"):
         OptimConfig(optimizer="adadelta", fused=True).check("train.optim")
+
+
+def model_of_kind(kind: str, width: int = 8) -> ModelConfig:
+    """A small model of ``kind`` (search, encdec or luong)."""
+    return ModelConfig(model=kind, embedding_size=width, hidden_size=width, attention_size=width,
+                       output_size=width, **({"score": "general"} if kind == "luong" else {}))
+
+
+def loss_and_gradients(task: TranslationTask, batch: Batch, in_logits_dtype: bool
+                       ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The task's summed loss on ``batch`` under bf16 autocast, and every parameter's gradient."""
+    task.model.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        total, _ = task.token_losses(batch, in_logits_dtype)
+    total.backward()
+    return total.detach(), {name: p.grad.clone() for name, p in task.model.named_parameters()
+                            if p.grad is not None}
+
+
+@pytest.mark.parametrize("kind", ["search", "encdec", "luong"])
+def test_the_bf16_cross_entropy_computes_the_fp32_one_within_bf16_rounding(kind):
+    """``train.trainer.bf16_cross_entropy``: on random inputs, under bf16 autocast, the loss and
+    every parameter's gradient of the cross-entropy over the bf16 logits agree with those of
+    the fp32 cross-entropy to bf16's precision (8 bits of mantissa: about 0.4%), and the same
+    parameters get gradients. (A lost or doubled gradient would be off by its whole size.)"""
+    torch.manual_seed(0)
+    vocab = 500
+    task = TranslationTask(build_model(model_of_kind(kind, 32), vocab, vocab), OptimConfig())
+    rng = random.Random(1)
+    batch = collate([([rng.randrange(4, vocab) for _ in range(rng.randint(3, 12))],
+                      [rng.randrange(4, vocab) for _ in range(rng.randint(3, 12))])
+                     for _ in range(16)])
+    fp32_loss, fp32_grads = loss_and_gradients(task, batch, in_logits_dtype=False)
+    bf16_loss, bf16_grads = loss_and_gradients(task, batch, in_logits_dtype=True)
+    torch.testing.assert_close(bf16_loss, fp32_loss, rtol=4e-3, atol=0.0)
+    assert bf16_grads.keys() == fp32_grads.keys() and fp32_grads
+    whole = torch.cat([grad.flatten() for grad in fp32_grads.values()]).norm()
+    for name, grad in fp32_grads.items():   # a parameter whose gradient nearly cancels out (a
+        error = (bf16_grads[name] - grad).norm()   # bias of the keys) is held to the whole's scale
+        assert error <= 2e-2 * grad.norm() + 1e-3 * whole, f"{name}: gradient error {float(error)}"
+
+
+def test_the_bf16_cross_entropy_needs_bf16_autocast(tmp_path):
+    from rnnsearch.config.train import TrainerConfig
+    from rnnsearch.errors import ConfigError
+    from rnnsearch.training.harness import bare_task
+
+    with pytest.raises(ConfigError, match="train.trainer.bf16_cross_entropy: needs precision"):
+        TrainerConfig(bf16_cross_entropy=True).check("train.trainer")
+    TrainerConfig(precision="bf16-mixed", bf16_cross_entropy=True).check("train.trainer")
+    config = device_config(tiny_train(1.0), "cpu", "bf16-mixed", bf16_cross_entropy=True)
+    task, _ = bare_task(config, build_model(config.model_config("search"), VOCAB, VOCAB))
+    assert task.bf16_cross_entropy

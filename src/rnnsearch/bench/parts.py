@@ -117,7 +117,9 @@ def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[st
 
 # the reference's training beside its variants (measure_side_by_side), the reference first
 SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
-                "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True)}
+                "bf16_cross_entropy": Variant(bf16=True, bf16_cross_entropy=True),
+                "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True),
+                "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True)}
 
 
 def training_part(data: str, model: str, windows: int, window_steps: int,

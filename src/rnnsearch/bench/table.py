@@ -124,8 +124,11 @@ def _profile_rows(profile: dict[str, Any]) -> list[list[Any]]:
 
 SIDE_BY_SIDE_ROWS = {"fp32": "fp32, Adam's per-parameter loop (the reference, the default run's)",
                      "bf16_autocast": "bf16 autocast (`train.trainer.precision: bf16-mixed`)",
+                     "bf16_cross_entropy": "bf16 autocast, loss in bf16 "
+                                           "(`train.trainer.bf16_cross_entropy: true`)",
                      "fused_adam": "fused Adam (`train.optim.fused: true`)",
-                     "bf16_fused_adam": "bf16 autocast and fused Adam"}
+                     "bf16_fused_adam": "bf16 autocast and fused Adam",
+                     "bf16_cross_entropy_fused_adam": "bf16 autocast, loss in bf16, fused Adam"}
 
 
 def _side_by_side_section(ref: dict[str, Any]) -> list[str]:
@@ -146,7 +149,9 @@ def _side_by_side_section(ref: dict[str, Any]) -> list[str]:
              f"The reference beside the settings that change its arithmetic, one model each, "
              f"taking turns window by window ({rounds} rounds) so that a machine whose speed "
              f"drifts slows them alike; speed-up: the median of the per-round ratios to the "
-             f"reference. Native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}. "
+             f"reference; each variant first trains once on the batches its windows take "
+             f"(untimed), as a training run has met their shapes before. "
+             f"Native bf16 instructions: {'yes' if ref['bf16_native'] else 'no'}. "
              "Fused Adam's weights differ from the loop's in the last float digits "
              "(docs/performance.md).", ""]
             + markdown_table(["training", "target tokens/s", "x reference"], rows))

@@ -115,14 +115,14 @@ class TrainingSpeed:
 
 
 def new_training(config: ModelConfig, work: Workload, seed: int = 0,
-                 optim: OptimConfig = REFERENCE_OPTIM
+                 optim: OptimConfig = REFERENCE_OPTIM, bf16_cross_entropy: bool = False
                  ) -> tuple[TranslationTask, torch.optim.Optimizer]:
     """A freshly initialised model of ``config`` for ``work``'s vocabularies (seeded), in train
     mode, in the train stage's task with the reference optimiser (:data:`REFERENCE_OPTIM`, or
-    ``optim``)."""
+    ``optim``) and ``train.trainer.bf16_cross_entropy``."""
     torch.manual_seed(seed)
     model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    task = TranslationTask(model, optim)
+    task = TranslationTask(model, optim, bf16_cross_entropy=bf16_cross_entropy)
     return task, task.configure_optimizers()
 
 
@@ -150,16 +150,23 @@ class Variant:
 
     optim: OptimConfig = REFERENCE_OPTIM
     bf16: bool = False          # under torch.autocast("cpu", torch.bfloat16)
+    bf16_cross_entropy: bool = False   # train.trainer.bf16_cross_entropy (with bf16)
 
 
 def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str, Variant],
-                         rounds: int, window_steps: int, warmup: int = 2) -> dict[str, Any]:
+                         rounds: int, window_steps: int) -> dict[str, Any]:
     """Train one model per variant, the variants taking turns window by window (A, B, C, A, B,
     C, ...) on the same batches, so that a machine whose speed drifts during the measurement
     slows every variant alike. Per variant: the median target tokens/s of its windows and
     ``speedup``, the median over rounds of its rate divided by the first variant's in the same
-    round."""
-    runs = {name: (variant, *new_training(config, work, 0, variant.optim))
+    round.
+
+    Every variant first trains once, untimed, on the ``rounds x window_steps`` batches its
+    windows then take again: a training run meets each batch shape hundreds of times, and the
+    first time costs extra (oneDNN builds its bf16 kernels per matrix shape, 15-20 ms each on
+    the Intel Xeon with AMX), which timed windows of unseen shapes would charge to bf16."""
+    runs = {name: (variant, *new_training(config, work, 0, variant.optim,
+                                          variant.bf16_cross_entropy))
             for name, variant in variants.items()}
     steps = dict.fromkeys(variants, 0)
 
@@ -173,7 +180,8 @@ def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str
         return tokens / (time.perf_counter() - start)
 
     for name in variants:
-        window(name, warmup)
+        window(name, rounds * window_steps)
+        steps[name] = 0
     rates: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(rounds):
         for name in variants:

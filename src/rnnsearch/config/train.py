@@ -82,6 +82,7 @@ class BudgetConfig:
 # frozen dataclasses, which Lightning's converter refuses); "transformer-engine" is for
 # Transformer layers on NVIDIA GPUs. ("32", "16", "bf16": Lightning's older names of the three.)
 TRAINABLE_PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "32", "16", "bf16")
+BF16_PRECISIONS = ("bf16-mixed", "bf16")   # autocast to bf16: the logits come out in bf16
 
 
 def lightning_choices() -> dict[str, tuple[str, ...]]:
@@ -141,6 +142,7 @@ class TrainerConfig:
     threads: int = 0                # torch CPU threads per process (0: torch's default)
     cuda_graphs: bool = False       # the attention decoder's loop replayed as CUDA graphs (GPU)
     graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
+    bf16_cross_entropy: bool = False  # with bf16-mixed: the training loss over the vocabulary in bf16
 
     def check(self, key: str) -> None:
         """Values Lightning accepts anywhere (names from its own registries)."""
@@ -148,6 +150,9 @@ class TrainerConfig:
         require(not self.cuda_graphs or self.accelerator in ("gpu", "cuda", "auto"),
                 f"{key}.cuda_graphs", f"needs a GPU (accelerator gpu), not {self.accelerator!r}")
         check_non_negative(self, key, "threads")
+        require(not self.bf16_cross_entropy or str(self.precision) in BF16_PRECISIONS,
+                f"{key}.bf16_cross_entropy",
+                f"needs precision bf16-mixed (the logits are fp32 in {self.precision!r})")
         require(_devices_ok(self.devices), f"{key}.devices",
                 f"must be a number of devices > 0, -1 (all of them), 'auto' or device indices "
                 f"such as '0,1'; got {self.devices!r}")

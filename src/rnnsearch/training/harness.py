@@ -65,7 +65,8 @@ def bare_task(config: TrainConfig, model: Seq2Seq, hparams: dict[str, Any] | Non
     when ``train.trainer.cuda_graphs`` (None otherwise)."""
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hparams, None, config.trainer.log_every_steps,
-                           pad_to=graph_padding(config, graphs))
+                           pad_to=graph_padding(config, graphs),
+                           bf16_cross_entropy=config.trainer.bf16_cross_entropy)
     return task, graphs
 
 
@@ -89,7 +90,7 @@ def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: B
     with record_function("forward"):
         if task.pad_to is not None:
             batch = pad_batch(batch, *task.pad_to)
-        total, tokens = task.token_losses(batch)
+        total, tokens = task.token_losses(batch, task.bf16_cross_entropy)
         loss = total / max(tokens, 1)
     optimizer.zero_grad(set_to_none=True)
     with record_function("backward"):

@@ -27,12 +27,16 @@ class TranslationTask(pl.LightningModule):
 
     def __init__(self, model: Seq2Seq, optim: OptimConfig, hparams: dict[str, Any] | None = None,
                  dev_bleu: BleuScorer | None = None, log_every_steps: int = 10,
-                 pad_to: tuple[int, int] | None = None) -> None:
+                 pad_to: tuple[int, int] | None = None, bf16_cross_entropy: bool = False
+                 ) -> None:
         """``pad_to``: (rows, length multiple) training batches are padded to, so that their
-        shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come."""
+        shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come.
+        ``bf16_cross_entropy`` (``train.trainer.bf16_cross_entropy``): under bf16 autocast, the
+        training loss is taken over the bf16 logits as they are (:func:`token_cross_entropy`)."""
         super().__init__()
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
         self.log_every_steps, self.pad_to = log_every_steps, pad_to
+        self.bf16_cross_entropy = bf16_cross_entropy
         self.save_hyperparameters(hparams or {})
         self.validated_at_step = -1
         self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
@@ -40,17 +44,18 @@ class TranslationTask(pl.LightningModule):
         self._window = (0.0, 0)                     # (train_seconds, tokens) at the last log
         self._batch_started = 0.0
 
-    def token_losses(self, batch: Batch) -> tuple[torch.Tensor, int]:
-        """Summed cross-entropy over the batch's real target tokens, and their number."""
+    def token_losses(self, batch: Batch, in_logits_dtype: bool = False
+                     ) -> tuple[torch.Tensor, int]:
+        """Summed cross-entropy over the batch's real target tokens, and their number
+        (``in_logits_dtype``: see :func:`token_cross_entropy`)."""
         logits, _ = self.model(batch.src, batch.src_len, batch.tgt_in)    # batch x T x V
-        total = F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(),
-                                ignore_index=PAD_ID, reduction="sum")
+        total = token_cross_entropy(logits, batch.tgt_out, in_logits_dtype)
         return total, batch.target_tokens
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         if self.pad_to is not None:
             batch = pad_batch(batch, *self.pad_to)
-        total, tokens = self.token_losses(batch)
+        total, tokens = self.token_losses(batch, self.bf16_cross_entropy)
         loss = total / max(tokens, 1)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch.src.size(0))
         self._tokens_seen += tokens
@@ -104,6 +109,25 @@ class TranslationTask(pl.LightningModule):
                                         eps=o.adadelta_eps, weight_decay=o.weight_decay)
         return torch.optim.Adam(groups, lr=o.lr, weight_decay=o.weight_decay,
                                 fused=True if o.fused else None)
+
+
+def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
+                        in_logits_dtype: bool = False) -> torch.Tensor:
+    """Summed cross-entropy of ``logits`` (batch x T x V) against ``targets`` (batch x T ids;
+    padding ignored), in fp32.
+
+    By default the logits are converted to fp32 first. ``in_logits_dtype`` takes the
+    log-softmax in the logits' own dtype (bf16 under bf16 autocast) and sums the per-token
+    losses in fp32: no fp32 copy of the batch x T x V logits and of their gradient, which on a
+    CPU with AMX costs about as much as the bf16 products save (docs/performance.md); each
+    token's loss and gradient are then rounded to bf16 (8 bits of mantissa).
+    """
+    flat, flat_targets = logits.flatten(0, 1), targets.flatten()        # (batch*T) x V, batch*T
+    if not in_logits_dtype:
+        return F.cross_entropy(flat.float(), flat_targets, ignore_index=PAD_ID, reduction="sum")
+    with torch.autocast(flat.device.type, enabled=False):   # autocast would run it in fp32
+        per_token = F.cross_entropy(flat, flat_targets, ignore_index=PAD_ID, reduction="none")
+    return per_token.float().sum()
 
 
 def parameter_groups(model: Seq2Seq, optim: OptimConfig) -> list[dict[str, Any]]:
