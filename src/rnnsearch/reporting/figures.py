@@ -1,5 +1,5 @@
 """Matplotlib figures: BLEU against source length (Figure 2), unigram F1 against training
-frequency rank (Sennrich et al. 2016) and alignment heatmaps (Figure 3).
+frequency rank (Sennrich et al. 2016), alignment heatmaps (Figure 3) and dev-loss curves.
 
 Each takes plain data (what the metrics files hold) and return a ``Figure``; callers save it
 (``fig.savefig``) or log it (``mlflow.log_figure``). The Agg backend is used: no display.
@@ -41,6 +41,16 @@ def f1_by_rank_figure(curves: Mapping[str, Curve], vocabulary_words: int, title:
     ax.set_xlabel("training frequency rank of the word (bin)")
     ax.set_ylabel("unigram F1 (%)")
     return _finish(fig, ax, title, legend_size=7)
+
+
+def dev_loss_figure(curves: Mapping[str, Sequence[tuple[int, float]]], title: str) -> Figure:
+    """One line per run: the dev loss (y) at each validated training step (x)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, points in curves.items():
+        ax.plot([step for step, _ in points], [loss for _, loss in points], marker="o", label=name)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("dev loss (token cross-entropy)")
+    return _finish(fig, ax, title)
 
 
 def _plot_curves(ax: Any, curves: Mapping[str, Curve], rotation: float = 0) -> None:
