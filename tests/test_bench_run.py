@@ -40,9 +40,14 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert profile["categories"]["GEMM (mm, addmm, bmm)"]["ms"] > 0
     assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
     assert search["decoding"]["beam5"]["profile"]["categories"]["top-k"]["ms"] > 0
+    if search["bf16_native"]:       # the fastest variant profiled too, where bf16 is native
+        assert search["profile_bf16"]["variant"] == "bf16_cross_entropy_fused_adam"
+        assert set(search["profile_bf16"]["phases_ms"]) == set(profile["phases_ms"])
     assert [row["threads"] for row in data["threads"]] == [1, 2]     # both thread settings
     assert all(row["tokens_per_s"] > 0 for row in data["threads"])
     report = (tmp_path / "reports" / "bench.md").read_text()
     assert "## Threads" in report and "Load average (1, 5, 15 min)" in report
     assert "## Where the time goes" in report and "### Side by side (search model)" in report
+    assert ("The same steps trained as \"bf16 autocast, loss in bf16, fused Adam\"" in report) \
+        is search["bf16_native"]
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

@@ -107,12 +107,20 @@ def _decode(model: torch.nn.Module, sources: list, method: str, options: SearchO
         return translate_corpus(model, sources, method, options, batch_size, progress=False)
 
 
-def training_profile(config: ModelConfig, work: Workload, steps: int) -> dict[str, Any]:
-    """Profiler breakdown of ``steps`` training steps of ``config`` (after one warm-up step)."""
-    task, optimizer = new_training(config, work)
-    train_step(task, optimizer, work.batch(0))
-    batches = iter(range(1, steps + 1))
-    return profile_shares(lambda: train_step(task, optimizer, work.batch(next(batches))), steps)
+def training_profile(config: ModelConfig, work: Workload, steps: int,
+                     variant: Variant = Variant()) -> dict[str, Any]:
+    """Profiler breakdown of ``steps`` training steps of ``config`` trained as ``variant``, on
+    batches it has trained on once before, untimed (as :func:`measure_side_by_side` does)."""
+    task, optimizer = variant.new_training(config, work)
+
+    def step(index: int) -> None:
+        with variant.autocast():
+            train_step(task, optimizer, work.batch(index))
+
+    for index in range(steps):
+        step(index)
+    batches = iter(range(steps))
+    return profile_shares(lambda: step(next(batches)), steps)
 
 
 # the reference's training beside its variants (measure_side_by_side), the reference first
@@ -120,6 +128,7 @@ SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
                 "bf16_cross_entropy": Variant(bf16=True, bf16_cross_entropy=True),
                 "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True),
                 "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True)}
+FASTEST = "bf16_cross_entropy_fused_adam"   # also profiled, where the CPU has native bf16
 
 
 def training_part(data: str, model: str, windows: int, window_steps: int,
@@ -148,6 +157,10 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
         result["fused_adam_tokens_per_s"] = side["fused_adam"]["tokens_per_s"]
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
+    if decode_single and result["bf16_native"]:
+        result["profile_bf16"] = training_profile(reference_config(model), work,
+                                                  2 if tiny else 10, SIDE_BY_SIDE[FASTEST])
+        result["profile_bf16"]["variant"] = FASTEST
     if decode_single:
         result["decoding"]["beam5"]["profile"] = decoding_profile(speed.model, work)
     return result

@@ -162,15 +162,30 @@ def _profile_section(ref: dict[str, Any]) -> list[str]:
     training, beam = ref.get("profile"), ref["decoding"]["beam5"].get("profile")
     if not training or not beam:
         return []
-    phases = ", ".join(f"{name} {ms:.0f} ms" for name, ms in training["phases_ms"].items())
     lines = ["", "## Where the time goes (torch.profiler, self time by operator category)", "",
-             f"Training step of the reference model (mean of {training['repeats']} steps, "
-             f"{training['ms_per_repeat']:.0f} ms per step; phases: {phases}):", ""]
+             f"Training step of the reference model (mean of {training['repeats']} steps, on "
+             f"batches it had trained on once; {training['ms_per_repeat']:.0f} ms per step; "
+             f"phases: {_phases(training)}):", ""]
     lines += markdown_table(["category", "ms per step", "share"], _profile_rows(training))
+    lines += _bf16_profile(ref.get("profile_bf16"))
     lines += ["", f"Batched beam 5 over the test set (batches of 64, "
                   f"{beam['ms_per_repeat'] / 1e3:.1f} s):", ""]
     lines += markdown_table(["category", "ms", "share"], _profile_rows(beam))
     return lines
+
+
+def _bf16_profile(profile: dict[str, Any] | None) -> list[str]:
+    """The profile of the fastest side-by-side variant, where the CPU runs bf16 natively."""
+    if not profile:
+        return []
+    name = SIDE_BY_SIDE_ROWS.get(profile["variant"], profile["variant"])
+    return ["", f"The same steps trained as \"{name}\" ({profile['ms_per_repeat']:.0f} ms per "
+                f"step; phases: {_phases(profile)}):", "",
+            *markdown_table(["category", "ms per step", "share"], _profile_rows(profile))]
+
+
+def _phases(profile: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {ms:.0f} ms" for name, ms in profile["phases_ms"].items())
 
 
 def _threads_section(rows: list[dict[str, Any]]) -> list[str]:

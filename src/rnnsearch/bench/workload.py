@@ -152,6 +152,15 @@ class Variant:
     bf16: bool = False          # under torch.autocast("cpu", torch.bfloat16)
     bf16_cross_entropy: bool = False   # train.trainer.bf16_cross_entropy (with bf16)
 
+    def autocast(self) -> torch.autocast:
+        """The CPU autocast the variant trains under (off unless ``bf16``)."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
+
+    def new_training(self, config: ModelConfig, work: Workload
+                     ) -> tuple[TranslationTask, torch.optim.Optimizer]:
+        """:func:`new_training` of ``config`` with the variant's optimiser and loss."""
+        return new_training(config, work, 0, self.optim, self.bf16_cross_entropy)
+
 
 def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str, Variant],
                          rounds: int, window_steps: int) -> dict[str, Any]:
@@ -165,15 +174,14 @@ def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str
     windows then take again: a training run meets each batch shape hundreds of times, and the
     first time costs extra (oneDNN builds its bf16 kernels per matrix shape, 15-20 ms each on
     the Intel Xeon with AMX), which timed windows of unseen shapes would charge to bf16."""
-    runs = {name: (variant, *new_training(config, work, 0, variant.optim,
-                                          variant.bf16_cross_entropy))
+    runs = {name: (variant, *variant.new_training(config, work))
             for name, variant in variants.items()}
     steps = dict.fromkeys(variants, 0)
 
     def window(name: str, count: int) -> float:
         variant, task, optimizer = runs[name]
         tokens, start = 0, time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant.bf16):
+        with variant.autocast():
             for _ in range(count):
                 tokens += train_step(task, optimizer, work.batch(steps[name]))
                 steps[name] += 1
