@@ -2,13 +2,11 @@
 training windows, or training faster than its roofline."""
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
 import rnnsearch.bench.__main__ as bench_main
-from rnnsearch.bench import trust
+from rnnsearch.bench import gemm, trust
 from rnnsearch.bench.flops import Gemm
 from rnnsearch.bench.gemm import effective_gflops, measure_model_gemms
 
@@ -69,22 +67,26 @@ def test_load_average_is_a_list_or_none(load, monkeypatch):
 def test_a_machine_that_slows_down_during_the_run_is_refused(monkeypatch):
     """A stand-in machine whose matrix products slow down between the GEMM measurement before
     the training windows and the one after (another job started): the real measurement sees
-    the rate fall, and the run's numbers are refused."""
-    real_mm, delay = torch.mm, {"seconds": 0.0}
+    the rate fall, and the run's numbers are refused. The stand-in keeps its own clock (each
+    product advances it by its cost), so a busy test machine cannot change the outcome."""
+    real_mm, clock = torch.mm, {"now": 0.0, "cost": 1e-4}
 
-    def busy_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        time.sleep(delay["seconds"])
+    def product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        clock["now"] += clock["cost"]
         return real_mm(a, b)
 
-    monkeypatch.setattr(torch, "mm", busy_mm)
+    monkeypatch.setattr(torch, "mm", product)
+    monkeypatch.setattr(gemm.time, "perf_counter", lambda: clock["now"])
     gemms = [Gemm("output layer", 64, 64, 64, 1.0)]
     before = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
-    delay["seconds"] = 0.001          # each product now waits a millisecond for the cores
+    clock["cost"] = 1e-3              # each product now takes ten times as long
     after = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
-    assert after < before / 2
+    assert before == pytest.approx(2 * 64**3 / 1e-4 / 1e9)
+    assert after == pytest.approx(before / 10)
     found = trust.problems({"search": {"gemm_gflops_fp32_before": before,
                                        "gemm_gflops_fp32": after, "roofline_fraction_fp32": 0.5}})
-    assert len(found) == 1 and found[0].startswith("training search: the fp32 GEMM rate moved")
+    assert found == ["training search: the fp32 GEMM rate moved from 5 to 1 GFLOP/s during the "
+                     "measurement (more than 20%)"]
 
 
 def test_side_by_side_times_only_batches_every_variant_has_trained_on():
