@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -45,8 +46,17 @@ def store_uri(store: str | None) -> str:
     return f"sqlite:///{Path(store).resolve()}"
 
 
-def dev_loss_history(run_dir: Path, store: str | None) -> dict[int, float]:
-    """``{step: dev loss}`` of the train-stage run whose output folder is ``run_dir``."""
+@dataclass(frozen=True)
+class TrainRun:
+    """What the comparison reads of one train-stage run."""
+
+    run_id: str
+    dev_loss: dict[int, float]     # {step: dev loss}
+    params: dict[str, str]         # the run's MLflow params (its train settings)
+
+
+def read_run(run_dir: Path, store: str | None) -> TrainRun:
+    """The train-stage run whose output folder is ``run_dir``, from its MLflow store."""
     import mlflow
 
     run_file = run_dir / "run.json"
@@ -59,12 +69,20 @@ def dev_loss_history(run_dir: Path, store: str | None) -> dict[int, float]:
     if not history:
         raise StageError(f"{run_dir}: MLflow run {run_id} in {store_uri(store)} has no "
                          f"{DEV_LOSS!r} history")
-    return {m.step: m.value for m in sorted(history, key=lambda m: (m.step, m.timestamp))}
+    curve = {m.step: m.value for m in sorted(history, key=lambda m: (m.step, m.timestamp))}
+    return TrainRun(run_id, curve, dict(client.get_run(run_id).data.params))
+
+
+def differing_params(runs: dict[str, TrainRun]) -> dict[str, dict[str, str | None]]:
+    """``{param: {label: value or None}}`` for the params whose values differ between runs."""
+    names = sorted(set().union(*(run.params for run in runs.values())))
+    values = {name: {label: run.params.get(name) for label, run in runs.items()} for name in names}
+    return {name: by_run for name, by_run in values.items() if len(set(by_run.values())) > 1}
 
 
 def compare(curves: dict[str, dict[int, float]], tolerance: float) -> dict[str, Any]:
-    """Per run: its curve and its relative difference to the first run's at the steps both
-    validated; the verdict at the last such step."""
+    """Per run: its curve (``{step: dev loss}``) and its relative difference to the first
+    run's at the steps both validated; the verdict at the last such step."""
     reference_label, reference = next(iter(curves.items()))
     runs = {}
     for label, curve in curves.items():
@@ -78,7 +96,8 @@ def compare(curves: dict[str, dict[int, float]], tolerance: float) -> dict[str, 
     return {"reference": reference_label, "tolerance": tolerance, "runs": runs}
 
 
-def markdown(result: dict[str, Any], sources: dict[str, str]) -> str:
+def markdown(result: dict[str, Any], sources: dict[str, str],
+             settings: dict[str, dict[str, str | None]]) -> str:
     """The comparison as a Markdown report."""
     runs, reference = result["runs"], result["reference"]
     steps = sorted(runs[reference]["dev_loss"])
@@ -92,12 +111,22 @@ def markdown(result: dict[str, Any], sources: dict[str, str]) -> str:
         rows.append(row)
     verdicts = [f"- {label}: {_verdict(run, reference, result['tolerance'])}"
                 for label, run in runs.items() if label != reference]
+    labels = list(runs)
+    setting_rows = [[f"`{name}`", *[_value(by_run[label]) for label in labels]]
+                    for name, by_run in settings.items()]
     lines = ["# Dev loss side by side", "",
-             "Dev loss (mean token cross-entropy on the dev set, in fp32) at every validation of "
-             "each run, and each run's relative difference to the first run's.", "",
-             *[f"- {label}: `{source}`" for label, source in sources.items()], "",
+             "Dev loss (mean token cross-entropy over the dev set, taken in fp32 over each run's "
+             "own logits) at every validation of each run, and each run's relative difference "
+             "to the first run's.", "",
+             *[f"- {label}: {source}" for label, source in sources.items()], "",
+             "Settings that differ (the runs' MLflow params):", "",
+             *markdown_table(["param", *labels], setting_rows), "",
              *markdown_table(header, rows), "", *verdicts, ""]
     return "\n".join(lines)
+
+
+def _value(value: str | None) -> str:
+    return "(not set)" if value is None else f"`{value}`"
 
 
 def _verdict(run: dict[str, Any], reference: str, tolerance: float) -> str:
@@ -111,14 +140,15 @@ def _number(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def write(result: dict[str, Any], sources: dict[str, str], out: Path) -> list[Path]:
+def write(result: dict[str, Any], sources: dict[str, str],
+          settings: dict[str, dict[str, str | None]], out: Path) -> list[Path]:
     """``<out>.md``, ``<out>.json`` and ``<out>.png``."""
     from rnnsearch.reporting.figures import dev_loss_figure
 
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out.with_suffix(".md"), out.with_suffix(".json"), out.with_suffix(".png")]
-    atomic_write_text(paths[0], markdown(result, sources))
-    write_json(paths[1], {**result, "sources": sources})
+    atomic_write_text(paths[0], markdown(result, sources, settings))
+    write_json(paths[1], {**result, "sources": sources, "differing_params": settings})
     curves = {label: sorted(run["dev_loss"].items()) for label, run in result["runs"].items()}
     figure = dev_loss_figure(curves, "Dev loss by training step")
     figure.savefig(paths[2], dpi=120, metadata={"Software": None})
@@ -139,14 +169,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if len(args.run) < 2 or any(len(run) not in (2, 3) for run in args.run):
         parser.error("give --run LABEL DIR [STORE] at least twice")
-    curves, sources = {}, {}
-    for label, folder, *store in args.run:
-        curves[label] = dev_loss_history(Path(folder), store[0] if store else None)
-        sources[label] = folder
-    result = compare(curves, args.tolerance)
-    for path in write(result, sources, args.out):
+    runs = {label: read_run(Path(folder), store[0] if store else None)
+            for label, folder, *store in args.run}
+    sources = {label: f"`{folder}`, MLflow run `{runs[label].run_id}`"
+               for label, folder, *_ in args.run}
+    result = compare({label: run.dev_loss for label, run in runs.items()}, args.tolerance)
+    settings = differing_params(runs)
+    for path in write(result, sources, settings, args.out):
         print(path)
-    print(markdown(result, sources))
+    print(markdown(result, sources, settings))
     return 0
 
 
