@@ -2,6 +2,8 @@
 training windows, or training faster than its roofline."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -40,9 +42,12 @@ def test_an_older_report_without_the_first_rate_is_checked_on_its_roofline_only(
     assert trust.problems({"search": older}) == []
 
 
-def test_the_bench_command_refuses_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    """Through the command's own ``main``: exit 2, one line naming the problem and the load,
-    no report written (``run`` stands in for the measurements, which take minutes)."""
+def test_the_bench_command_refuses_and_keeps_the_numbers_apart(tmp_path, monkeypatch, capsys):
+    """Through the command's own ``main``: exit 2, one line naming the problem, the load and
+    where the numbers went; the reports left as they were, the refused numbers in
+    bench.refused.json; a later run that passes removes them (``run`` stands in for the
+    measurements, which take minutes)."""
+    (tmp_path / "bench.md").write_text("an earlier report\n")
     busy = {"machine": {"load_average_before": [3.9, 3.1, 2.0]},
             "models": {"search": model(290.0, 11.0, 3.58)}}
     monkeypatch.setattr(bench_main, "run", lambda args: busy)
@@ -51,7 +56,15 @@ def test_the_bench_command_refuses_and_writes_nothing(tmp_path, monkeypatch, cap
     assert status == 2 and len(err) == 1
     assert err[0].startswith("bench: error: training search: the fp32 GEMM rate moved")
     assert "358% of the fp32 GEMM roofline" in err[0] and "[3.9, 3.1, 2.0]" in err[0]
-    assert list(tmp_path.iterdir()) == []
+    refused = tmp_path / trust.REFUSED_NAME
+    assert f"numbers are in {refused}" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.md", trust.REFUSED_NAME]
+    assert (tmp_path / "bench.md").read_text() == "an earlier report\n"
+    kept = json.loads(refused.read_text())
+    assert kept["models"] == busy["models"] and len(kept["refused"]) == 2
+    assert kept["machine"]["load_average_before"] == [3.9, 3.1, 2.0]
+    trust.check({"machine": {}, "models": {"search": model(180.0, 170.0, 0.61)}}, tmp_path)
+    assert not refused.exists()
 
 
 @pytest.mark.parametrize("load", [[0.5, 0.4, 0.3], None])

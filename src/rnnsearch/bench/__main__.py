@@ -166,9 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args)
     results["machine"].update(bench_seconds=round(time.perf_counter() - start, 1),
                               load_average_after=load_average())
-    if not args.tiny:             # a seconds-long run's numbers mean nothing either way
-        trust.check(results)
     out = args.out or repo_root() / "reports"
+    if not args.tiny:             # a seconds-long run's numbers mean nothing either way
+        trust.check(results, out)
     report = markdown_report(results)
     write_json(out / "bench.json", results)
     atomic_write_text(out / "bench.md", report)

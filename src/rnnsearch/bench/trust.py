@@ -4,19 +4,26 @@ A training speed is compared with a roofline made of GEMM rates measured in the 
 On a machine shared with other work both move, and not together: the GEMM rate measured while
 another job ran can be a tenth of the idle one, and training measured a moment later then reads
 as several times the roofline. So the fp32 GEMM rate is measured before and after each model's
-training windows, and the run is refused (nothing written, exit 2) when
+training windows, and the run is refused (exit 2, ``bench.json`` and ``bench.md`` left as they
+were) when
 
 - the two rates differ by more than :data:`MAX_GEMM_DRIFT` of the first, or
 - a model's training exceeds its fp32 roofline (a ratio above 100% is a measurement error).
 
-The load average before and after is recorded beside the numbers in every case.
+The load average before and after is recorded beside the numbers in every case. A refused run's
+numbers are kept apart, in ``bench.refused.json`` with the reasons under ``refused``, so that
+what went wrong can be looked at (:func:`check`).
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from rnnsearch.data.textio import write_json
 from rnnsearch.errors import StageError
+
+REFUSED_NAME = "bench.refused.json"   # where a refused run's numbers go, beside the reports
 
 MAX_GEMM_DRIFT = 0.20     # the largest accepted change of the GEMM rate over a measurement
 
@@ -54,12 +61,18 @@ def problems(models: dict[str, dict[str, Any]]) -> list[str]:
     return found
 
 
-def check(results: dict[str, Any]) -> None:
-    """Raise :class:`UnreliableBench` naming every problem (see :func:`problems`)."""
+def check(results: dict[str, Any], out: Path) -> None:
+    """Raise :class:`UnreliableBench` naming every problem (see :func:`problems`), after writing
+    the run's numbers and the problems (key ``refused``) to :data:`REFUSED_NAME` in ``out``; a
+    run that passes removes an earlier run's refused numbers there."""
     found = problems(results["models"])
-    if found:
-        load = results["machine"].get("load_average_before")
-        raise UnreliableBench(
-            "; ".join(found) + f". The machine was busy (load average {load} at the start, "
-            f"{os.cpu_count()} cores): nothing written; rerun make bench with the machine to "
-            "itself")
+    kept = out / REFUSED_NAME
+    if not found:
+        kept.unlink(missing_ok=True)
+        return
+    write_json(kept, {**results, "refused": found})
+    load = results["machine"].get("load_average_before")
+    raise UnreliableBench(
+        "; ".join(found) + f". The machine was busy (load average {load} at the start, "
+        f"{os.cpu_count()} cores): the reports are left as they were, this run's numbers are "
+        f"in {kept}; rerun make bench with the machine to itself")
