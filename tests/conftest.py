@@ -38,6 +38,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``make test`` (pytest-xdist workers) every worker, and every process it starts,
+    gets its share of the cores as its thread count (``OMP_NUM_THREADS``, unless set already):
+    two workers each starting torch processes with one thread per core would have their
+    threads wait on each other, several times slower than one thread each."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_mlflow(tmp_path_factory, monkeypatch):
     """Every test logs to its own throw-away SQLite store, never the project's mlflow.db."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ from conftest import REPO
 
 def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     result = subprocess.run(
-        [sys.executable, "-m", "rnnsearch.bench", "--tiny", "--skip-hansard", "--threads", "2",
+        [sys.executable, "-m", "rnnsearch.bench", "--tiny", "--skip-hansard", "--threads", "1",
          "--out", str(tmp_path / "reports"), "--cache", str(tmp_path / "cache"), "--mirror", str(mirror)],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -39,15 +40,21 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
     assert profile["categories"]["GEMM (mm, addmm, bmm)"]["ms"] > 0
     assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
+    for c in profile["categories"].values():    # each names its largest operators, largest first
+        top = [ms for _, ms in c["top"]]
+        assert 1 <= len(top) <= 3 and top == sorted(top, reverse=True) and sum(top) <= c["ms"] + 1e-9
+    gemms = [op for op, _ in profile["categories"]["GEMM (mm, addmm, bmm)"]["top"]]
+    assert set(gemms) <= {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
     assert search["decoding"]["beam5"]["profile"]["categories"]["top-k"]["ms"] > 0
     if search["bf16_native"]:       # the fastest variant profiled too, where bf16 is native
         assert search["profile_bf16"]["variant"] == "bf16_cross_entropy_fused_adam"
         assert set(search["profile_bf16"]["phases_ms"]) == set(profile["phases_ms"])
-    assert [row["threads"] for row in data["threads"]] == [1, 2]     # both thread settings
+    # 1 thread and one per core, whatever --threads says
+    assert [row["threads"] for row in data["threads"]] == sorted({1, os.cpu_count()})
     assert all(row["tokens_per_s"] > 0 for row in data["threads"])
     report = (tmp_path / "reports" / "bench.md").read_text()
     assert "## Threads" in report and "Load average (1, 5, 15 min)" in report
-    assert "## Where the time goes" in report and "### Side by side (search model)" in report
+    assert "## Where the time goes" in report and "| largest operators (ms) |" in report and "### Side by side (search model)" in report
     assert ("The same steps trained as \"bf16 autocast, loss in bf16, fused Adam\"" in report) \
         is search["bf16_native"]
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report

@@ -43,26 +43,37 @@ def category(op: str) -> str:
     return next((name for name, ops in CATEGORIES.items() if op in ops), "other")
 
 
+TOP_OPERATORS = 3   # the largest operators named in each category
+
+
 def profile_shares(work: Callable[[], Any], repeats: int) -> dict[str, Any]:
-    """Run ``work`` ``repeats`` times under the profiler: ms per repeat by category and phase."""
+    """Run ``work`` ``repeats`` times under the profiler: ms per repeat by category and phase;
+    each category also names its :data:`TOP_OPERATORS` largest operators (``top``: [operator,
+    ms per repeat] pairs), so that "other" says what it holds."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(repeats):
             work()
-    events = prof.key_averages()
-    by_category: dict[str, float] = {}
     phases: dict[str, float] = {}
-    for event in events:
+    operators: dict[str, dict[str, float]] = {}      # category -> operator -> ms per repeat
+    for event in prof.key_averages():
         if event.key in PHASES:
             phases[event.key] = event.cpu_time_total / 1e3 / repeats
             continue
-        name = category(event.key)
-        by_category[name] = by_category.get(name, 0.0) + event.self_cpu_time_total / 1e3 / repeats
+        operators.setdefault(category(event.key), {})[event.key] = \
+            event.self_cpu_time_total / 1e3 / repeats
+    by_category = {name: sum(ops.values()) for name, ops in operators.items()}
     total = sum(by_category.values())
     return {"ms_per_repeat": total, "repeats": repeats,
-            "categories": {name: {"ms": ms, "share": ms / total if total else 0.0}
+            "categories": {name: {"ms": ms, "share": ms / total if total else 0.0,
+                                  "top": _largest(operators[name])}
                            for name, ms in sorted(by_category.items(), key=lambda kv: -kv[1])},
             "phases_ms": phases}
 
+
+def _largest(operators: dict[str, float]) -> list[list[Any]]:
+    """The :data:`TOP_OPERATORS` largest of ``operators`` (name -> ms), largest first."""
+    ranked = sorted(operators.items(), key=lambda kv: -kv[1])[:TOP_OPERATORS]
+    return [[name, ms] for name, ms in ranked]
 
 
 def profile_device_steps(step: Callable[[], Any], repeats: int, device: str) -> dict[str, Any]:

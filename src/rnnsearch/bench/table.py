@@ -118,8 +118,15 @@ def tokenization_section(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+PROFILE_COLUMNS = ["category", "ms per step", "share", "largest operators (ms)"]
+
+
 def _profile_rows(profile: dict[str, Any]) -> list[list[Any]]:
-    return [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}"] for name, c in profile["categories"].items()]
+    """One row per category; reports made before the categories named their operators leave
+    that column empty."""
+    return [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}",
+             ", ".join(f"{op.removeprefix('aten::')} {ms:.1f}" for op, ms in c.get("top", []))]
+            for name, c in profile["categories"].items()]
 
 
 SIDE_BY_SIDE_ROWS = {"fp32": "fp32, Adam's per-parameter loop (the reference, the default run's)",
@@ -166,11 +173,11 @@ def _profile_section(ref: dict[str, Any]) -> list[str]:
              f"Training step of the reference model (mean of {training['repeats']} steps, on "
              f"batches it had trained on once; {training['ms_per_repeat']:.0f} ms per step; "
              f"phases: {_phases(training)}):", ""]
-    lines += markdown_table(["category", "ms per step", "share"], _profile_rows(training))
+    lines += markdown_table(PROFILE_COLUMNS, _profile_rows(training))
     lines += _bf16_profile(ref.get("profile_bf16"))
     lines += ["", f"Batched beam 5 over the test set (batches of 64, "
                   f"{beam['ms_per_repeat'] / 1e3:.1f} s):", ""]
-    lines += markdown_table(["category", "ms", "share"], _profile_rows(beam))
+    lines += markdown_table(["category", "ms", *PROFILE_COLUMNS[2:]], _profile_rows(beam))
     return lines
 
 
@@ -181,7 +188,7 @@ def _bf16_profile(profile: dict[str, Any] | None) -> list[str]:
     name = SIDE_BY_SIDE_ROWS.get(profile["variant"], profile["variant"])
     return ["", f"The same steps trained as \"{name}\" ({profile['ms_per_repeat']:.0f} ms per "
                 f"step; phases: {_phases(profile)}):", "",
-            *markdown_table(["category", "ms per step", "share"], _profile_rows(profile))]
+            *markdown_table(PROFILE_COLUMNS, _profile_rows(profile))]
 
 
 def _phases(profile: dict[str, Any]) -> str:
