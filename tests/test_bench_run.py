@@ -58,3 +58,20 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     assert ("The same steps trained as \"bf16 autocast, loss in bf16, fused Adam\"" in report) \
         is search["bf16_native"]
     assert "## Targets" in report and "torch" in report and "rnnsearch.bench --tiny" in report
+
+
+@pytest.mark.parametrize("name", ["bench.json", "bench_intel_xeon.json"])
+def test_committed_reports_render_with_their_profile_tables(name):
+    """Both committed reports render from their JSON: the older one (made before the profile
+    named each category's operators) with that column empty, the newer one naming them."""
+    from rnnsearch.bench.table import markdown_report
+
+    results = json.loads((REPO / "reports" / name).read_text())
+    report = markdown_report(results)
+    rows = [line for line in report.splitlines() if line.startswith("| GEMM (mm, addmm, bmm) |")]
+    assert rows, report
+    named = "top" in results["models"]["search"]["profile"]["categories"]["GEMM (mm, addmm, bmm)"]
+    for row in rows:
+        operators = row.split("|")[-2].strip()          # the last cell
+        assert (operators.startswith("mm ") or operators.startswith("addmm ")) if named \
+            else operators == "", row
