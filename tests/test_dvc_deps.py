@@ -8,6 +8,7 @@ covered by the stage's deps (the file, or a folder above it), except the modules
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -72,3 +73,22 @@ def test_a_missing_dep_is_found():
     files = {"pipeline/x.py", "src/rnnsearch/models/a.py", "src/rnnsearch/data/b.py"}
     assert uncovered(files, ["pipeline/x.py", "src/rnnsearch/models"]) == [
         "src/rnnsearch/data/b.py"]
+
+
+def test_bytecode_caches_beside_the_sources_change_no_stage(tmp_path):
+    """Python writes ``__pycache__/*.pyc`` beside every module it imports (the tests, a stage,
+    ``make ui``), inside the code folders that are the stages' deps: ``.dvcignore`` leaves
+    them out, so that the committed dvc.lock still matches and ``dvc repro`` retrains nothing
+    because a module was imported."""
+    from conftest import make_project, run_in
+
+    project = make_project(tmp_path / "project", {})
+    before = run_in(["dvc", "status", "--json"], project).stdout
+    for folder in sorted({p.parent for p in (project / "src").rglob("*.py")}):
+        cache = folder / "__pycache__"
+        cache.mkdir(exist_ok=True)
+        (cache / "module.cpython-311.pyc").write_bytes(b"\xa7\r\r\n" + bytes(range(64)))
+    assert run_in(["dvc", "status", "--json"], project).stdout == before
+    changed = {path for stage in json.loads(before).values() for entry in stage
+               if isinstance(entry, dict) for path in entry.get("changed deps", {})}
+    assert not any(path.startswith("src/") for path in changed), changed
