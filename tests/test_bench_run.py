@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from rnnsearch.bench.table import markdown_report
 
 
 def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
@@ -64,8 +65,6 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
 def test_committed_reports_render_with_their_profile_tables(name):
     """Both committed reports render from their JSON: the older one (made before the profile
     named each category's operators) with that column empty, the newer one naming them."""
-    from rnnsearch.bench.table import markdown_report
-
     results = json.loads((REPO / "reports" / name).read_text())
     report = markdown_report(results)
     rows = [line for line in report.splitlines() if line.startswith("| GEMM (mm, addmm, bmm) |")]

@@ -14,7 +14,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, make_project, run_in
 from import_graph import closure, read_graph
 
 SRC = REPO / "src"
@@ -80,8 +80,6 @@ def test_bytecode_caches_beside_the_sources_change_no_stage(tmp_path):
     ``make ui``), inside the code folders that are the stages' deps: ``.dvcignore`` leaves
     them out, so that the committed dvc.lock still matches and ``dvc repro`` retrains nothing
     because a module was imported."""
-    from conftest import make_project, run_in
-
     project = make_project(tmp_path / "project", {})
     before = run_in(["dvc", "status", "--json"], project).stdout
     for folder in sorted({p.parent for p in (project / "src").rglob("*.py")}):
