@@ -11,6 +11,11 @@ import rnnsearch.bench.__main__ as bench_main
 from rnnsearch.bench import gemm, trust
 from rnnsearch.bench.flops import Gemm
 from rnnsearch.bench.gemm import effective_gflops, measure_model_gemms
+from rnnsearch.bench.parts import SIDE_BY_SIDE, side_by_side_part
+from rnnsearch.bench.table import _side_by_side_section
+from rnnsearch.bench.workload import Variant, Workload, measure_side_by_side
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.vocab import SPECIALS, Vocabulary
 
 
 def model(before: float, after: float, fraction: float) -> dict:
@@ -102,25 +107,49 @@ def test_a_machine_that_slows_down_during_the_run_is_refused(monkeypatch):
                      "measurement (more than 20%)"]
 
 
+class RecordingWorkload(Workload):
+    """A workload that notes the index of every batch it hands out."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.taken: list[int] = []
+
+    def batch(self, index: int):
+        self.taken.append(index)
+        return super().batch(index)
+
+
+def tiny_training() -> tuple[ModelConfig, RecordingWorkload]:
+    """A model of width 4 and 8 sentence pairs of a 10-word vocabulary, in 4 batches."""
+    vocab = Vocabulary(SPECIALS + tuple("abcdef"), (0,) * (len(SPECIALS) + 6))
+    pairs = [([4 + i % 6, 5], [6, 4 + i % 5, 7]) for i in range(8)]
+    work = RecordingWorkload(pairs, [], [[0, 1], [2, 3], [4, 5], [6, 7]], vocab, vocab)
+    return ModelConfig(embedding_size=4, hidden_size=4, attention_size=4, output_size=4), work
+
+
 def test_side_by_side_times_only_batches_every_variant_has_trained_on():
     """Each variant first trains once, untimed, on the batches its windows then take again (a
     batch shape costs extra the first time it comes: one-off kernel builds); the windows take
     turns between the variants on the same batches."""
-    from rnnsearch.bench.workload import Variant, Workload, measure_side_by_side
-    from rnnsearch.config.model import ModelConfig
-    from rnnsearch.data.vocab import SPECIALS, Vocabulary
-
-    class RecordingWorkload(Workload):
-        def batch(self, index: int):
-            taken.append(index)
-            return super().batch(index)
-
-    taken: list[int] = []
-    vocab = Vocabulary(SPECIALS + tuple("abcdef"), (0,) * (len(SPECIALS) + 6))
-    pairs = [([4 + i % 6, 5], [6, 4 + i % 5, 7]) for i in range(8)]
-    work = RecordingWorkload(pairs, [], [[0, 1], [2, 3], [4, 5], [6, 7]], vocab, vocab)
-    tiny = ModelConfig(embedding_size=4, hidden_size=4, attention_size=4, output_size=4)
-    side = measure_side_by_side(tiny, work, {"a": Variant(), "b": Variant(bf16=True)},
+    config, work = tiny_training()
+    side = measure_side_by_side(config, work, {"a": Variant(), "b": Variant(bf16=True)},
                                 rounds=2, window_steps=2)
-    assert taken == [0, 1, 2, 3] * 2 + [0, 1, 0, 1, 2, 3, 2, 3]
+    assert work.taken == [0, 1, 2, 3] * 2 + [0, 1, 0, 1, 2, 3, 2, 3]
     assert side["a"]["speedup"] == 1.0 and len(side["b"]["windows"]) == 2
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_variants_only_where_the_cpu_runs_bf16_natively(native):
+    """Emulated bf16 steps take tens of times fp32's: without native bf16 the side by side
+    holds the fp32 variants, and bf16 autocast gets a short look of its own beside fp32,
+    which the report shows."""
+    config, work = tiny_training()
+    part = side_by_side_part(config, work, bf16_native=native, tiny=True)
+    assert list(part["side_by_side"]) == (list(SIDE_BY_SIDE) if native else ["fp32", "fused_adam"])
+    assert ("bf16_emulated" in part) is not native
+    if not native:
+        emulated = part["bf16_emulated"]
+        assert emulated["windows"] == [emulated["tokens_per_s"]] and emulated["speedup"] > 0
+    lines = _side_by_side_section({**part, "bf16_native": native})
+    assert any(line.startswith("| fused Adam") for line in lines)
+    assert any("no native bf16 instructions" in line for line in lines) is not native

@@ -29,11 +29,13 @@ class GemmRate:
 
 
 def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
-                 window_s: float = 0.05, windows: int = 5, device: str = "cpu") -> float:
-    """Median GFLOP/s of ``torch.mm`` on ``[m x k] @ [k x n]`` in ``dtype`` on ``device``."""
+                 window_s: float = 0.05, windows: int = 5, device: str = "cpu",
+                 warmup: int = 3) -> float:
+    """Median GFLOP/s of ``torch.mm`` on ``[m x k] @ [k x n]`` in ``dtype`` on ``device``,
+    after ``warmup`` untimed calls."""
     a = torch.randn(m, k, device=device).to(dtype)
     b = torch.randn(k, n, device=device).to(dtype)
-    for _ in range(3):  # warm-up
+    for _ in range(warmup):
         torch.mm(a, b)
     synchronize(device)
     rates = []
@@ -48,8 +50,8 @@ def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
 
 
 def measure_model_gemms(gemms: list[Gemm], dtype: torch.dtype = torch.float32,
-                        window_s: float = 0.05, windows: int = 5, device: str = "cpu"
-                        ) -> list[GemmRate]:
+                        window_s: float = 0.05, windows: int = 5, device: str = "cpu",
+                        warmup: int = 3) -> list[GemmRate]:
     """The rate of each distinct GEMM shape of a model on ``device`` (shapes measured once)."""
     cache: dict[tuple[int, int, int], float] = {}
     rates = []
@@ -57,7 +59,7 @@ def measure_model_gemms(gemms: list[Gemm], dtype: torch.dtype = torch.float32,
         key = (gemm.m, gemm.k, gemm.n)
         if key not in cache:
             cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s, windows=windows,
-                                      device=device)
+                                      device=device, warmup=warmup)
         rates.append(GemmRate(gemm, cache[key]))
     return rates
 

@@ -53,7 +53,7 @@ def workload_shape(work: Workload, batches: int = 200) -> Shape:
 def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, Any]:
     """FLOPs per target token and the GEMM roofline, fp32 and bf16 (``bf16_native`` says
     whether the CPU has bf16 instructions; without them bf16 products are emulated)."""
-    config = reference_config(model)
+    config, native = reference_config(model), bf16_supported()
     gemms = model_gemms(config, shape)
     fp32 = measure_model_gemms(gemms, torch.float32, window_s)
     result = {"mflop_per_token": training_flops_per_token(config, shape) / 1e6,
@@ -62,11 +62,11 @@ def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, An
               "gemms": [{"name": r.gemm.name, "m": r.gemm.m, "k": r.gemm.k, "n": r.gemm.n,
                          "mflop_per_token": r.gemm.flops_per_token / 1e6, "gflops_fp32": r.gflops}
                         for r in fp32],
-              "bf16_native": bf16_supported()}
-    # emulated bf16 products are tens of times slower (a second per call for the output
-    # layer): one timed window is plenty to tell
-    bf16 = measure_model_gemms(gemms, torch.bfloat16, window_s,
-                               windows=5 if bf16_supported() else 1)
+              "bf16_native": native}
+    # emulated bf16 products are tens of times slower (2 s per call for the output layer on a
+    # 2-core AMD EPYC with AVX2): one warm-up call and one timed window are plenty to tell
+    bf16 = measure_model_gemms(gemms, torch.bfloat16, window_s, windows=5 if native else 1,
+                               warmup=3 if native else 1)
     result.update(gemm_gflops_bf16=effective_gflops(bf16),
                   roofline_tokens_per_s_bf16=roofline_tokens_per_second(bf16))
     return result
@@ -129,6 +129,27 @@ SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
                 "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True),
                 "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True)}
 FASTEST = "bf16_cross_entropy_fused_adam"   # also profiled, where the CPU has native bf16
+# without native bf16 the bf16 variants are left out of the side by side: emulated, a step takes
+# about 50 times fp32's (10 s on a 2-core AMD EPYC with AVX2), so bf16 autocast gets one short
+# round of its own beside fp32, enough to tell a user not to use it there
+WITHOUT_NATIVE_BF16 = ("fp32", "fused_adam")
+EMULATED_BF16 = ("fp32", "bf16_autocast")
+
+
+def side_by_side_part(config: ModelConfig, work: Workload, bf16_native: bool, tiny: bool
+                      ) -> dict[str, Any]:
+    """The reference beside its variants (``side_by_side``); where the CPU has no native bf16,
+    the variants without bf16, and bf16 autocast's short look beside fp32 (``bf16_emulated``)."""
+    rounds, window_steps = (2, 1) if tiny else (5, 10)
+    if bf16_native:
+        return {"side_by_side": measure_side_by_side(config, work, SIDE_BY_SIDE, rounds,
+                                                     window_steps)}
+    fp32_variants = {name: SIDE_BY_SIDE[name] for name in WITHOUT_NATIVE_BF16}
+    emulated = {name: SIDE_BY_SIDE[name] for name in EMULATED_BF16}
+    return {"side_by_side": measure_side_by_side(config, work, fp32_variants, rounds,
+                                                 window_steps),
+            "bf16_emulated": measure_side_by_side(config, work, emulated, rounds=1,
+                                                  window_steps=1 if tiny else 2)["bf16_autocast"]}
 
 
 def training_part(data: str, model: str, windows: int, window_steps: int,
@@ -150,10 +171,11 @@ def training_part(data: str, model: str, windows: int, window_steps: int,
     if decode_single:
         result["decoding"] = decoding(speed.model, work, decode_single)
         result["peak_rss_mb_decoding"] = peak_rss_mb()
-        side = measure_side_by_side(reference_config(model), work, SIDE_BY_SIDE,
-                                    rounds=2 if tiny else 5, window_steps=1 if tiny else 10)
-        result["side_by_side"] = side
-        result["bf16_autocast_tokens_per_s"] = side["bf16_autocast"]["tokens_per_s"]
+        result.update(side_by_side_part(reference_config(model), work, result["bf16_native"],
+                                        tiny))
+        side = result["side_by_side"]
+        bf16 = side.get("bf16_autocast") or result["bf16_emulated"]
+        result["bf16_autocast_tokens_per_s"] = bf16["tokens_per_s"]
         result["fused_adam_tokens_per_s"] = side["fused_adam"]["tokens_per_s"]
     # profiled last: the profiler's own memory would count in the peaks above
     result["profile"] = training_profile(reference_config(model), work, 2 if tiny else 10)
