@@ -27,7 +27,7 @@ from typing import Any, Callable, Protocol
 
 import torch
 
-from rnnsearch.bench import parts, trust
+from rnnsearch.bench import parts, trust, worker
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.trust import load_average
 from rnnsearch.bench.workload import tokenized_multi30k
@@ -51,11 +51,11 @@ def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any,
                       threads: int | None = None, uses_torch: bool = True) -> dict[str, Any]:
     """``function(*args)`` in a new process with ``threads`` torch threads (default: ours);
     with ``uses_torch=False`` the process never imports torch (so its peak memory is the
-    function's own)."""
-    context = mp.get_context("spawn")
-    start = {"initializer": torch.set_num_threads,
-             "initargs": (threads or torch.get_num_threads(),)} if uses_torch else {}
-    with futures.ProcessPoolExecutor(max_workers=1, mp_context=context, **start) as pool:
+    function's own). The process ends with this one (:mod:`rnnsearch.bench.worker`)."""
+    threads = (threads or torch.get_num_threads()) if uses_torch else None
+    with futures.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
+                                     initializer=worker.start,
+                                     initargs=(os.getpid(), threads)) as pool:
         return pool.submit(function, *args).result()
 
 
