@@ -130,7 +130,7 @@ SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
                 "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True)}
 FASTEST = "bf16_cross_entropy_fused_adam"   # also profiled, where the CPU has native bf16
 # without native bf16 the bf16 variants are left out of the side by side: emulated, a step takes
-# about 50 times fp32's (10 s on a 2-core AMD EPYC with AVX2), so bf16 autocast gets one short
+# about 16 times fp32's (8 s on a 2-core AMD EPYC with AVX2), so bf16 autocast gets one short
 # round of its own beside fp32, enough to tell a user not to use it there
 WITHOUT_NATIVE_BF16 = ("fp32", "fused_adam")
 EMULATED_BF16 = ("fp32", "bf16_autocast")
