@@ -31,8 +31,9 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     side = search["side_by_side"]         # the variants, taking turns window by window
     native = search["bf16_native"]       # emulated bf16 gets a short look of its own
     assert list(side) == (["fp32", "bf16_autocast", "bf16_cross_entropy", "fused_adam",
-                           "bf16_fused_adam", "bf16_cross_entropy_fused_adam"] if native
-                          else ["fp32", "fused_adam"])
+                           "bf16_fused_adam", "bf16_cross_entropy_fused_adam", "fused_loss",
+                           "fused_loss_fused_adam"] if native
+                          else ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
     assert all(len(row["windows"]) == 2 and row["tokens_per_s"] > 0 for row in side.values())
     assert side["fp32"]["speedup"] == 1.0
     bf16 = side["bf16_autocast"] if native else search["bf16_emulated"]

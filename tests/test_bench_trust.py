@@ -145,7 +145,9 @@ def test_bf16_variants_only_where_the_cpu_runs_bf16_natively(native):
     which the report shows."""
     config, work = tiny_training()
     part = side_by_side_part(config, work, bf16_native=native, tiny=True)
-    assert list(part["side_by_side"]) == (list(SIDE_BY_SIDE) if native else ["fp32", "fused_adam"])
+    assert list(part["side_by_side"]) == (list(SIDE_BY_SIDE) if native else
+                                          ["fp32", "fused_adam", "fused_loss",
+                                           "fused_loss_fused_adam"])
     assert ("bf16_emulated" in part) is not native
     if not native:
         emulated = part["bf16_emulated"]

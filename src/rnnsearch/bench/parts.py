@@ -127,12 +127,14 @@ def training_profile(config: ModelConfig, work: Workload, steps: int,
 SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
                 "bf16_cross_entropy": Variant(bf16=True, bf16_cross_entropy=True),
                 "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True),
-                "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True)}
+                "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True),
+                "fused_loss": Variant(fused_loss=True),
+                "fused_loss_fused_adam": Variant(FUSED_OPTIM, fused_loss=True)}
 FASTEST = "bf16_cross_entropy_fused_adam"   # also profiled, where the CPU has native bf16
 # without native bf16 the bf16 variants are left out of the side by side: emulated, a step takes
 # about 16 times fp32's (8 s on a 2-core AMD EPYC with AVX2), so bf16 autocast gets one short
 # round of its own beside fp32, enough to tell a user not to use it there
-WITHOUT_NATIVE_BF16 = ("fp32", "fused_adam")
+WITHOUT_NATIVE_BF16 = ("fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam")
 EMULATED_BF16 = ("fp32", "bf16_autocast")
 
 

@@ -115,14 +115,15 @@ class TrainingSpeed:
 
 
 def new_training(config: ModelConfig, work: Workload, seed: int = 0,
-                 optim: OptimConfig = REFERENCE_OPTIM, bf16_cross_entropy: bool = False
-                 ) -> tuple[TranslationTask, torch.optim.Optimizer]:
+                 optim: OptimConfig = REFERENCE_OPTIM, bf16_cross_entropy: bool = False,
+                 fused_loss: bool = False) -> tuple[TranslationTask, torch.optim.Optimizer]:
     """A freshly initialised model of ``config`` for ``work``'s vocabularies (seeded), in train
     mode, in the train stage's task with the reference optimiser (:data:`REFERENCE_OPTIM`, or
-    ``optim``) and ``train.trainer.bf16_cross_entropy``."""
+    ``optim``), ``train.trainer.bf16_cross_entropy`` and ``train.trainer.fused_loss``."""
     torch.manual_seed(seed)
     model = build_model(config, len(work.src_vocab), len(work.tgt_vocab)).train()
-    task = TranslationTask(model, optim, bf16_cross_entropy=bf16_cross_entropy)
+    task = TranslationTask(model, optim, bf16_cross_entropy=bf16_cross_entropy,
+                           fused_loss=fused_loss)
     return task, task.configure_optimizers()
 
 
@@ -151,6 +152,7 @@ class Variant:
     optim: OptimConfig = REFERENCE_OPTIM
     bf16: bool = False          # under torch.autocast("cpu", torch.bfloat16)
     bf16_cross_entropy: bool = False   # train.trainer.bf16_cross_entropy (with bf16)
+    fused_loss: bool = False           # train.trainer.fused_loss (fp32)
 
     def autocast(self) -> torch.autocast:
         """The CPU autocast the variant trains under (off unless ``bf16``)."""
@@ -159,7 +161,8 @@ class Variant:
     def new_training(self, config: ModelConfig, work: Workload
                      ) -> tuple[TranslationTask, torch.optim.Optimizer]:
         """:func:`new_training` of ``config`` with the variant's optimiser and loss."""
-        return new_training(config, work, 0, self.optim, self.bf16_cross_entropy)
+        return new_training(config, work, 0, self.optim, self.bf16_cross_entropy,
+                            self.fused_loss)
 
 
 def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str, Variant],

@@ -86,6 +86,11 @@ class RecurrentDecoder(nn.Module):
     def _initial_feed(self, hidden: Tensor) -> Tensor | None:
         return None
 
+    def _outputs(self, readout: Tensor, features: bool) -> Tensor:
+        """The logits ``output(readout)`` (... x V), or ``readout`` itself (... x O) when the
+        caller applies the output layer (``features``: the training loss's fused output layer)."""
+        return readout if features else self.output(readout)
+
     def _embed(self, words: Tensor) -> tuple[Tensor, Tensor]:
         """Embeddings (... x E) and their part of the first layer's input projection (... x G*H)."""
         embedded = self.dropout(self.embedding(words))
@@ -176,21 +181,22 @@ class BahdanauDecoder(RecurrentDecoder):
         hidden, cells = split_state(state)
         context, weights = self._context(hidden[-1], memory)              # batch x C, batch x S
         hidden, cells = self._advance(recurrent, word_gates, context, hidden, cells)
-        logits = self._logits(hidden[-1], embedded, context)              # batch x V
+        logits = self.output(self._readout(hidden[-1], embedded, context))  # batch x V
         return logits, join_state(hidden, cells, None, state.step + 1), weights
 
-    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState
+    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState, features: bool = False
                 ) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: batch x T ids -> logits batch x T x V, weights batch x T x S."""
+        """Teacher forcing: batch x T ids -> logits batch x T x V (``features``: the output
+        layer's input, batch x T x O, instead), weights batch x T x S."""
         if self.attention is None:
             embedded = self.dropout(self.embedding(tgt_in))               # batch x T x E
             context = memory.summary.unsqueeze(1).expand(-1, tgt_in.size(1), -1)  # batch x T x H
             states = self._run_fused(torch.cat([embedded, context], -1), state)
-            return self._logits(states, embedded, context), None
+            return self._outputs(self._readout(states, embedded, context), features), None
         embedded, word_gates = self._embed(tgt_in)                        # batch x T x E / G*H
         run = self.loop_runner or self.attention_loop
         states, contexts, alignments = run(word_gates, memory, state)
-        return self._logits(states, embedded, contexts), alignments
+        return self._outputs(self._readout(states, embedded, contexts), features), alignments
 
     def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
                        ) -> tuple[Tensor, Tensor, Tensor]:
@@ -216,14 +222,15 @@ class BahdanauDecoder(RecurrentDecoder):
                                           memory.mask, memory.lengths)
         return context.squeeze(1), weights.squeeze(1)
 
-    def _logits(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
-        """Deep output ``t = f(U s_i + V E y_{i-1} + C c_i)``, f = maxout or tanh; then ``output``."""
+    def _readout(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
+        """Deep output ``t = f(U s_i + V E y_{i-1} + C c_i)``, f = maxout or tanh, the input
+        of ``output``."""
         pre = self.deep(torch.cat([state, embedded, context], -1))
         if self.config.maxout:
             pre = pre.unflatten(-1, (self.config.output_size, 2)).amax(-1)
         else:
             pre = torch.tanh(pre)
-        return self.output(self.dropout(pre))
+        return self.dropout(pre)
 
 
 class LuongDecoder(RecurrentDecoder):
@@ -254,20 +261,22 @@ class LuongDecoder(RecurrentDecoder):
         attentional, weights = self._attend(hidden[-1].unsqueeze(1), memory, state.step.unsqueeze(1))
         attentional, weights = attentional.squeeze(1), weights.squeeze(1)  # batch x H, batch x S
         feed = attentional if self.config.input_feeding else None
-        logits = self.output(self.dropout(attentional))
+        logits = self.output(self.dropout(attentional))                   # batch x V
         return logits, join_state(hidden, cells, feed, state.step + 1), weights
 
-    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState) -> tuple[Tensor, Tensor]:
-        """Teacher forcing: batch x T ids -> logits batch x T x V, weights batch x T x S."""
+    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState, features: bool = False
+                ) -> tuple[Tensor, Tensor]:
+        """Teacher forcing: batch x T ids -> logits batch x T x V (``features``: the output
+        layer's input, batch x T x H, instead), weights batch x T x S."""
         if not self.config.input_feeding:
             steps = _positions(state, tgt_in.size(1))
             embedded = self.dropout(self.embedding(tgt_in))               # batch x T x E
             attentional, weights = self._attend(self._run_fused(embedded, state), memory, steps)
-            return self.output(self.dropout(attentional)), weights
+            return self._outputs(self.dropout(attentional), features), weights
         _, word_gates = self._embed(tgt_in)                               # batch x T x G*H
         run = self.loop_runner or self.attention_loop
         attentional, alignments = run(word_gates, memory, state)
-        return self.output(self.dropout(attentional)), alignments         # batch x T x V
+        return self._outputs(self.dropout(attentional), features), alignments
 
     def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
                        ) -> tuple[Tensor, Tensor]:

@@ -59,10 +59,19 @@ class Seq2Seq(nn.Module):
         """``prev``: batch ids -> logits batch x V, next state, weights batch x src_len or None."""
         return self.decoder.step(prev, state, memory)
 
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: logits batch x tgt_len x V, weights batch x tgt_len x src_len or None."""
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor, features: bool = False
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits batch x tgt_len x V, weights batch x tgt_len x src_len or None.
+
+        ``features``: the output layer's input (batch x tgt_len x O) instead of the logits, for a
+        loss that applies ``output_layer`` itself (rnnsearch.training.fused_loss)."""
         memory = self.encode(src, src_len)
-        return self.decoder(tgt_in, memory, self.init_state(memory))
+        return self.decoder(tgt_in, memory, self.init_state(memory), features=features)
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The final linear layer to the target vocabulary (O -> V)."""
+        return self.decoder.output
 
 
 def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2Seq:

@@ -66,7 +66,8 @@ def bare_task(config: TrainConfig, model: Seq2Seq, hparams: dict[str, Any] | Non
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hparams, None, config.trainer.log_every_steps,
                            pad_to=graph_padding(config, graphs),
-                           bf16_cross_entropy=config.trainer.bf16_cross_entropy)
+                           bf16_cross_entropy=config.trainer.bf16_cross_entropy,
+                           fused_loss=config.trainer.fused_loss)
     return task, graphs
 
 
@@ -90,7 +91,7 @@ def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: B
     with record_function("forward"):
         if task.pad_to is not None:
             batch = pad_batch(batch, *task.pad_to)
-        total, tokens = task.token_losses(batch, task.bf16_cross_entropy)
+        total, tokens = task.training_losses(batch)
         loss = total / max(tokens, 1)
     optimizer.zero_grad(set_to_none=True)
     with record_function("backward"):

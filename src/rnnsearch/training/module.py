@@ -18,6 +18,7 @@ from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models import Seq2Seq
 from rnnsearch.training.data import Batch, pad_batch
+from rnnsearch.training.fused_loss import linear_cross_entropy
 
 BleuScorer = Callable[[Seq2Seq], float]
 
@@ -27,16 +28,18 @@ class TranslationTask(pl.LightningModule):
 
     def __init__(self, model: Seq2Seq, optim: OptimConfig, hparams: dict[str, Any] | None = None,
                  dev_bleu: BleuScorer | None = None, log_every_steps: int = 10,
-                 pad_to: tuple[int, int] | None = None, bf16_cross_entropy: bool = False
-                 ) -> None:
+                 pad_to: tuple[int, int] | None = None, bf16_cross_entropy: bool = False,
+                 fused_loss: bool = False) -> None:
         """``pad_to``: (rows, length multiple) training batches are padded to, so that their
         shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come.
         ``bf16_cross_entropy`` (``train.trainer.bf16_cross_entropy``): under bf16 autocast, the
-        training loss is taken over the bf16 logits as they are (:func:`token_cross_entropy`)."""
+        training loss is taken over the bf16 logits as they are (:func:`token_cross_entropy`).
+        ``fused_loss`` (``train.trainer.fused_loss``): the training loss applies the output layer
+        itself, chunk by chunk (:func:`~rnnsearch.training.fused_loss.linear_cross_entropy`)."""
         super().__init__()
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
         self.log_every_steps, self.pad_to = log_every_steps, pad_to
-        self.bf16_cross_entropy = bf16_cross_entropy
+        self.bf16_cross_entropy, self.fused_loss = bf16_cross_entropy, fused_loss
         self.save_hyperparameters(hparams or {})
         self.validated_at_step = -1
         self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
@@ -44,18 +47,30 @@ class TranslationTask(pl.LightningModule):
         self._window = (0.0, 0)                     # (train_seconds, tokens) at the last log
         self._batch_started = 0.0
 
-    def token_losses(self, batch: Batch, in_logits_dtype: bool = False
+    def token_losses(self, batch: Batch, in_logits_dtype: bool = False, fused: bool = False
                      ) -> tuple[torch.Tensor, int]:
         """Summed cross-entropy over the batch's real target tokens, and their number
-        (``in_logits_dtype``: see :func:`token_cross_entropy`)."""
+        (``in_logits_dtype``: see :func:`token_cross_entropy`; ``fused``: the output layer and
+        the loss in one chunked pass, :func:`linear_cross_entropy`, equal within float
+        tolerance)."""
+        if fused:
+            features, _ = self.model(batch.src, batch.src_len, batch.tgt_in, features=True)
+            output = self.model.output_layer                              # features: batch x T x O
+            total = linear_cross_entropy(features, output.weight, output.bias, batch.tgt_out)
+            return total, batch.target_tokens
         logits, _ = self.model(batch.src, batch.src_len, batch.tgt_in)    # batch x T x V
         total = token_cross_entropy(logits, batch.tgt_out, in_logits_dtype)
         return total, batch.target_tokens
 
+    def training_losses(self, batch: Batch) -> tuple[torch.Tensor, int]:
+        """:meth:`token_losses` as the training step takes them (``bf16_cross_entropy``,
+        ``fused_loss``); the dev loss is always the eager fp32 one."""
+        return self.token_losses(batch, self.bf16_cross_entropy, self.fused_loss)
+
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         if self.pad_to is not None:
             batch = pad_batch(batch, *self.pad_to)
-        total, tokens = self.token_losses(batch, self.bf16_cross_entropy)
+        total, tokens = self.training_losses(batch)
         loss = total / max(tokens, 1)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch.src.size(0))
         self._tokens_seen += tokens

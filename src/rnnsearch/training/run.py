@@ -315,7 +315,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
         config.trainer.log_every_steps, pad_to=graph_padding(config, graphs),
-        bf16_cross_entropy=config.trainer.bf16_cross_entropy)
+        bf16_cross_entropy=config.trainer.bf16_cross_entropy, fused_loss=config.trainer.fused_loss)
     saver, timer, callbacks = make_callbacks(config, out_dir)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
