@@ -3,7 +3,7 @@ peak memory and seconds per step.
 
     python -m rnnsearch.bench.output_layer [--positions 4000] [--width 500] [--vocab 30000]
 
-Each way runs in a process of its own (peak resident memory, Linux's ``ru_maxrss``, is per
+Each way runs in a process of its own (peak resident memory, Linux's ``VmHWM``, is per
 process), on random features of ``positions x width`` (the output layer's input), an output
 layer to ``vocab`` words and random targets: forward and backward ``--steps`` times after one
 untimed step. The table gives the peak memory above what the process held before its first step,
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -24,15 +23,12 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 
+from rnnsearch.bench.subwords import own_peak_rss_mb
 from rnnsearch.bench.table import markdown_table
 from rnnsearch.training.fused_loss import linear_cross_entropy
 
 WAYS = {"eager": "eager: logits, log-softmax, cross-entropy",
         "fused": "fused: `train.trainer.fused_loss: true`"}
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(way: str, positions: int, width: int, vocab: int, steps: int) -> dict[str, float]:
@@ -42,13 +38,13 @@ def measure(way: str, positions: int, width: int, vocab: int, steps: int) -> dic
     (some tens of MiB that would otherwise count as the way's own)."""
     _step(way, *_problem(8, width, 16))
     problem = _problem(positions, width, vocab)
-    start_mb, seconds = _peak_mb(), []
+    start_mb, seconds = own_peak_rss_mb(), []
     for step in range(steps + 1):
         began = time.perf_counter()
         _step(way, *problem)
         if step:                                      # the first step is untimed
             seconds.append(time.perf_counter() - began)
-    return {"peak_mb": _peak_mb() - start_mb, "seconds_per_step": statistics.median(seconds)}
+    return {"peak_mb": own_peak_rss_mb() - start_mb, "seconds_per_step": statistics.median(seconds)}
 
 
 def _problem(positions: int, width: int, vocab: int) -> tuple[torch.Tensor, ...]:
