@@ -78,9 +78,6 @@ class _Gradients:
         if self.bias.numel():
             self.bias += d_logits.sum(0)
 
-    def tensors(self) -> tuple[Tensor, Tensor, Tensor]:
-        return self.features, self.weight, self.bias
-
 
 def _linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``inputs @ weight.T + bias``: c x D -> c x V."""
