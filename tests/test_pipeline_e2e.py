@@ -128,7 +128,7 @@ def workspace_results(root: Path) -> dict[str, bytes]:
 def own_corpus(root: Path, entities: int) -> dict:
     """Multi30k de-en slices written as a user's own files under ``root/own`` (relative paths,
     as a user writes them), the test file with ``entities`` Moses-escaped apostrophes; the
-    ``prepare`` overrides naming them."""
+    ``prepare`` overrides naming them, and one grid cell (RNNsearch-20) to train on them."""
     import gzip
 
     from conftest import SHARED_CORPORA
@@ -145,7 +145,8 @@ def own_corpus(root: Path, entities: int) -> dict:
             (own / f"{split}.{lang}").write_text("".join(f"{line}\n" for line in lines))
     custom = {split: {"src": f"own/{split}.de", "tgt": f"own/{split}.en"} for split in slices}
     return {"prepare": {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
-                        "custom": custom}}
+                        "custom": custom},
+            "train": {"grid": {"models": ["search"], "max_lens": [20]}}}
 
 
 def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(default_run, tmp_path):

@@ -39,6 +39,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# a --tiny run's workload: 500 training pairs in batches of 16, so that its steps take
+# milliseconds even where bf16 is emulated (8 s a step at the reference's 64 on an AVX2 CPU)
+TINY_PAIRS, TINY_BATCH = 500, 16
+
+
+def bench_workload(data: str, tiny: bool) -> Workload:
+    """The reference workload (:func:`load_workload` of the cached Multi30k ``data``), or
+    a ``--tiny`` run's."""
+    if tiny:
+        return load_workload(Path(data), batch_size=TINY_BATCH, limit=TINY_PAIRS)
+    return load_workload(Path(data))
+
+
 def workload_shape(work: Workload, batches: int = 200) -> Shape:
     """Mean source/target lengths of the real batches the model trains on."""
     src = tgt = 0
@@ -47,7 +60,8 @@ def workload_shape(work: Workload, batches: int = 200) -> Shape:
         src += int(batch.src_len.sum())
         tgt += batch.target_tokens
     sentences = sum(len(work.batches[i % len(work.batches)]) for i in range(batches))
-    return Shape(batch=64, src_len=src / sentences, tgt_len=tgt / sentences, tgt_vocab=VOCAB)
+    return Shape(batch=work.batch_size, src_len=src / sentences, tgt_len=tgt / sentences,
+                 tgt_vocab=VOCAB)
 
 
 def arithmetic(model: str, shape: Shape, window_s: float = 0.05) -> dict[str, Any]:
@@ -157,7 +171,7 @@ def side_by_side_part(config: ModelConfig, work: Workload, bf16_native: bool, ti
 def training_part(data: str, model: str, windows: int, window_steps: int,
                   decode_single: int, tiny: bool = False) -> dict[str, Any]:
     """Throughput, padding, arithmetic (and for the reference model, decoding) of one model."""
-    work = load_workload(Path(data), limit=500 if tiny else 0)
+    work = bench_workload(data, tiny)
     shape = workload_shape(work)
     gemm_window = 0.002 if tiny else 0.05
     gemm_before = effective_gflops(measure_model_gemms(
@@ -194,7 +208,7 @@ def threads_part(data: str, windows: int, window_steps: int, tiny: bool = False
                  ) -> dict[str, Any]:
     """The reference model's training speed with this process' thread count (what
     ``train.trainer.threads`` sets: 0 is torch's default, one thread per core)."""
-    work = load_workload(Path(data), limit=500 if tiny else 0)
+    work = bench_workload(data, tiny)
     speed = measure_training(reference_config("search"), work, windows, window_steps)
     return {"threads": torch.get_num_threads(), "tokens_per_s": speed.tokens_per_second}
 
@@ -217,8 +231,10 @@ def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
 def load_subset(work: Workload, size: int) -> Workload:
     """The first ``size`` training pairs of ``work``, re-bucketed."""
     train = work.train[:size]
-    batches = bucket_batches([(len(s), len(t)) for s, t in train], 64, 0.1, random.Random(0))
-    return Workload(train, work.test, batches, work.src_vocab, work.tgt_vocab)
+    lengths = [(len(s), len(t)) for s, t in train]
+    batches = bucket_batches(lengths, work.batch_size, 0.1, random.Random(0))
+    return Workload(train, work.test, batches, work.src_vocab, work.tgt_vocab,
+                    work.batch_size)
 
 
 def attention_scaling(lengths: list[int], batch: int = 64, repeats: int = 5) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class Workload:
     batches: list[list[int]]
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
+    batch_size: int = 64           # sentences in a full batch
 
     def batch(self, index: int) -> Batch:
         return collate([self.train[i] for i in self.batches[index % len(self.batches)]])
@@ -103,7 +104,7 @@ def load_workload(data: Path, batch_size: int = 64, max_len: int = 50, seed: int
         train, test = train[:limit], test[: max(1, limit // 10)]
     lengths = [(len(s), len(t)) for s, t in train]
     batches = bucket_batches(lengths, batch_size, 0.1, random.Random(seed))
-    return Workload(train, test, batches, src_vocab, tgt_vocab)
+    return Workload(train, test, batches, src_vocab, tgt_vocab, batch_size)
 
 
 @dataclass
