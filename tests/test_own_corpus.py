@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, SHARED_CORPORA, http_server, make_project, run_in, run_script
+from conftest import REPO, SHARED_CORPORA, http_server, run_script
 from test_stages_data import write_params
 
 from rnnsearch.config import ConfigError, from_dict
@@ -338,36 +338,6 @@ def test_held_out_test_needs_a_size():
     cfg = from_dict(PrepareConfig, {"corpus": "multi30k", "src_lang": "de", "tgt_lang": "en",
                                     "custom": custom}, "prepare")
     assert cfg.custom.test is None           # kept, but read only when corpus is custom
-
-
-@pytest.mark.slow
-def test_custom_corpus_given_only_in_params_runs_through_dvc_repro_to_table_1(tmp_path, http_root):
-    """The acceptance: the README's example layout (train as two files, here served by URL
-    from 127.0.0.1; dev as a local gzipped TSV; test held out of train), tiny, through the real
-    DVC pipeline up to the report."""
-    from test_pipeline_e2e import TINY
-
-    served, url = http_root
-    for lang in ("de", "en"):
-        write_text(served / f"train.{lang}", mirror_lines(f"train.{lang}.gz", 1000))
-    custom = {"train": {"src": f"{url}/train.de", "tgt": f"{url}/train.en"},
-              "dev": {"tsv": "data/own/dev.tsv.gz"}, "test": None}
-    prepare = {"corpus": "custom", "src_lang": "de", "tgt_lang": "en", "custom": custom,
-               "download": True}
-    one_cell = {**TINY["train"], "grid": {"models": ["search"], "max_lens": [20]}}
-    project = make_project(tmp_path / "project", {**TINY, "prepare": {**TINY["prepare"], **prepare},
-                                                  "train": one_cell})
-    dev = zip(mirror_lines("val.de.gz", 80), mirror_lines("val.en.gz", 80))
-    tsv = write_text(project / "data/own/dev.tsv.gz", [f"{de}\t{en}" for de, en in dev])
-    run_in(["dvc", "repro"], project)
-    assert "Table 1" in (project / "reports/README.md").read_text()
-    metrics = json.loads((project / "metrics/prepare.json").read_text())
-    assert {split: metrics[split]["pairs"] for split in FILES} == {"train": 800, "dev": 80,
-                                                                   "test": 60}   # dev: whole
-    assert metrics["dev"]["inputs"]["tsv"] == {"file": "data/own/dev.tsv.gz", "sha256": sha256(tsv)}
-    assert metrics["test"]["held_out_from"] == "train"
-    assert metrics["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
-                                                 "sha256": sha256(served / "train.de")}
 
 
 def key_comment(params: Path, section: str, key: str) -> str:

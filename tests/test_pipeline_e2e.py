@@ -125,44 +125,63 @@ def workspace_results(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
-def own_corpus(root: Path, entities: int) -> dict:
-    """Multi30k de-en slices written as a user's own files under ``root/own`` (relative paths,
-    as a user writes them), the test file with ``entities`` Moses-escaped apostrophes; the
-    ``prepare`` overrides naming them, and one grid cell (RNNsearch-20) to train on them."""
+def multi30k_lines(name: str, lang: str, start: int, end: int) -> list[str]:
+    """Lines ``start`` to ``end`` of the shared mirror's Multi30k ``<name>.<lang>.gz``."""
     import gzip
 
     from conftest import SHARED_CORPORA
 
-    own = root / "own"
-    own.mkdir()
-    slices = {"train": ("train", 0, 600), "dev": ("train", 600, 650), "test": ("val", 0, 70)}
-    for split, (name, start, end) in slices.items():
-        for lang in ("de", "en"):
-            with gzip.open(SHARED_CORPORA / "multi30k" / f"{name}.{lang}.gz", "rt") as handle:
-                lines = [line.rstrip("\n") for line in handle][start:end]
-            if split == "test" and lang == "en":
-                lines[:entities] = [f"{line} it&apos;s" for line in lines[:entities]]
-            (own / f"{split}.{lang}").write_text("".join(f"{line}\n" for line in lines))
-    custom = {split: {"src": f"own/{split}.de", "tgt": f"own/{split}.en"} for split in slices}
+    with gzip.open(SHARED_CORPORA / "multi30k" / f"{name}.{lang}.gz", "rt") as handle:
+        return [line.rstrip("\n") for line in handle][start:end]
+
+
+def own_corpus(root: Path, served: Path, url: str, entities: int) -> dict:
+    """Multi30k de-en slices laid out as the README's example of a corpus of one's own: train
+    as two files served by URL (``url``, the folder ``served``), dev as a gzipped TSV and test
+    as two files under ``root/own`` (relative paths, as a user writes them), the test's target
+    with ``entities`` Moses-escaped apostrophes. Returns the params naming them, and one grid
+    cell (RNNsearch-20) to train on them."""
+    from test_own_corpus import write_text
+
+    for lang in ("de", "en"):
+        write_text(served / f"train.{lang}", multi30k_lines("train", lang, 0, 600))
+    dev = zip(multi30k_lines("train", "de", 600, 650), multi30k_lines("train", "en", 600, 650))
+    write_text(root / "own/dev.tsv.gz", [f"{de}\t{en}" for de, en in dev])
+    test = {lang: multi30k_lines("val", lang, 0, 70) for lang in ("de", "en")}
+    test["en"][:entities] = [f"{line} it&apos;s" for line in test["en"][:entities]]
+    for lang, lines in test.items():
+        write_text(root / f"own/test.{lang}", lines)
+    custom = {"train": {"src": f"{url}/train.de", "tgt": f"{url}/train.en"},
+              "dev": {"tsv": "own/dev.tsv.gz"},
+              "test": {"src": "own/test.de", "tgt": "own/test.en"}}
     return {"prepare": {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
-                        "custom": custom},
+                        "custom": custom, "download": True},
             "train": {"grid": {"models": ["search"], "max_lens": [20]}}}
 
 
-def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(default_run, tmp_path):
-    """``make experiment NAME=own PARAMS=my.yaml`` on a corpus of one's own (files with
-    entities, a test file longer than the default test size): the committed default run is
-    untouched, the given test file is used whole, its entities are counted, and the report
-    names the corpus and the pair and shows no paper column."""
-    root = default_run
+def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(default_run, tmp_path,
+                                                                          http_root):
+    """``make experiment NAME=own PARAMS=my.yaml`` on a corpus of one's own given only in
+    params, in the README's layout (train by URL from 127.0.0.1, dev a gzipped TSV, a test file
+    with entities and longer than the default test size), through the real DVC pipeline to
+    Table 1: the committed default run is untouched, the inputs are recorded with their
+    checksums, the given dev and test files are used whole, the entities are counted, and the
+    report names the corpus and the pair and shows no paper column."""
+    from test_own_corpus import sha256
+
+    root, (served, url) = default_run, http_root
     mine = tmp_path / "my.yaml"
-    mine.write_text(yaml.safe_dump(own_corpus(root, entities=5)))
+    mine.write_text(yaml.safe_dump(own_corpus(root, served, url, entities=5)))
     before = workspace_results(root)      # as other tests of this module left them
     run_in([sys.executable, "-m", "rnnsearch.presets", "run", "own", "--from", str(mine)], root)
     assert workspace_results(root) == before
     exported = root / "reports/presets/own"
     prepared = json.loads((exported / "metrics/prepare.json").read_text())
-    assert prepared["test"]["pairs"] == 70                    # the given file, whole
+    assert prepared["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
+                                                  "sha256": sha256(served / "train.de")}
+    dev = root / "own/dev.tsv.gz"     # the experiment's copy reads the project's own files
+    assert prepared["dev"]["inputs"]["tsv"] == {"file": str(dev), "sha256": sha256(dev)}
+    assert (prepared["dev"]["pairs"], prepared["test"]["pairs"]) == (50, 70)   # given: whole
     assert prepared["test"]["entities"]["tgt"]["occurrences"] == 5
     assert prepared["corpus"]["name"] == "custom"
     report = (exported / "README.md").read_text()
