@@ -51,7 +51,12 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     gemms = [op for op, _ in profile["categories"]["GEMM (mm, addmm, bmm)"]["top"]]
     assert set(gemms) <= {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
     assert search["decoding"]["beam5"]["profile"]["categories"]["top-k"]["ms"] > 0
-    if search["bf16_native"]:       # the fastest variant profiled too, where bf16 is native
+    fused = search["profile_fused"]      # the fastest fp32 variant profiled too
+    assert fused["variant"] == "fused_loss_fused_adam"
+    assert set(fused["phases_ms"]) == set(profile["phases_ms"]) and fused["categories"]
+    assert "The same steps trained as \"fused output layer and loss, fused Adam\"" in \
+        (tmp_path / "reports" / "bench.md").read_text()
+    if search["bf16_native"]:       # and the fastest bf16 variant, where bf16 is native
         assert search["profile_bf16"]["variant"] == "bf16_cross_entropy_fused_adam"
         assert set(search["profile_bf16"]["phases_ms"]) == set(profile["phases_ms"])
     # 1 thread and one per core, whatever --threads says

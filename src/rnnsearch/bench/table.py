@@ -187,15 +187,17 @@ def _profile_section(ref: dict[str, Any]) -> list[str]:
              f"batches it had trained on once; {training['ms_per_repeat']:.0f} ms per step; "
              f"phases: {_phases(training)}):", ""]
     lines += markdown_table(PROFILE_COLUMNS, _profile_rows(training))
-    lines += _bf16_profile(ref.get("profile_bf16"))
+    for variant in ("profile_fused", "profile_bf16"):
+        lines += _variant_profile(ref.get(variant))
     lines += ["", f"Batched beam 5 over the test set (batches of 64, "
                   f"{beam['ms_per_repeat'] / 1e3:.1f} s):", ""]
     lines += markdown_table(["category", "ms", *PROFILE_COLUMNS[2:]], _profile_rows(beam))
     return lines
 
 
-def _bf16_profile(profile: dict[str, Any] | None) -> list[str]:
-    """The profile of the fastest side-by-side variant, where the CPU runs bf16 natively."""
+def _variant_profile(profile: dict[str, Any] | None) -> list[str]:
+    """The profile of one of the fastest side-by-side variants: fp32's (benches from
+    2026-12-03 on) and, where the CPU runs bf16 natively, bf16's."""
     if not profile:
         return []
     name = SIDE_BY_SIDE_ROWS.get(profile["variant"], profile["variant"])
