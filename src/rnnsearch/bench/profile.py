@@ -16,9 +16,11 @@ from torch.profiler import ProfilerActivity, profile
 from rnnsearch.device import synchronize
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
-    "GEMM (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
+    "GEMM (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm",
+                              "aten::baddbmm"),
     "log-softmax + NLL (fwd, bwd)": ("aten::_log_softmax", "aten::_log_softmax_backward_data",
-                                     "aten::nll_loss_forward", "aten::nll_loss_backward"),
+                                     "aten::nll_loss_forward", "aten::nll_loss_backward",
+                                     "aten::exp_"),   # the fused loss's softmax
     "top-k": ("aten::topk",),
     "tanh, sigmoid (fwd, bwd)": ("aten::tanh", "aten::tanh_", "aten::tanh_backward",
                                  "aten::sigmoid", "aten::sigmoid_", "aten::sigmoid_backward"),
@@ -29,11 +31,13 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
         "aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub", "aten::rsub",
         "aten::div", "aten::div_", "aten::addcmul_", "aten::addcdiv_", "aten::lerp_",
         "aten::sqrt", "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::eq",
-        "aten::ne", "aten::clamp_", "aten::_foreach_norm", "aten::_foreach_mul_"),
+        "aten::ne", "aten::clamp_", "aten::_foreach_norm", "aten::_foreach_mul_",
+        "aten::_fused_adam_"),
     "copies, fills, concatenation, indexing": ("aten::copy_", "aten::fill_", "aten::zero_",
                                                "aten::cat", "aten::index_select",
                                                "aten::embedding_dense_backward", "aten::index_add_",
-                                               "aten::gather", "aten::scatter_"),
+                                               "aten::gather", "aten::scatter_",
+                                               "aten::scatter_add_", "aten::index_copy_"),
 }
 PHASES = ("forward", "backward", "clip", "optimizer")
 
