@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from conftest import make_project, run_in
+from test_own_corpus import mirror_lines, sha256, write_text
 
 pytestmark = pytest.mark.slow
 
@@ -125,29 +126,17 @@ def workspace_results(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
-def multi30k_lines(name: str, lang: str, start: int, end: int) -> list[str]:
-    """Lines ``start`` to ``end`` of the shared mirror's Multi30k ``<name>.<lang>.gz``."""
-    import gzip
-
-    from conftest import SHARED_CORPORA
-
-    with gzip.open(SHARED_CORPORA / "multi30k" / f"{name}.{lang}.gz", "rt") as handle:
-        return [line.rstrip("\n") for line in handle][start:end]
-
-
 def own_corpus(root: Path, served: Path, url: str, entities: int) -> dict:
     """Multi30k de-en slices laid out as the README's example of a corpus of one's own: train
     as two files served by URL (``url``, the folder ``served``), dev as a gzipped TSV and test
     as two files under ``root/own`` (relative paths, as a user writes them), the test's target
     with ``entities`` Moses-escaped apostrophes. Returns the params naming them, and one grid
     cell (RNNsearch-20) to train on them."""
-    from test_own_corpus import write_text
-
     for lang in ("de", "en"):
-        write_text(served / f"train.{lang}", multi30k_lines("train", lang, 0, 600))
-    dev = zip(multi30k_lines("train", "de", 600, 650), multi30k_lines("train", "en", 600, 650))
+        write_text(served / f"train.{lang}", mirror_lines(f"train.{lang}.gz", 600))
+    dev = zip(*(mirror_lines(f"train.{lang}.gz", 650)[600:] for lang in ("de", "en")))
     write_text(root / "own/dev.tsv.gz", [f"{de}\t{en}" for de, en in dev])
-    test = {lang: multi30k_lines("val", lang, 0, 70) for lang in ("de", "en")}
+    test = {lang: mirror_lines(f"val.{lang}.gz", 70) for lang in ("de", "en")}
     test["en"][:entities] = [f"{line} it&apos;s" for line in test["en"][:entities]]
     for lang, lines in test.items():
         write_text(root / f"own/test.{lang}", lines)
@@ -167,8 +156,6 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     Table 1: the committed default run is untouched, the inputs are recorded with their
     checksums, the given dev and test files are used whole, the entities are counted, and the
     report names the corpus and the pair and shows no paper column."""
-    from test_own_corpus import sha256
-
     root, (served, url) = default_run, http_root
     mine = tmp_path / "my.yaml"
     mine.write_text(yaml.safe_dump(own_corpus(root, served, url, entities=5)))
