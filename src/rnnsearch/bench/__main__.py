@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                parts.threads_part, data, windows, steps, tiny, threads=n)
                           for n in sorted({1, torch.get_num_threads(), os.cpu_count() or 1})]
     results["scaling"] = part("epoch scaling", _in_fresh_process, parts.epoch_scaling, data,
-                              [64, 128] if tiny else [1500, 3000, 6000])
+                              [16, 32] if tiny else [1500, 3000, 6000])
     results["scaling"].update(part("attention scaling", parts.attention_scaling,
                                    [5, 10] if tiny else [10, 20, 40, 80]))
     if not args.skip_hansard:
