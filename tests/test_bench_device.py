@@ -61,14 +61,6 @@ def check_report(out: Path, name: str) -> dict:
     return results
 
 
-def test_device_bench_runs_tiny_on_the_cpu_with_a_minimal_install(tmp_path):
-    done = run_bench(tmp_path, "cpu")
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = check_report(tmp_path, "bench_device_cpu")
-    assert results["machine"]["device"] == "cpu"
-    assert all(d["differing"] == 0 for d in results["agreement"].values())   # CPU against CPU
-
-
 def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
     import random
 
@@ -108,13 +100,18 @@ CHECK_FILES = ["bench_device_cpu.json", "bench_device_cpu.md", "check.log", "com
 @pytest.mark.timeout(7200)       # the script's own step limits stop a hang; a slow CPU is no fault
 def test_gpu_check_dry_run_on_the_cpu(tmp_path):
     """``scripts/gpu_check.sh --cpu``: every step at tiny sizes with a minimal install, a tiny
-    model standing for the default run's search-50, and a summary with a verdict."""
+    model standing for the default run's search-50, and a summary with a verdict. Its bench
+    step is the device bench (``python -m rnnsearch.bench --device cpu --tiny``) with a minimal
+    install, whose report holds every part."""
     out = tmp_path / "gpu-check"
     make_tiny(tmp_path / "model", steps=2, sentences=12)
     done = run_check(tmp_path, out, COMPARE_MODEL=str(tmp_path / "model/model.pt"),
                      COMPARE_DATA=str(tmp_path / "model"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == CHECK_FILES
+    bench = check_report(out, "bench_device_cpu")
+    assert bench["machine"]["device"] == "cpu"
+    assert all(d["differing"] == 0 for d in bench["agreement"].values())   # CPU against CPU
     log = (out / "check.log").read_text()
     for name in CHECK_STEPS:
         assert f"== {name}: exit 0" in log, log[-3000:]

@@ -62,7 +62,14 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     # 1 thread and one per core, whatever --threads says
     assert [row["threads"] for row in data["threads"]] == sorted({1, os.cpu_count()})
     assert all(row["tokens_per_s"] > 0 for row in data["threads"])
+    allocator = data["allocator"]   # the pipeline's allocator settings against glibc's defaults
+    for name in ("kept", "system"):
+        assert allocator[name]["tokens_per_s"] > 0 and allocator[name]["peak_rss_mb"] > 50
+        assert allocator[name]["page_faults_per_step"] > 0
+    assert allocator["speedup"] == allocator["kept"]["tokens_per_s"] / \
+        allocator["system"]["tokens_per_s"]
     report = (tmp_path / "reports" / "bench.md").read_text()
+    assert "## Memory allocator (rnnsearch.allocator)" in report
     assert "## Threads" in report and "Load average (1, 5, 15 min)" in report
     assert "## Where the time goes" in report and "| largest operators (ms) |" in report and "### Side by side (search model)" in report
     assert ("The same steps trained as \"bf16 autocast, loss in bf16, fused Adam\"" in report) \

@@ -29,6 +29,8 @@ CANNOT_CHANGE_A_RESULT = {
                              "description in a metrics file, never a number",
     "rnnsearch.procgroup": "process groups: stops a stage's children with it",
     "rnnsearch.command": "how a command ends: the one-line error and its exit status",
+    "rnnsearch.allocator": "when the C library hands freed memory back to the operating "
+                           "system; every number computed stays the same, bit for bit",
 }
 
 

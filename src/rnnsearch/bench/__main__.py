@@ -16,8 +16,6 @@ neither the corpora mirror nor sacremoses.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
-import multiprocessing as mp
 import os
 import platform
 import sys
@@ -27,7 +25,9 @@ from typing import Any, Callable, Protocol
 
 import torch
 
-from rnnsearch.bench import parts, trust, worker
+from rnnsearch.allocator import keep_freed_memory
+from rnnsearch.bench import parts, trust
+from rnnsearch.bench.allocator import allocator_side_by_side, start_measurement
 from rnnsearch.bench.table import markdown_report
 from rnnsearch.bench.trust import load_average
 from rnnsearch.bench.workload import tokenized_multi30k
@@ -53,10 +53,7 @@ def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any,
     with ``uses_torch=False`` the process never imports torch (so its peak memory is the
     function's own). The process ends with this one (:mod:`rnnsearch.bench.worker`)."""
     threads = (threads or torch.get_num_threads()) if uses_torch else None
-    with futures.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                     initializer=worker.start,
-                                     initargs=(os.getpid(), threads)) as pool:
-        return pool.submit(function, *args).result()
+    return start_measurement(function, *args, threads=threads).result()
 
 
 def machine() -> dict[str, Any]:
@@ -94,6 +91,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["threads"] = [part(f"training search, {n} thread(s)", _in_fresh_process,
                                parts.threads_part, data, windows, steps, tiny, threads=n)
                           for n in sorted({1, torch.get_num_threads(), os.cpu_count() or 1})]
+    results["allocator"] = part("allocator settings side by side", allocator_side_by_side,
+                                data, windows, steps, tiny)
     results["scaling"] = part("epoch scaling", _in_fresh_process, parts.epoch_scaling, data,
                               [16, 32] if tiny else [1500, 3000, 6000])
     results["scaling"].update(part("attention scaling", parts.attention_scaling,
@@ -159,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=DEVICES, default=None,
                         help="run the device benchmark there (bench_gpu.* on a GPU)")
     args = parser.parse_args(argv)
+    keep_freed_memory()
     torch.set_num_threads(args.threads)
     if args.device:
         return run_device(args)

@@ -217,6 +217,19 @@ def threads_part(data: str, windows: int, window_steps: int, tiny: bool = False
     return {"threads": torch.get_num_threads(), "tokens_per_s": speed.tokens_per_second}
 
 
+def allocator_part(data: str, windows: int, window_steps: int, tiny: bool = False
+                   ) -> dict[str, Any]:
+    """The reference model's training speed under this process' allocator settings
+    (:mod:`rnnsearch.allocator`), with its page faults per step (minor: memory the kernel
+    maps in and zero-fills; warm-up steps included) and its peak memory."""
+    work = bench_workload(data, tiny)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    speed = measure_training(reference_config("search"), work, windows, window_steps)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return {"tokens_per_s": speed.tokens_per_second, "windows": speed.windows,
+            "page_faults_per_step": faults / speed.steps, "peak_rss_mb": peak_rss_mb()}
+
+
 def epoch_scaling(data: str, sizes: list[int]) -> dict[str, Any]:
     """Seconds for one epoch of the reference model as the training set grows."""
     work = load_workload(Path(data), limit=max(sizes))

@@ -222,6 +222,21 @@ def _threads_section(rows: list[dict[str, Any]]) -> list[str]:
                 "docs/performance.md."]
 
 
+def allocator_section(side: dict[str, Any] | None) -> list[str]:
+    """Training with freed memory kept (the pipeline's setting) against glibc's defaults."""
+    if not side:
+        return []
+    rows = [[label, f"{side[name]['tokens_per_s']:,.0f}",
+             f"{side[name]['page_faults_per_step']:,.0f}", f"{side[name]['peak_rss_mb']:,.0f}"]
+            for name, label in (("kept", "freed memory kept for reuse (the pipeline's)"),
+                                ("system", "glibc's defaults (RNNSEARCH_MALLOC=system)"))]
+    return ["", "## Memory allocator (rnnsearch.allocator)", "",
+            *markdown_table(["setting", "search model, target tokens/s (1 thread)",
+                             "page faults per step", "peak RSS MiB"], rows),
+            "", f"Both processes started at the same moment, one thread each: "
+                f"{side['speedup']:.2f}x."]
+
+
 def markdown_report(results: dict[str, Any]) -> str:
     """The whole report: machine, targets, training, decoding, scaling."""
     m = results["machine"]
@@ -249,6 +264,7 @@ def markdown_report(results: dict[str, Any]) -> str:
                     _decoding_rows(ref["decoding"]))
     lines += _profile_section(ref)
     lines += _threads_section(results.get("threads", []))
+    lines += allocator_section(results.get("allocator"))
     lines += ["", "## Scaling", ""]
     lines += markdown_table(["training pairs", "batches", "seconds per epoch"],
                     [[r["pairs"], r["batches"], f"{r['seconds']:.1f}"] for r in results["scaling"]["epochs"]])

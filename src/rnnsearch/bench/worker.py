@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 
+from rnnsearch.allocator import keep_freed_memory
+
 PR_SET_PDEATHSIG = 1   # linux/prctl.h
 
 
@@ -30,10 +32,14 @@ def end_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def start(parent: int, threads: int | None) -> None:
-    """The measurement process' initializer: end with ``parent``; with ``threads``, import
-    torch and give it that many threads (``None``: torch is left unimported)."""
+def start(parent: int, threads: int | None, keep_memory: bool = True) -> None:
+    """The measurement process' initializer: end with ``parent``; keep freed memory for reuse
+    as the pipeline's stages do (:mod:`rnnsearch.allocator`; ``keep_memory=False``: glibc's
+    defaults); with ``threads``, import torch and give it that many threads (``None``: torch
+    is left unimported)."""
     end_with_parent(parent)
+    if keep_memory:
+        keep_freed_memory()
     if threads is not None:
         import torch
         torch.set_num_threads(threads)

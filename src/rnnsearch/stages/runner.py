@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Sequence, TypeVar
 
+from rnnsearch.allocator import keep_freed_memory
 from rnnsearch.command import run_command
 from rnnsearch.config.base import load_section
 from rnnsearch.data.textio import atomic_dir, write_json
@@ -110,7 +111,9 @@ class StageContext:
 
 
 def main(name: str) -> None:
-    """``pipeline/<name>.py``'s whole body: run the stage module ``rnnsearch.stages.<name>``."""
+    """``pipeline/<name>.py``'s whole body: run the stage module ``rnnsearch.stages.<name>``,
+    with freed memory kept for reuse (:mod:`rnnsearch.allocator`)."""
+    keep_freed_memory()
     module = importlib.import_module(f"rnnsearch.stages.{name}")
     sys.exit(run(module.STAGE))
 
