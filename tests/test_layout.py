@@ -11,10 +11,11 @@ those inside functions included):
   - ``data``: file formats, text I/O, vocabularies, corpora; the lowest layer of the design.
   - ``config``: the typed params of every section (using data's registries of corpora and
     vocabularies), with the repository's params files (``repo_root``, presets, merging).
-  - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``device``, ``stage_command``:
-    independent helpers (the machine's description, process groups, the MLflow UI's app, how a
-    command ends, the device a measurement runs on, a stage's script run in its own process),
-    used by tracking, the stages and the tools alike.
+  - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``device``, ``stage_command``,
+    ``allocator``: independent helpers (the machine's description, process groups, the MLflow
+    UI's app, how a command ends, the device a measurement runs on, a stage's script run in its
+    own process, the C library's allocator settings), used by tracking, the stages and the
+    tools alike.
   - ``tracking``: the MLflow store, runs and tags (uses the helpers above).
   - ``models``, ``alignment``, ``embeddings``, ``evaluation``, ``reporting``: independent
     library packages above data and config.
@@ -45,7 +46,7 @@ LAYERS = (
     ("errors",),
     ("data",),
     ("config",),
-    ("environment", "procgroup", "ui_app", "command", "device", "stage_command"),
+    ("environment", "procgroup", "ui_app", "command", "device", "stage_command", "allocator"),
     ("tracking",),
     ("models", "alignment", "embeddings", "evaluation", "reporting"),
     ("decoding",),
