@@ -32,7 +32,7 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
     native = search["bf16_native"]       # emulated bf16 gets a short look of its own
     assert list(side) == (["fp32", "bf16_autocast", "bf16_cross_entropy", "fused_adam",
                            "bf16_fused_adam", "bf16_cross_entropy_fused_adam", "fused_loss",
-                           "fused_loss_fused_adam"] if native
+                           "fused_loss_fused_adam", "bf16_fused_loss_fused_adam"] if native
                           else ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
     assert all(len(row["windows"]) == 2 and row["tokens_per_s"] > 0 for row in side.values())
     assert side["fp32"]["speedup"] == 1.0

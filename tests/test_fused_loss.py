@@ -85,10 +85,26 @@ def test_without_gradients_it_computes_the_loss_alone():
         torch.testing.assert_close(loss, eager_loss(*inputs, targets))
 
 
-def test_it_refuses_autocast():
-    inputs, targets = random_features(4, 3, 5, bias=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(ValueError, match="32-true"):
-        linear_cross_entropy(*inputs, targets)
+def test_under_autocast_the_products_run_in_bf16_and_the_loss_in_fp32():
+    """``precision: bf16-mixed``: the fused loss equals the eager output layer's under autocast
+    (bf16 logits) with its cross-entropy taken in fp32, within bf16 rounding; every gradient
+    comes back in its input's dtype (the fp32 weight's in fp32)."""
+    inputs, targets = random_features(300, 32, 700, bias=True, seed=5)
+    features, weight, bias = (t.detach().float().requires_grad_() for t in inputs)
+    bf16_features = features.detach().bfloat16().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = F.linear(bf16_features, weight, bias)
+        assert logits.dtype == torch.bfloat16
+        eager = F.cross_entropy(logits.float(), targets, ignore_index=PAD_ID, reduction="sum")
+        fused = linear_cross_entropy(bf16_features, weight, bias, targets, chunk_rows=64)
+    assert fused.dtype == torch.float32
+    torch.testing.assert_close(fused, eager, rtol=1e-5, atol=0)
+    expected = torch.autograd.grad(eager, (bf16_features, weight, bias))
+    got = torch.autograd.grad(fused, (bf16_features, weight, bias))
+    for name, want, have in zip(("features", "weight", "bias"), expected, got):
+        assert have.dtype == want.dtype, name
+        error = (have.double() - want.double()).norm()
+        assert error <= 1e-2 * want.double().norm(), f"{name}: gradient error {float(error)}"
 
 
 def random_pairs(seed: int, pairs: int = 12) -> Batch:
@@ -98,11 +114,13 @@ def random_pairs(seed: int, pairs: int = 12) -> Batch:
                     for _ in range(pairs)])
 
 
-def loss_and_gradients(task: TranslationTask, batch: Batch, fused: bool):
-    """The summed training loss (dropout masks drawn from one seed) and every gradient."""
+def loss_and_gradients(task: TranslationTask, batch: Batch, fused: bool, bf16: bool = False):
+    """The summed training loss (dropout masks drawn from one seed) and every gradient, under
+    bf16 autocast if ``bf16``."""
     task.model.zero_grad(set_to_none=True)
     torch.manual_seed(7)
-    total, tokens = task.token_losses(batch, fused=fused)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        total, tokens = task.token_losses(batch, fused=fused)
     total.backward()
     return total.detach(), tokens, {name: p.grad.clone()
                                     for name, p in task.model.named_parameters()
@@ -131,6 +149,27 @@ def test_every_model_kind_trains_the_same_loss_and_gradients_fused(kind):
 
 
 @pytest.mark.parametrize("kind", ["search", "encdec", "luong global"])
+def test_every_model_kind_trains_the_same_loss_and_gradients_fused_in_bf16(kind):
+    """``precision: bf16-mixed`` with the fused loss against bf16-mixed's eager loss (bf16
+    logits, cross-entropy in fp32): the same loss and gradients to bf16's precision, the same
+    parameters with gradients (a lost or doubled gradient would be off by its whole size)."""
+    torch.manual_seed(0)
+    config = ModelConfig(embedding_size=32, hidden_size=32, attention_size=32, output_size=32,
+                         **KINDS[kind])
+    task = TranslationTask(build_model(config, VOCAB, VOCAB).train(), OptimConfig())
+    batch = random_pairs(2, pairs=16)
+    eager, _, eager_grads = loss_and_gradients(task, batch, fused=False, bf16=True)
+    fused, _, fused_grads = loss_and_gradients(task, batch, fused=True, bf16=True)
+    torch.testing.assert_close(fused, eager, rtol=1e-3, atol=0)
+    assert fused_grads.keys() == eager_grads.keys() and "decoder.output.weight" in fused_grads
+    whole = torch.cat([grad.flatten() for grad in eager_grads.values()]).norm()
+    for name, grad in eager_grads.items():
+        assert fused_grads[name].dtype == grad.dtype == torch.float32, name
+        error = (fused_grads[name] - grad).norm()
+        assert error <= 2e-2 * grad.norm() + 1e-3 * whole, f"{name}: gradient error {float(error)}"
+
+
+@pytest.mark.parametrize("kind", ["search", "encdec", "luong global"])
 def test_three_fused_training_steps_end_where_eager_ones_do(kind):
     """fp32, Adam, clipping: the train stage's step (``train.trainer.fused_loss`` through
     :func:`bare_task`) gives the eager step's losses and weights within float tolerance."""
@@ -153,10 +192,12 @@ def test_three_fused_training_steps_end_where_eager_ones_do(kind):
         torch.testing.assert_close(runs[True][1][name], weight, rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_fused_loss_needs_full_precision():
-    with pytest.raises(ConfigError, match="train.trainer.fused_loss: runs in fp32"):
-        TrainerConfig(precision="bf16-mixed", fused_loss=True).check("train.trainer")
+def test_fused_loss_is_refused_beside_the_bf16_cross_entropy():
+    with pytest.raises(ConfigError, match="train.trainer.fused_loss: takes its loss over fp32"):
+        TrainerConfig(precision="bf16-mixed", fused_loss=True,
+                      bf16_cross_entropy=True).check("train.trainer")
     TrainerConfig(fused_loss=True).check("train.trainer")
+    TrainerConfig(precision="bf16-mixed", fused_loss=True).check("train.trainer")
 
 
 def test_the_output_layer_bench_shows_the_memory_the_fused_loss_saves(capsys):

@@ -143,7 +143,8 @@ SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
                 "fused_adam": Variant(FUSED_OPTIM), "bf16_fused_adam": Variant(FUSED_OPTIM, True),
                 "bf16_cross_entropy_fused_adam": Variant(FUSED_OPTIM, True, True),
                 "fused_loss": Variant(fused_loss=True),
-                "fused_loss_fused_adam": Variant(FUSED_OPTIM, fused_loss=True)}
+                "fused_loss_fused_adam": Variant(FUSED_OPTIM, fused_loss=True),
+                "bf16_fused_loss_fused_adam": Variant(FUSED_OPTIM, True, fused_loss=True)}
 # the fastest variants, also profiled: in fp32 on every CPU, in bf16 where the CPU has it natively
 FASTEST_FP32, FASTEST = "fused_loss_fused_adam", "bf16_cross_entropy_fused_adam"
 # without native bf16 the bf16 variants are left out of the side by side: emulated, a step takes

@@ -137,7 +137,9 @@ SIDE_BY_SIDE_ROWS = {"fp32": "fp32, Adam's per-parameter loop (the reference, th
                      "bf16_fused_adam": "bf16 autocast and fused Adam",
                      "bf16_cross_entropy_fused_adam": "bf16 autocast, loss in bf16, fused Adam",
                      "fused_loss": "fused output layer and loss (`train.trainer.fused_loss: true`)",
-                     "fused_loss_fused_adam": "fused output layer and loss, fused Adam"}
+                     "fused_loss_fused_adam": "fused output layer and loss, fused Adam",
+                     "bf16_fused_loss_fused_adam": "bf16 autocast, fused output layer and loss "
+                                                   "(its log-softmax in fp32), fused Adam"}
 
 
 def _side_by_side_section(ref: dict[str, Any]) -> list[str]:

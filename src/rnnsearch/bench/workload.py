@@ -153,7 +153,7 @@ class Variant:
     optim: OptimConfig = REFERENCE_OPTIM
     bf16: bool = False          # under torch.autocast("cpu", torch.bfloat16)
     bf16_cross_entropy: bool = False   # train.trainer.bf16_cross_entropy (with bf16)
-    fused_loss: bool = False           # train.trainer.fused_loss (fp32)
+    fused_loss: bool = False           # train.trainer.fused_loss
 
     def autocast(self) -> torch.autocast:
         """The CPU autocast the variant trains under (off unless ``bf16``)."""

@@ -83,7 +83,6 @@ class BudgetConfig:
 # Transformer layers on NVIDIA GPUs. ("32", "16", "bf16": Lightning's older names of the three.)
 TRAINABLE_PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "32", "16", "bf16")
 BF16_PRECISIONS = ("bf16-mixed", "bf16")   # autocast to bf16: the logits come out in bf16
-FULL_PRECISIONS = ("32-true", "32")        # no autocast
 
 
 def lightning_choices() -> dict[str, tuple[str, ...]]:
@@ -144,7 +143,7 @@ class TrainerConfig:
     cuda_graphs: bool = False       # the attention decoder's loop replayed as CUDA graphs (GPU)
     graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
     bf16_cross_entropy: bool = False  # with bf16-mixed: the training loss over the vocabulary in bf16
-    fused_loss: bool = False        # the output layer and training loss in one chunked pass (fp32)
+    fused_loss: bool = False        # the output layer and training loss in one chunked pass
 
     def check(self, key: str) -> None:
         """Values Lightning accepts anywhere (names from its own registries)."""
@@ -155,9 +154,9 @@ class TrainerConfig:
         require(not self.bf16_cross_entropy or str(self.precision) in BF16_PRECISIONS,
                 f"{key}.bf16_cross_entropy",
                 f"needs precision bf16-mixed (the logits are fp32 in {self.precision!r})")
-        require(not self.fused_loss or str(self.precision) in FULL_PRECISIONS,
-                f"{key}.fused_loss", f"runs in fp32: needs precision 32-true, not {self.precision!r} "
-                f"(under mixed precision use bf16_cross_entropy instead)")
+        require(not (self.fused_loss and self.bf16_cross_entropy), f"{key}.fused_loss",
+                "takes its loss over fp32 log-probabilities; set one of fused_loss and "
+                "bf16_cross_entropy, not both")
         require(_devices_ok(self.devices), f"{key}.devices",
                 f"must be a number of devices > 0, -1 (all of them), 'auto' or device indices "
                 f"such as '0,1'; got {self.devices!r}")

@@ -29,9 +29,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, features: Tensor, weight: Tensor, bias: Tensor | None,
-                targets: Tensor, chunk_rows: int) -> Tensor:
+                targets: Tensor, chunk_rows: int, dtype: torch.dtype | None) -> Tensor:
         grads = _Gradients(features, weight, bias)
-        total = _chunked_loss(features, weight, bias, targets, chunk_rows, grads)
+        total = _chunked_loss(features, _Output(weight, bias, dtype), targets, chunk_rows, grads)
         ctx.save_for_backward(grads.features, grads.weight, grads.bias)
         ctx.has_bias = bias is not None
         return total
@@ -40,50 +40,70 @@ class _LinearCrossEntropy(torch.autograd.Function):
     def backward(ctx: Any, grad_total: Tensor) -> tuple[Tensor | None, ...]:
         d_features, d_weight, d_bias = ctx.saved_tensors
         return (d_features * grad_total, d_weight * grad_total,
-                d_bias * grad_total if ctx.has_bias else None, None, None)
+                d_bias * grad_total if ctx.has_bias else None, None, None, None)
 
 
-def _chunked_loss(features: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
-                  chunk_rows: int, grads: _Gradients | None) -> Tensor:
-    """``features``: N x D, ``weight``: V x D, ``bias``: V, ``targets``: N ids -> the summed
-    loss over the real tokens; each chunk's gradient goes into ``grads`` (None: loss only)."""
+class _Output:
+    """The output layer as the products see it: its weight and bias in the products' dtype
+    (autocast's, e.g. bf16, else the weight's own), each converted once per batch. The
+    log-softmax and the loss stay in the weight's dtype (fp32)."""
+
+    def __init__(self, weight: Tensor, bias: Tensor | None, dtype: torch.dtype | None) -> None:
+        self.dtype = dtype or weight.dtype
+        self.loss_dtype = weight.dtype
+        self.weight = weight.to(self.dtype)                                  # V x D
+        self.bias = bias.to(self.dtype) if bias is not None else None        # V
+
+    def log_probs(self, inputs: Tensor) -> Tensor:
+        """``inputs``: c x D in the products' dtype -> log-probabilities c x V (loss dtype)."""
+        if self.bias is None:
+            logits = inputs @ self.weight.t()
+        else:
+            logits = torch.addmm(self.bias, inputs, self.weight.t())
+        # converted first: log_softmax's own dtype argument took 3-10x longer on bf16 logits
+        return torch.log_softmax(logits.to(self.loss_dtype), 1)
+
+
+def _chunked_loss(features: Tensor, output: _Output, targets: Tensor, chunk_rows: int,
+                  grads: _Gradients | None) -> Tensor:
+    """``features``: N x D, ``targets``: N ids -> the summed loss over the real tokens (in the
+    loss dtype); each chunk's gradient goes into ``grads`` (None: loss only)."""
     rows = (targets != PAD_ID).nonzero().squeeze(1)                      # real tokens: R
-    total = features.new_zeros(())
+    total = torch.zeros((), dtype=output.loss_dtype, device=features.device)
     for start in range(0, rows.numel(), chunk_rows):
         chunk = rows[start:start + chunk_rows]                             # c
-        inputs, words = features.index_select(0, chunk), targets.index_select(0, chunk)
-        log_probs = torch.log_softmax(_linear(inputs, weight, bias), 1)   # c x V
+        inputs = features.index_select(0, chunk).to(output.dtype)          # c x D
+        words = targets.index_select(0, chunk)
+        log_probs = output.log_probs(inputs)                               # c x V
         total -= log_probs.gather(1, words.unsqueeze(1)).sum()
         if grads is not None:
             # d loss / d logits = softmax - onehot, made in the log-probabilities' memory
             probs = log_probs.exp_()
             probs.scatter_add_(1, words.unsqueeze(1), probs.new_full((chunk.numel(), 1), -1.0))
-            grads.add_chunk(chunk, inputs, probs)
+            grads.add_chunk(chunk, inputs, probs, output.weight)
     return total
 
 
 class _Gradients:
-    """The features', weight's and bias's gradients, summed chunk by chunk."""
+    """The features', weight's and bias's gradients, summed chunk by chunk, each in the dtype
+    of what it is the gradient of."""
 
     def __init__(self, features: Tensor, weight: Tensor, bias: Tensor | None) -> None:
         self.features = torch.zeros_like(features)                          # N x D
         self.weight = torch.zeros_like(weight)                              # V x D
         self.bias = torch.zeros_like(bias) if bias is not None else weight.new_zeros(0)
-        self._weight = weight
 
-    def add_chunk(self, chunk: Tensor, inputs: Tensor, d_logits: Tensor) -> None:
-        """``d_logits``: c x V, the chunk's gradient; ``inputs``: its c x D features."""
-        self.features.index_copy_(0, chunk, d_logits @ self._weight)         # c x D
-        self.weight.addmm_(d_logits.t(), inputs)
+    def add_chunk(self, chunk: Tensor, inputs: Tensor, d_logits: Tensor, weight: Tensor) -> None:
+        """``d_logits``: c x V, the chunk's gradient in the loss dtype; ``inputs`` (c x D) and
+        ``weight`` (V x D): the chunk's features and the output weight in the products' dtype."""
         if self.bias.numel():
             self.bias += d_logits.sum(0)
-
-
-def _linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """``inputs @ weight.T + bias``: c x D -> c x V."""
-    if bias is None:
-        return inputs @ weight.t()
-    return torch.addmm(bias, inputs, weight.t())
+        d_logits = d_logits.to(inputs.dtype)
+        self.features.index_copy_(0, chunk, (d_logits @ weight).to(self.features.dtype))
+        if self.weight.dtype == inputs.dtype:
+            self.weight.addmm_(d_logits.t(), inputs)
+        else:    # products in bf16: each chunk's product rounded once, the sum kept in fp32
+            self.weight += d_logits.t() @ inputs
 
 
 def linear_cross_entropy(features: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
@@ -93,14 +113,18 @@ def linear_cross_entropy(features: Tensor, weight: Tensor, bias: Tensor | None, 
 
     ``features``: ... x D (the output layer's input), ``weight``: V x D, ``bias``: V or None,
     ``targets``: ... ids (the features' leading shape); ``chunk_rows``: rows per chunk (0:
-    :data:`CHUNK_ELEMENTS` logits). Returns a scalar in the features' dtype.
+    :data:`CHUNK_ELEMENTS` logits). Under autocast (``precision: bf16-mixed``) the products
+    run in autocast's dtype as the eager output layer's would, and each chunk's log-softmax and
+    gradient in the weight's dtype, as the eager loss takes them over fp32 logits. Returns a
+    scalar in the weight's dtype.
     """
     chunk_rows = chunk_rows or max(1, CHUNK_ELEMENTS // weight.size(0))
-    if torch.is_autocast_enabled(features.device.type):
-        raise ValueError("linear_cross_entropy runs in the features' dtype; call it outside "
-                         "autocast (train.trainer.fused_loss needs precision 32-true)")
+    device = features.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
     flat, flat_targets = features.reshape(-1, features.size(-1)), targets.reshape(-1)  # N x D, N
     tracked = [t for t in (features, weight, bias) if t is not None and t.requires_grad]
-    if not (torch.is_grad_enabled() and tracked):   # no backward to come: the loss alone
-        return _chunked_loss(flat, weight, bias, flat_targets, chunk_rows, grads=None)
-    return _LinearCrossEntropy.apply(flat, weight, bias, flat_targets, chunk_rows)
+    with torch.autocast(device, enabled=False):    # the dtypes are set here, not per operation
+        if not (torch.is_grad_enabled() and tracked):   # no backward to come: the loss alone
+            return _chunked_loss(flat, _Output(weight, bias, dtype), flat_targets, chunk_rows,
+                                 grads=None)
+        return _LinearCrossEntropy.apply(flat, weight, bias, flat_targets, chunk_rows, dtype)
