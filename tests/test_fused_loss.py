@@ -127,6 +127,18 @@ def loss_and_gradients(task: TranslationTask, batch: Batch, fused: bool, bf16: b
                                     if p.grad is not None}
 
 
+def assert_same_gradients(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor],
+                          relative: float, of_whole: float) -> None:
+    """The same parameters have gradients, and each is ``want``'s within ``relative`` of its
+    own norm plus ``of_whole`` of the whole gradient's (a gradient that nearly cancels out is
+    held to the whole's scale)."""
+    assert got.keys() == want.keys() and "decoder.output.weight" in got
+    whole = torch.cat([grad.flatten() for grad in want.values()]).norm()
+    for name, grad in want.items():
+        error = (got[name] - grad).norm()
+        assert error <= relative * grad.norm() + of_whole * whole, f"{name}: error {float(error)}"
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_model_kind_trains_the_same_loss_and_gradients_fused(kind):
     """On random inputs, in fp32 as the models train: the fused path's loss and every
@@ -141,11 +153,7 @@ def test_every_model_kind_trains_the_same_loss_and_gradients_fused(kind):
     fused, fused_tokens, fused_grads = loss_and_gradients(task, batch, fused=True)
     assert fused_tokens == tokens == batch.target_tokens
     torch.testing.assert_close(fused, eager, rtol=1e-6, atol=0)
-    assert fused_grads.keys() == eager_grads.keys() and "decoder.output.weight" in fused_grads
-    whole = torch.cat([grad.flatten() for grad in eager_grads.values()]).norm()
-    for name, grad in eager_grads.items():    # a gradient that nearly cancels out is held to
-        error = (fused_grads[name] - grad).norm()      # the whole gradient's scale
-        assert error <= 1e-5 * grad.norm() + 1e-7 * whole, f"{name}: gradient error {float(error)}"
+    assert_same_gradients(fused_grads, eager_grads, relative=1e-5, of_whole=1e-7)
 
 
 @pytest.mark.parametrize("kind", ["search", "encdec", "luong global"])
@@ -161,12 +169,8 @@ def test_every_model_kind_trains_the_same_loss_and_gradients_fused_in_bf16(kind)
     eager, _, eager_grads = loss_and_gradients(task, batch, fused=False, bf16=True)
     fused, _, fused_grads = loss_and_gradients(task, batch, fused=True, bf16=True)
     torch.testing.assert_close(fused, eager, rtol=1e-3, atol=0)
-    assert fused_grads.keys() == eager_grads.keys() and "decoder.output.weight" in fused_grads
-    whole = torch.cat([grad.flatten() for grad in eager_grads.values()]).norm()
-    for name, grad in eager_grads.items():
-        assert fused_grads[name].dtype == grad.dtype == torch.float32, name
-        error = (fused_grads[name] - grad).norm()
-        assert error <= 2e-2 * grad.norm() + 1e-3 * whole, f"{name}: gradient error {float(error)}"
+    assert all(grad.dtype == torch.float32 for grad in fused_grads.values())
+    assert_same_gradients(fused_grads, eager_grads, relative=2e-2, of_whole=1e-3)
 
 
 @pytest.mark.parametrize("kind", ["search", "encdec", "luong global"])

@@ -11,10 +11,11 @@ that is about 15,000 page faults per step.
 :func:`keep_freed_memory` sets both with ``mallopt``: every block comes from the heap (no block
 is mapped on its own: the largest mmap threshold glibc accepts is 32 MB, and the reference
 step's logits and their gradients reach 45 MB, so mapping is turned off instead), and the heap
-is not trimmed, so a freed block is reused as it is. Nothing computed changes (the same numbers, bit for bit); the process
-keeps the heap it grew until it ends. ``python -m rnnsearch.bench.allocator`` (and ``make
-bench``) measures the difference on your machine. ``RNNSEARCH_MALLOC=system`` leaves glibc's settings as they are;
-with another C library (musl, macOS) there is nothing to set.
+is not trimmed, so a freed block is reused as it is. Nothing computed changes (the same
+numbers, bit for bit); the process keeps the heap it grew until it ends. ``python -m
+rnnsearch.bench.allocator`` (and ``make bench``) measures the difference on your machine.
+``RNNSEARCH_MALLOC=system`` leaves glibc's settings as they are; with another C library (musl,
+macOS) there is nothing to set.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def keep_freed_memory() -> bool:
         return False
     settings = ((M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_MMAP_MAX, MMAP_MAX),
                 (M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    return all([bool(mallopt(option, value)) for option, value in settings])
+    return all([bool(mallopt(option, value)) for option, value in settings])   # every one set
 
 
 def _glibc_mallopt() -> Callable[[int, int], int] | None:
