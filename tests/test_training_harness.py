@@ -6,6 +6,7 @@ import random
 import pytest
 import pytorch_lightning as pl
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
 from rnnsearch.bench import workload
@@ -180,3 +181,43 @@ def test_the_bf16_cross_entropy_needs_bf16_autocast(tmp_path):
     config = device_config(tiny_train(1.0), "cpu", "bf16-mixed", bf16_cross_entropy=True)
     task, _ = bare_task(config, build_model(config.model_config("search"), VOCAB, VOCAB))
     assert task.bf16_cross_entropy
+
+
+class CountCasts(TorchDispatchMode):
+    """Counts the casts to bf16 of tensors shaped ``shape`` dispatched while it is active."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.shape, self.casts = shape, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if (func is torch.ops.aten._to_copy.default and tuple(args[0].shape) == self.shape
+                and out.dtype == torch.bfloat16):
+            self.casts += 1
+        return out
+
+
+def bf16_casts_of(task: TranslationTask, shape: tuple[int, ...], target_words: int) -> int:
+    """How many casts to bf16 of tensors shaped ``shape`` one forward and backward of ``task``
+    under bf16 autocast makes, on 4 random pairs whose targets have ``target_words`` words."""
+    rng = random.Random(0)
+    batch = collate([([rng.randrange(4, VOCAB) for _ in range(6)],
+                      [rng.randrange(4, VOCAB) for _ in range(target_words)]) for _ in range(4)])
+    counter = CountCasts(shape)
+    with torch.autocast("cpu", dtype=torch.bfloat16), counter:
+        total, _ = task.token_losses(batch)
+    total.backward()
+    return counter.casts
+
+
+@pytest.mark.parametrize("kind", ["search", "luong"])
+def test_bf16_autocast_casts_the_recurrent_input_weights_once_per_batch(kind):
+    """The decoder's first-layer weights of its non-word input (RNNsearch: the context; Luong:
+    the fed attentional state) are cast to bf16 once per batch under autocast, as autocast
+    casts a parameter, not once per target word: as many casts for 9 target words as for 3."""
+    torch.manual_seed(0)
+    task = TranslationTask(build_model(model_of_kind(kind, 16), VOCAB, VOCAB), OptimConfig())
+    extra = task.model.decoder.rnn.weight_ih_l0[:, 16:]          # past the word embedding
+    short, long = (bf16_casts_of(task, tuple(extra.shape), words) for words in (3, 9))
+    assert short == long >= 1
