@@ -50,13 +50,15 @@ class LastLoss(pl.Callback):
         self.loss = outputs["loss"].detach()
 
 
-def lightning_step(config: TrainConfig, batch: Batch, tmp_path) -> tuple[torch.Tensor, dict]:
-    """One step of the train stage's Trainer on ``batch``: its loss and the weights after it."""
+def lightning_step(config: TrainConfig, batch: Batch, tmp_path, steps: int = 1
+                   ) -> tuple[torch.Tensor, dict]:
+    """``steps`` steps of the train stage's Trainer on ``batch`` (``config``'s ``max_steps``):
+    the last one's loss and the weights after it."""
     task, loss = seeded_task(config), LastLoss()
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         bare_trainer(config, tmp_path, [loss]).fit(
-            task, train_dataloaders=DataLoader([batch], batch_size=None))
+            task, train_dataloaders=DataLoader([batch] * steps, batch_size=None))
     finally:
         torch.use_deterministic_algorithms(deterministic)
     return loss.loss, task.model.state_dict()
@@ -88,6 +90,27 @@ def test_the_step_clips_at_the_configured_norm_only():
         train_step(task, optimizer, batch)
         grads[clip] = torch.cat([p.grad.flatten() for p in task.model.parameters()]).norm()
     assert grads[0.0] > 0.05 and abs(float(grads[0.05]) - 0.05) < 1e-4
+
+
+def test_the_bench_steps_in_bf16_as_the_train_stage_steps_in_bf16_mixed(tmp_path):
+    """The bench's bf16 variants train as Lightning's ``bf16-mixed`` does (its forward under
+    autocast without the weight cache, entered every step): three steps on one batch give the
+    Trainer's weights bit for bit, and autocast with its cache on (each weight cast once per
+    forward) would not."""
+    config = device_config(tiny_train(clip_norm=1.0), "cpu", "bf16-mixed", max_steps=3)
+    batch = random_batch()
+    _, stage_weights = lightning_step(config, batch, tmp_path, steps=3)
+
+    def same_as_the_stage(forward_context) -> bool:
+        task = seeded_task(config)
+        optimizer = task.configure_optimizers()
+        for _ in range(3):
+            train_step(task, optimizer, batch, forward_context())
+        weights = task.model.state_dict()
+        return all(torch.equal(weights[name], value) for name, value in stage_weights.items())
+
+    assert same_as_the_stage(workload.Variant(bf16=True).autocast)
+    assert not same_as_the_stage(lambda: torch.autocast("cpu", dtype=torch.bfloat16))
 
 
 def test_a_device_config_trains_only_steps_without_validation():

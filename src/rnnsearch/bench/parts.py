@@ -128,8 +128,7 @@ def training_profile(config: ModelConfig, work: Workload, steps: int,
     task, optimizer = variant.new_training(config, work)
 
     def step(index: int) -> None:
-        with variant.autocast():
-            train_step(task, optimizer, work.batch(index))
+        variant.step(task, optimizer, work.batch(index))
 
     for index in range(steps):
         step(index)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -156,14 +157,21 @@ class Variant:
     fused_loss: bool = False           # train.trainer.fused_loss
 
     def autocast(self) -> torch.autocast:
-        """The CPU autocast the variant trains under (off unless ``bf16``)."""
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
+        """The CPU autocast the variant trains under (off unless ``bf16``), as the train stage's
+        ``bf16-mixed`` runs it: Lightning 2.6 turns autocast's weight cache off, so every use
+        of a weight in the forward (each target word's) casts it anew."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False)
 
     def new_training(self, config: ModelConfig, work: Workload
                      ) -> tuple[TranslationTask, torch.optim.Optimizer]:
         """:func:`new_training` of ``config`` with the variant's optimiser and loss."""
         return new_training(config, work, 0, self.optim, self.bf16_cross_entropy,
                             self.fused_loss)
+
+    def step(self, task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
+        """One :func:`train_step`, its forward under the variant's autocast as the train
+        stage's Trainer runs it; returns the batch's target tokens."""
+        return train_step(task, optimizer, batch, self.autocast())
 
 
 def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str, Variant],
@@ -185,10 +193,9 @@ def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str
     def window(name: str, count: int) -> float:
         variant, task, optimizer = runs[name]
         tokens, start = 0, time.perf_counter()
-        with variant.autocast():
-            for _ in range(count):
-                tokens += train_step(task, optimizer, work.batch(steps[name]))
-                steps[name] += 1
+        for _ in range(count):
+            tokens += variant.step(task, optimizer, work.batch(steps[name]))
+            steps[name] += 1
         return tokens / (time.perf_counter() - start)
 
     for name in variants:
@@ -204,8 +211,9 @@ def measure_side_by_side(config: ModelConfig, work: Workload, variants: dict[str
             for name, windows in rates.items()}
 
 
-def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch) -> int:
-    """One training step of the train stage's (:func:`rnnsearch.training.harness.train_step`);
-    returns the batch's target tokens."""
-    harness.train_step(task, optimizer, batch)
+def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch,
+               forward_context: AbstractContextManager | None = None) -> int:
+    """One training step of the train stage's (:func:`rnnsearch.training.harness.train_step`,
+    its forward in ``forward_context``); returns the batch's target tokens."""
+    harness.train_step(task, optimizer, batch, forward_context)
     return batch.target_tokens

@@ -14,6 +14,7 @@ has one place to go.
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -79,16 +80,19 @@ def bare_trainer(config: TrainConfig, work_dir: Path, callbacks: list) -> pl.Tra
     return trainer
 
 
-def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch
-               ) -> torch.Tensor:
+def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch,
+               forward_context: AbstractContextManager | None = None) -> torch.Tensor:
     """One training step as the stage's Trainer takes it: the task's loss (mean cross-entropy
     of the real target tokens, the batch padded as the task pads it), gradients clipped to norm
     ``train.optim.clip_norm`` (0: not clipped), the optimiser's step. Returns the loss.
 
-    ``optimizer``: ``task.configure_optimizers()``. The phases are marked for the profiler
-    (:mod:`rnnsearch.bench.profile`).
+    ``optimizer``: ``task.configure_optimizers()``. ``forward_context``: what the forward runs
+    in, as Lightning's precision plugin runs it (``torch.autocast`` for ``bf16-mixed``; entered
+    for this step's forward alone: autocast keeps each weight's cast until its region ends, so
+    one region around many steps would train them on the weights as they were at its start).
+    The phases are marked for the profiler (:mod:`rnnsearch.bench.profile`).
     """
-    with record_function("forward"):
+    with record_function("forward"), forward_context or nullcontext():
         if task.pad_to is not None:
             batch = pad_batch(batch, *task.pad_to)
         total, tokens = task.training_losses(batch)
