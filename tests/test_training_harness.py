@@ -237,8 +237,10 @@ def bf16_casts_of(task: TranslationTask, shape: tuple[int, ...], target_words: i
 @pytest.mark.parametrize("kind", ["search", "luong"])
 def test_bf16_autocast_casts_the_recurrent_input_weights_once_per_batch(kind):
     """The decoder's first-layer weights of its non-word input (RNNsearch: the context; Luong:
-    the fed attentional state) are cast to bf16 once per batch under autocast, as autocast
-    casts a parameter, not once per target word: as many casts for 9 target words as for 3."""
+    the fed attentional state) are cast to bf16 once per batch under autocast, as autocast's
+    weight cache casts a parameter, not once per target word: as many casts for 9 target words
+    as for 3. (The cache is on here so that the parameters of that shape, Luong's recurrent
+    weights, are cast once too; the train stage's Lightning runs with it off.)"""
     torch.manual_seed(0)
     task = TranslationTask(build_model(model_of_kind(kind, 16), VOCAB, VOCAB), OptimConfig())
     extra = task.model.decoder.rnn.weight_ih_l0[:, 16:]          # past the word embedding
