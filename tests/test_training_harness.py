@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
+from dataclasses import replace
+from functools import partial
 
 import pytest
 import pytorch_lightning as pl
@@ -16,6 +19,7 @@ from rnnsearch.models import build_model
 from rnnsearch.training.data import Batch, collate
 from rnnsearch.training.harness import (NEVER, bare_trainer, device_config, shrink, train_step)
 from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.precision import mixed_autocast
 
 VOCAB = 30
 
@@ -93,24 +97,37 @@ def test_the_step_clips_at_the_configured_norm_only():
 
 
 def test_the_bench_steps_in_bf16_as_the_train_stage_steps_in_bf16_mixed(tmp_path):
-    """The bench's bf16 variants train as Lightning's ``bf16-mixed`` does (its forward under
-    autocast without the weight cache, entered every step): three steps on one batch give the
-    Trainer's weights bit for bit, and autocast with its cache on (each weight cast once per
-    forward) would not."""
+    """The bench's bf16 variants train as the train stage's ``bf16-mixed`` does (its forward
+    under autocast with the weight cache on, entered every step): three steps on one batch give
+    the Trainer's weights bit for bit. Lightning's own autocast (cache off: each use of a weight
+    cast anew, gradients summed in fp32) would not, nor one cached region around all three steps
+    (the later steps would use the first step's bf16 weights); with
+    ``train.trainer.autocast_cache: false`` the Trainer runs Lightning's."""
     config = device_config(tiny_train(clip_norm=1.0), "cpu", "bf16-mixed", max_steps=3)
     batch = random_batch()
-    _, stage_weights = lightning_step(config, batch, tmp_path, steps=3)
 
-    def same_as_the_stage(forward_context) -> bool:
+    def weights_after_three_steps(forward_context, window=None) -> dict:
         task = seeded_task(config)
         optimizer = task.configure_optimizers()
-        for _ in range(3):
-            train_step(task, optimizer, batch, forward_context())
-        weights = task.model.state_dict()
-        return all(torch.equal(weights[name], value) for name, value in stage_weights.items())
+        with window or nullcontext():
+            for _ in range(3):
+                train_step(task, optimizer, batch, forward_context())
+        return task.model.state_dict()
 
-    assert same_as_the_stage(workload.Variant(bf16=True).autocast)
-    assert not same_as_the_stage(lambda: torch.autocast("cpu", dtype=torch.bfloat16))
+    uncached = partial(mixed_autocast, "cpu", "bf16-mixed", cache=False)
+    stage = lightning_step(config, batch, tmp_path, steps=3)[1]
+    assert same_weights(weights_after_three_steps(workload.Variant(bf16=True).autocast), stage)
+    assert not same_weights(weights_after_three_steps(uncached), stage)
+    assert not same_weights(weights_after_three_steps(nullcontext, mixed_autocast(
+        "cpu", "bf16-mixed")), stage)
+    without_cache = replace(config, trainer=replace(config.trainer, autocast_cache=False))
+    assert same_weights(weights_after_three_steps(uncached),
+                        lightning_step(without_cache, batch, tmp_path, steps=3)[1])
+
+
+def same_weights(ours: dict, theirs: dict) -> bool:
+    """Whether two state dicts hold the same tensors bit for bit."""
+    return ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
 
 
 def test_a_device_config_trains_only_steps_without_validation():
@@ -228,7 +245,7 @@ def bf16_casts_of(task: TranslationTask, shape: tuple[int, ...], target_words: i
     batch = collate([([rng.randrange(4, VOCAB) for _ in range(6)],
                       [rng.randrange(4, VOCAB) for _ in range(target_words)]) for _ in range(4)])
     counter = CountCasts(shape)
-    with torch.autocast("cpu", dtype=torch.bfloat16), counter:
+    with mixed_autocast("cpu", "bf16-mixed"), counter:
         total, _ = task.token_losses(batch)
     total.backward()
     return counter.casts
@@ -239,8 +256,8 @@ def test_bf16_autocast_casts_the_recurrent_input_weights_once_per_batch(kind):
     """The decoder's first-layer weights of its non-word input (RNNsearch: the context; Luong:
     the fed attentional state) are cast to bf16 once per batch under autocast, as autocast's
     weight cache casts a parameter, not once per target word: as many casts for 9 target words
-    as for 3. (The cache is on here so that the parameters of that shape, Luong's recurrent
-    weights, are cast once too; the train stage's Lightning runs with it off.)"""
+    as for 3. (Under the train stage's autocast, weight cache on, so that the parameters of
+    that shape, Luong's recurrent weights, are cast once too.)"""
     torch.manual_seed(0)
     task = TranslationTask(build_model(model_of_kind(kind, 16), VOCAB, VOCAB), OptimConfig())
     extra = task.model.decoder.rnn.weight_ih_l0[:, 16:]          # past the word embedding

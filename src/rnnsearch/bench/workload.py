@@ -26,6 +26,7 @@ from rnnsearch.stage_command import run_stage_command
 from rnnsearch.training import harness
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs
 from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.precision import mixed_autocast
 
 VOCAB = 8000
 REFERENCE_OPTIM = OptimConfig(optimizer="adam", lr=1e-3, clip_norm=1.0)   # the reference's
@@ -158,9 +159,9 @@ class Variant:
 
     def autocast(self) -> torch.autocast:
         """The CPU autocast the variant trains under (off unless ``bf16``), as the train stage's
-        ``bf16-mixed`` runs it: Lightning 2.6 turns autocast's weight cache off, so every use
-        of a weight in the forward (each target word's) casts it anew."""
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False)
+        ``bf16-mixed`` runs it (:mod:`rnnsearch.training.precision`): each weight cast once per
+        step's forward."""
+        return mixed_autocast("cpu", "bf16-mixed", enabled=self.bf16)
 
     def new_training(self, config: ModelConfig, work: Workload
                      ) -> tuple[TranslationTask, torch.optim.Optimizer]:

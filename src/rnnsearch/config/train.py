@@ -144,6 +144,7 @@ class TrainerConfig:
     graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
     bf16_cross_entropy: bool = False  # with bf16-mixed: the training loss over the vocabulary in bf16
     fused_loss: bool = False        # the output layer and training loss in one chunked pass
+    autocast_cache: bool = True     # with 16-mixed/bf16-mixed: each weight cast once per forward
 
     def check(self, key: str) -> None:
         """Values Lightning accepts anywhere (names from its own registries)."""

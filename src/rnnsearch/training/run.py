@@ -50,6 +50,7 @@ from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
 from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.precision import with_weight_cache
 from rnnsearch.training.resume import LastCheckpoint, RngState
 
 RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
@@ -230,8 +231,11 @@ def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, 
 
 
 def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
+    """Lightning's Trainer for ``train.trainer`` and ``train.budget``; its mixed precision with
+    autocast's weight cache on unless ``train.trainer.autocast_cache`` is false
+    (:mod:`rnnsearch.training.precision`)."""
     t, b = config.trainer, config.budget
-    return pl.Trainer(
+    trainer = pl.Trainer(
         accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
         precision=t.precision, deterministic=t.deterministic, max_steps=b.max_steps,
         max_epochs=b.max_epochs, val_check_interval=b.val_every_steps, check_val_every_n_epoch=None,
@@ -240,6 +244,9 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(out_dir),
         enable_progress_bar=True, enable_model_summary=is_main_process(),
         plugins=[SameDiskCheckpointIO()])
+    if t.autocast_cache:
+        trainer.strategy.precision_plugin = with_weight_cache(trainer.strategy.precision_plugin)
+    return trainer
 
 
 def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:

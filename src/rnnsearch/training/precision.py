@@ -1,0 +1,69 @@
+"""Mixed precision as the train stage runs it: Lightning's ``16-mixed`` and ``bf16-mixed`` with
+autocast's weight cache on (``train.trainer.autocast_cache``, the default).
+
+Lightning 2.6 runs the forward under ``torch.autocast(..., cache_enabled=False)``: every use of
+a weight casts it to 16 bits anew. A recurrent decoder uses its recurrent, attention and output
+weights once per target word, so a 30-word batch casts each of them 30 times in the forward and
+sums as many cast-backs in the backward (Lightning-AI/pytorch-lightning#21611 reports the memory
+this costs on a GPU; on a CPU it costs time). With the cache on, each weight is cast once per
+forward, as plain PyTorch AMP does.
+
+Lightning turned the cache off because older torch versions cached a cast made under a nested
+``torch.no_grad()`` without its autograd history, so a later use with gradients got none
+(Lightning-AI/pytorch-lightning#20251). Newer torch caches every cast with its history
+(pytorch/pytorch#165068); :func:`with_weight_cache` checks that on the installed torch and keeps
+Lightning's uncached autocast, with a warning, where the cache would lose gradients.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+from pytorch_lightning.plugins.precision import MixedPrecision, Precision
+from pytorch_lightning.utilities import rank_zero_warn
+
+AUTOCAST_DTYPES = {"16-mixed": torch.float16, "bf16-mixed": torch.bfloat16}
+
+
+def mixed_autocast(device: str, precision: str, enabled: bool = True,
+                   cache: bool = True) -> torch.autocast:
+    """The autocast the train stage's forward runs in under ``precision`` (``16-mixed`` or
+    ``bf16-mixed``) on ``device`` (``cpu`` or ``cuda``), with or without the weight cache."""
+    return torch.autocast(device, dtype=AUTOCAST_DTYPES[precision], enabled=enabled,
+                          cache_enabled=cache)
+
+
+class CachedMixedPrecision(MixedPrecision):
+    """Lightning's :class:`MixedPrecision` (the same dtype, device and gradient scaler) whose
+    forward casts each weight once: autocast with its weight cache on, entered for one step's
+    forward, so no cast outlives the step whose weights it holds."""
+
+    def autocast_context_manager(self) -> torch.autocast:
+        return mixed_autocast(self.device, self.precision)
+
+
+@functools.cache
+def cache_keeps_gradients() -> bool:
+    """Whether this torch's autocast cache keeps a weight's gradient when the weight was first
+    cast under a nested ``torch.no_grad()`` (the cache and its key do not depend on the device,
+    so a CPU check answers for every device)."""
+    layer = torch.nn.Linear(2, 2)
+    inputs = torch.ones(1, 2)
+    with mixed_autocast("cpu", "bf16-mixed"):
+        with torch.no_grad():
+            layer(inputs)
+        return layer(inputs).requires_grad
+
+
+def with_weight_cache(plugin: Precision) -> Precision:
+    """``plugin`` with autocast's weight cache on when it is Lightning's own
+    :class:`MixedPrecision` and this torch's cache keeps gradients; any other plugin (full
+    precision, FSDP's, DeepSpeed's) as it is."""
+    if type(plugin) is not MixedPrecision:
+        return plugin
+    if not cache_keeps_gradients():
+        rank_zero_warn(f"train.trainer.autocast_cache: torch {torch.__version__}'s autocast cache "
+                       f"drops the gradients of weights first cast under torch.no_grad(); "
+                       f"training without it (every use of a weight casts it anew)")
+        return plugin
+    return CachedMixedPrecision(plugin.precision, plugin.device, plugin.scaler)
