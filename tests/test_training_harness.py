@@ -263,3 +263,15 @@ def test_bf16_autocast_casts_the_recurrent_input_weights_once_per_batch(kind):
     extra = task.model.decoder.rnn.weight_ih_l0[:, 16:]          # past the word embedding
     short, long = (bf16_casts_of(task, tuple(extra.shape), words) for words in (3, 9))
     assert short == long >= 1
+
+
+@pytest.mark.parametrize("kind", ["search", "luong"])
+def test_bf16_autocast_casts_the_annotations_once_per_batch(kind):
+    """The encoder's annotations (and their keys), which every target word's attention reads,
+    are cast to bf16 once per batch under autocast, not at each word: as many casts of the
+    batch x source length x 2H annotations for 9 target words as for 3."""
+    torch.manual_seed(0)
+    task = TranslationTask(build_model(model_of_kind(kind, 16), VOCAB, VOCAB), OptimConfig())
+    annotations = (4, 6, 2 * 16)              # bf16_casts_of's batch: 4 sources of 6 words
+    short, long = (bf16_casts_of(task, annotations, words) for words in (3, 9))
+    assert short == long >= 1

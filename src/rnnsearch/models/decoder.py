@@ -105,6 +105,14 @@ class RecurrentDecoder(nn.Module):
         outputs, _ = self.rnn(inputs, hx)
         return outputs
 
+    def _attention_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
+                          ) -> Memory:
+        """The memory of an attention decoder: the annotations ``values`` (batch x src_len x D)
+        and their keys (batch x src_len x K, ``U h_j``), both cast once per batch under
+        autocast, not at every target word's attention."""
+        keys = self.attention.project_keys(values)
+        return Memory(_cast_as_autocast(values), _cast_as_autocast(keys), mask, lengths, final)
+
     def _step_weights(self) -> StepWeights:
         """The weights one recurrent step uses, sliced once per sequence rather than per step.
 
@@ -116,7 +124,7 @@ class RecurrentDecoder(nn.Module):
         """
         w_ih = self.rnn.weight_ih_l0
         words = self.config.embedding_size
-        extra = _cast_as_autocast(w_ih[:, words:]) if w_ih.size(1) > words else None
+        extra = _cast_as_autocast(w_ih[:, words:], contiguous=True) if w_ih.size(1) > words else None
         layers = [layer_weights(self.rnn, k) for k in range(self.config.decoder_layers)]
         return StepWeights(extra, layers)
 
@@ -137,12 +145,15 @@ class RecurrentDecoder(nn.Module):
         return new_hidden, new_cells
 
 
-def _cast_as_autocast(weight: Tensor) -> Tensor:
-    """A contiguous copy of ``weight`` in the autocast dtype of its device when autocast is on
-    there (the dtype autocast's matrix products take), else in its own dtype."""
-    device = weight.device.type
+def _cast_as_autocast(tensor: Tensor, contiguous: bool = False) -> Tensor:
+    """``tensor`` in the autocast dtype of its device when autocast is on there (the dtype
+    autocast's matrix products take), else in its own dtype: one cast that every use in the
+    decoder loop shares, where autocast would cast it at each use. ``contiguous``: a contiguous
+    copy in either case; otherwise, with autocast off, ``tensor`` itself."""
+    device = tensor.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
-    return weight.to(dtype=dtype, memory_format=torch.contiguous_format)
+    layout = torch.contiguous_format if contiguous else torch.preserve_format
+    return tensor.to(dtype=dtype, memory_format=layout)
 
 
 def _positions(state: DecoderState, length: int) -> Tensor:
@@ -183,7 +194,7 @@ class BahdanauDecoder(RecurrentDecoder):
         """Precompute ``U h_j`` (search) or the fixed context ``c`` (encdec) once per batch."""
         if self.attention is None:
             return Memory(values, None, mask, lengths, torch.tanh(self.summarize(final)))
-        return Memory(values, self.attention.project_keys(values), mask, lengths, final)
+        return self._attention_memory(values, final, mask, lengths)
 
     def step(self, prev: Tensor, state: DecoderState, memory: Memory
              ) -> tuple[Tensor, DecoderState, Tensor | None]:
@@ -256,7 +267,7 @@ class LuongDecoder(RecurrentDecoder):
         self.combine = nn.Linear(annotations + hidden, hidden, bias=False)  # W_c
 
     def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor) -> Memory:
-        return Memory(values, self.attention.project_keys(values), mask, lengths, final)
+        return self._attention_memory(values, final, mask, lengths)
 
     def _initial_feed(self, hidden: Tensor) -> Tensor | None:
         if not self.config.input_feeding:
