@@ -78,7 +78,7 @@ def test_the_bench_step_computes_the_train_stage_step(tmp_path):
     loss = train_step(task, task.configure_optimizers(), batch)
     assert torch.equal(loss, stage_loss)
     weights = task.model.state_dict()
-    assert all(torch.equal(weights[name], value) for name, value in stage_weights.items())
+    assert same_weights(weights, stage_weights)
     # the bench's step is this step; it counts the batch's target tokens
     task = seeded_task(config)
     assert workload.train_step(task, task.configure_optimizers(), batch) == batch.target_tokens
