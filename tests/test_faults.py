@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -40,18 +41,52 @@ FAULT_PARAMS["train"]["base_model"]["cell"] = "lstm"   # so that the LM initiali
 EXACT_FILES = ["data/prepared/train.src", "data/prepared/test.tgt", "data/prepared/meta.json",
                "data/tokenized/train.src", "data/tokenized/vocab.tgt.txt"]
 TENSOR_FILES = ["data/lm/decoder_init.pt", f"data/models/{CELL}/model.pt"]
+# The stages killed in turn, in pipeline order, each with the checkpoint it resumes from.
+KILLED_STAGES = [("prepare.py", None), ("tokenize_text.py", None),
+                 ("pretrain_lm.py", "data/lm/last.ckpt"),
+                 ("train.py", f"data/models/{CELL}/last.ckpt")]
 # Metrics that must agree to the last digit (time, speed and "resumed" naturally differ).
 EXACT_METRICS = {"metrics/lm.json": ("steps", "dev", "test"),
                  f"metrics/train/{CELL}.json": ("val_loss", "val_ppl", "val_bleu", "best_step",
                                                 "steps", "train_pairs")}
 
 
+class UnbrokenRun(NamedTuple):
+    root: Path
+    lifetimes: dict[str, float]     # pipeline script -> seconds its process ran
+
+
 @pytest.fixture(scope="module")
-def unbroken(tmp_path_factory) -> Path:
-    """The reference: one uninterrupted ``dvc repro train@search-20``."""
+def unbroken_run(tmp_path_factory) -> UnbrokenRun:
+    """The reference: one uninterrupted ``dvc repro train@search-20``, and how long each
+    killed stage's process ran in it (where a kill may land on this machine)."""
     root = make_project(tmp_path_factory.mktemp("unbroken"), FAULT_PARAMS)
-    run_in(["dvc", "repro", TARGET], root)
-    return root
+    proc = start_repro(root, TARGET)
+    lifetimes, stderr = watch_stages(root, proc, [script for script, _ in KILLED_STAGES])
+    assert proc.returncode == 0, f"dvc repro {TARGET} failed:\n{stderr[-3000:]}"
+    return UnbrokenRun(root, lifetimes)
+
+
+@pytest.fixture(scope="module")
+def unbroken(unbroken_run) -> Path:
+    return unbroken_run.root
+
+
+def watch_stages(root: Path, proc: subprocess.Popen, scripts: list[str]
+                 ) -> tuple[dict[str, float], str]:
+    """Until ``proc`` ends: the seconds each of ``scripts`` ran (seen every 50 ms), and
+    ``proc``'s stderr."""
+    seen: dict[str, tuple[float, float]] = {}
+    while True:
+        try:
+            _, stderr = proc.communicate(timeout=0.05)
+            break
+        except subprocess.TimeoutExpired:   # still running; nothing of its output is lost
+            now = time.monotonic()
+            for script in scripts:
+                if stage_pids(root, script):
+                    seen[script] = (seen.get(script, (now, now))[0], now)
+    return {script: last - first for script, (first, last) in seen.items()}, stderr
 
 
 def stage_pids(root: Path, script: str) -> list[int]:
@@ -83,14 +118,35 @@ def wait_for(condition, timeout: float = 300.0, what: str = "") -> None:
         time.sleep(0.05)
 
 
-def kill_stage_at_random(root: Path, script: str, ready: Path | None, rng: random.Random) -> str:
-    """Run ``dvc repro``; once ``script`` runs (and ``ready`` exists), kill -9 it after a
-    random delay. Returns what happened; fails unless the kill landed while the stage ran."""
+def modified_ns(path: Path) -> int | None:
+    """``path``'s modification time, None while it does not exist."""
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def checkpoint_interval(ready: Path, proc: subprocess.Popen) -> float:
+    """Seconds between the first two writes of the checkpoint ``ready`` (the stage's pace on
+    this machine), or until the run ends if that comes first."""
+    wait_for(lambda: ready.exists() or proc.poll() is not None, what=str(ready))
+    start, first = time.monotonic(), modified_ns(ready)
+    wait_for(lambda: modified_ns(ready) not in (None, first) or proc.poll() is not None,
+             what=f"{ready} rewritten")
+    return time.monotonic() - start
+
+
+def kill_stage_at_random(root: Path, script: str, ready: Path | None, lifetime: float,
+                         rng: random.Random) -> str:
+    """Run ``dvc repro``; once ``script`` runs, kill -9 it after a random delay: within the
+    first half of its ``lifetime`` in the unbroken run or, for a stage that writes the
+    checkpoint ``ready``, once it has written it twice, within three of its checkpoint
+    intervals (so the kill lands while the stage runs on a machine of any speed). Returns what
+    happened; fails unless the kill landed while the stage ran."""
     proc = start_repro(root, TARGET)
     wait_for(lambda: stage_pids(root, script) or proc.poll() is not None, what=script)
-    if ready is not None:
-        wait_for(lambda: ready.exists() or proc.poll() is not None, what=str(ready))
-    delay = rng.uniform(0.0, 2.0)
+    window = lifetime / 2 if ready is None else 3 * checkpoint_interval(ready, proc)
+    delay = rng.uniform(0.0, window)
     time.sleep(delay)
     killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
     _, stderr = proc.communicate(timeout=600)
@@ -111,15 +167,15 @@ def assert_same_tensors(a: Path, b: Path) -> None:
         assert torch.equal(left[name], right[name]), f"{a}: {name} differs from the unbroken run"
 
 
-def test_killed_stages_rerun_to_the_unbroken_runs_results(unbroken, tmp_path):
+def test_killed_stages_rerun_to_the_unbroken_runs_results(unbroken_run, tmp_path):
+    unbroken = unbroken_run.root
     root = make_project(tmp_path / "killed", FAULT_PARAMS)
     seed = os.environ.get("FAULT_SEED", str(time.time_ns()))
     print(f"replay the kill delays with FAULT_SEED={seed}")    # shown when the test fails
     rng = random.Random(seed)
-    story = [kill_stage_at_random(root, "prepare.py", None, rng),
-             kill_stage_at_random(root, "tokenize_text.py", None, rng),
-             kill_stage_at_random(root, "pretrain_lm.py", root / "data/lm/last.ckpt", rng),
-             kill_stage_at_random(root, "train.py", root / f"data/models/{CELL}/last.ckpt", rng)]
+    story = [kill_stage_at_random(root, script, ready and root / ready,
+                                  unbroken_run.lifetimes[script], rng)
+             for script, ready in KILLED_STAGES]
     run_in(["dvc", "repro", TARGET], root)
     for name in EXACT_FILES:
         assert file_digest(root / name) == file_digest(unbroken / name), (name, story)
