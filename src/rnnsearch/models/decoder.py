@@ -119,8 +119,7 @@ class RecurrentDecoder(nn.Module):
         Slicing a parameter inside the loop would make autograd accumulate a full-size gradient
         per step; slicing once accumulates the slice's gradient and copies it back once. Under
         autocast the slice is also cast once: autocast would cast it at every step, and its
-        gradient back in the backward (its weight cache keeps the casts of parameters only,
-        and the train stage's Lightning turns the cache off).
+        gradient back in the backward (its weight cache keeps the casts of parameters only).
         """
         w_ih = self.rnn.weight_ih_l0
         words = self.config.embedding_size
