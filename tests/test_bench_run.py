@@ -80,9 +80,8 @@ def test_bench_tiny_writes_json_and_markdown(tmp_path, mirror):
 @pytest.mark.parametrize("name", ["bench.json", "bench_intel_xeon.json",
                                   "bench_amd_epyc_avx512.json"])
 def test_committed_reports_render_with_their_profile_tables(name):
-    """The committed reports render from their JSON: the oldest (the AMD EPYC with AVX-512's,
-    made before the profile named each category's operators) with that column empty, the
-    others naming them."""
+    """The committed reports render from their JSON, each profile table naming each category's
+    largest operators (a report made before the profile named them renders that column empty)."""
     results = json.loads((REPO / "reports" / name).read_text())
     report = markdown_report(results)
     rows = [line for line in report.splitlines() if line.startswith("| GEMM (mm, addmm, bmm) |")]
