@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import http.server
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from conftest import REPO, SHARED_CORPORA, http_server, run_script
 from test_stages_data import write_params
 
 from rnnsearch.config import ConfigError, from_dict
-from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.prepare import PrepareConfig, auto_test_size
 
 SIZES = {"train": 0, "dev": 50, "test": 40}   # train 0: keep all
 
@@ -111,14 +112,15 @@ def test_urls_are_downloaded_to_the_cache_and_checked(tmp_path, http_root):
     assert cached == sorted(files)                     # no temporary files left beside them
     # Offline, a file pinned by its sha256 comes from the cache; an unpinned one is refused.
     (served / "train.de").unlink()
-    custom = {"train": custom["train"], "dev": {"src": "own/dev.de.gz", "tgt": "own/dev.en.gz"}}
+    custom = {"train": custom["train"], "dev": {"src": "own/dev.de.gz", "tgt": "own/dev.en.gz"},
+              "test_size": 30}
     write_corpus(tmp_path / "own")
-    use_custom(tmp_path, custom, download=False, sizes={**SIZES, "test": 30})
+    use_custom(tmp_path, custom, download=False)
     result = run_prepare(tmp_path)
     assert result.returncode == 2
     assert f"{url}/train.en: no prepare.custom.train.tgt_sha256 in params" in result.stderr
     custom["train"]["tgt_sha256"] = sha256(files["train.en"])
-    use_custom(tmp_path, custom, download=False, sizes={**SIZES, "test": 30})
+    use_custom(tmp_path, custom, download=False)
     result = run_prepare(tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "metrics/prepare.json").read_text())["test"]["pairs"] == 30
@@ -129,8 +131,9 @@ def test_gz_and_tsv_splits_with_test_held_out_of_train(tmp_path):
     pairs = zip(mirror_lines("train.de.gz", 300), mirror_lines("train.en.gz", 300))
     tsv = write_text(tmp_path / "own/train.tsv.gz", [f"{de}\t{en}" for de, en in pairs])
     custom = {"train": {"tsv": "own/train.tsv.gz", "sha256": sha256(tsv)},
-              "dev": {"src": "own/dev.de.gz", "tgt": "own/dev.en.gz"}, "test": None}
-    use_custom(tmp_path, custom, sizes={"train": 200, "dev": 50, "test": 60})
+              "dev": {"src": "own/dev.de.gz", "tgt": "own/dev.en.gz"}, "test": None,
+              "test_size": 60}
+    use_custom(tmp_path, custom, sizes={"train": 200, "dev": 50, "test": 0})
     result = run_prepare(tmp_path)
     assert result.returncode == 0, result.stderr
     metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
@@ -330,14 +333,75 @@ def test_bad_custom_params_name_the_key(custom, message):
                                   "custom": custom}, "prepare")
 
 
-def test_held_out_test_needs_a_size():
-    custom = {"train": {"tsv": "t.tsv"}, "dev": {"tsv": "d.tsv"}}
-    with pytest.raises(ConfigError, match=r"^prepare\.sizes\.test: must be > 0"):
+@pytest.mark.parametrize("custom, extra, message", [
+    ({"test_size": 0}, {}, "prepare.custom.test_size: must be auto or a number of pairs > 0, got 0"),
+    ({"test_size": "half"}, {}, "prepare.custom.test_size: expected"),
+    ({"test_stratified": True}, {"test_buckets": []},
+     "prepare.custom.test_stratified: needs prepare.test_buckets"),
+    ({"test_stratified": True, "test": {"tsv": "x.tsv"}}, {"test_buckets": [10]},
+     "prepare.custom.test_stratified: applies to a test split held out of train"),
+])
+def test_held_out_test_params_are_checked(custom, extra, message):
+    files = {"train": {"tsv": "t.tsv"}, "dev": {"tsv": "d.tsv"}}
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
         from_dict(PrepareConfig, {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
-                                  "custom": custom, "sizes": {"test": 0}}, "prepare")
+                                  "custom": {**files, **custom}, **extra}, "prepare")
     cfg = from_dict(PrepareConfig, {"corpus": "multi30k", "src_lang": "de", "tgt_lang": "en",
-                                    "custom": custom}, "prepare")
+                                    "custom": files}, "prepare")
     assert cfg.custom.test is None           # kept, but read only when corpus is custom
+
+
+def test_auto_test_size_is_five_percent_within_bounds():
+    assert [auto_test_size(n) for n in (1, 10, 9_500, 60_000, 1_000_000)] == [1, 1, 475, 3000, 3000]
+
+
+def short_corpus(folder: Path, pairs: int) -> list[int]:
+    """Multi30k de-en training pairs as one TSV (short sentences, none over 40 words), with
+    dev given; returns the source lengths."""
+    rows = list(zip(mirror_lines("train.de.gz", pairs), mirror_lines("train.en.gz", pairs)))
+    write_text(folder / "train.tsv", [f"{de}\t{en}" for de, en in rows])
+    return [len(de.split()) for de, _ in rows]
+
+
+def test_held_out_test_of_a_short_corpus_ignores_the_built_in_buckets(tmp_path):
+    """Was: params.yaml's Hansard layout (7 buckets of 300, up to 80 words) stratified the test
+    held out of a short corpus, taking every pair over 20 words out of training, unsaid."""
+    lengths = short_corpus(tmp_path / "own", 2000)
+    custom = {"train": {"tsv": "own/train.tsv"}, "dev": {"src": "own/dev.de.gz",
+              "tgt": "own/dev.en.gz"}, "test": None}
+    write_corpus(tmp_path / "own")
+    use_custom(tmp_path, custom, sizes={"train": 0, "dev": 50, "test": 0},
+               test_buckets=[10, 20, 30, 40, 50, 60, 80], test_per_bucket=300)
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "metrics/prepare.json").read_text())
+    train, test = metrics["train"], metrics["test"]
+    assert (test["pairs"], test["test_size"], "per_bucket" in test) == (100, 100, False)
+    assert train["pairs"] + train["held_out_for_test"] + train["not_sampled"] == 2000
+    assert train["pairs"] == 2000 - train["held_out_for_test"]
+    trained = [len(src.split()) for src, _ in prepared_lines(tmp_path, "train")]
+    assert max(trained) == max(lengths) > 20          # the long pairs stay in training
+    assert notices(result)[-2:] == [
+        f"prepare: train: kept {train['pairs']:,} of 2,000 pairs: "
+        f"{train['held_out_for_test']} held out for test by prepare.custom.test_size (auto: 5%, "
+        f"at most 3,000)",
+        "prepare: test: 100 of train's 2,000 clean pairs held out by prepare.custom.test_size "
+        "(auto: 5%, at most 3,000)"]
+
+
+def test_a_stratified_held_out_test_takes_at_most_half_of_each_bucket(tmp_path):
+    lengths = short_corpus(tmp_path / "own", 600)
+    custom = {"train": {"tsv": "own/train.tsv"}, "dev": {"src": "own/dev.de.gz",
+              "tgt": "own/dev.en.gz"}, "test": None, "test_stratified": True}
+    write_corpus(tmp_path / "own")
+    use_custom(tmp_path, custom, test_buckets=[10, 20, 30, 80], test_per_bucket=100)
+    result = run_prepare(tmp_path)
+    assert result.returncode == 0, result.stderr
+    per_bucket = json.loads((tmp_path / "metrics/prepare.json").read_text())["test"]["per_bucket"]
+    members = [sum(lo < n <= hi for n in lengths) for lo, hi in ((0, 10), (10, 20), (20, 30),
+                                                                  (30, 80))]
+    assert list(per_bucket.values()) == [min(100, m // 2) for m in members]
+    assert members[2] < 200 and per_bucket["21-30"] == members[2] // 2
 
 
 def key_comment(params: Path, section: str, key: str) -> str:
@@ -509,4 +573,4 @@ def test_corpus_block_of_a_custom_corpus_names_its_test_files_or_the_held_out_pa
                      "tgt_lang": "en", "test_set": "test.de / test.en"}
     use_custom(tmp_path, {**custom_params("own"), "test": None})
     assert run_prepare(tmp_path).returncode == 0
-    assert corpus_block(tmp_path)["test_set"] == "held out of the training files (40 pairs)"
+    assert corpus_block(tmp_path)["test_set"] == "held out of the training files (15 pairs)"

@@ -202,7 +202,21 @@ def _coerce_union(hint: Any, value: Any, key: str) -> Any:
             return _coerce(option, value, key)
         except ConfigError as err:
             errors.append(str(err))
-    raise ConfigError(errors[0] if len(errors) == 1 else f"{key}: {value!r} fits none of {options}")
+    if len(errors) == 1:
+        raise ConfigError(errors[0])
+    kinds = " or ".join(_type_name(option) for option in options if option is not type(None))
+    raise ConfigError(f"{key}: expected {kinds}, got {value!r}")
+
+
+def _type_name(hint: Any) -> str:
+    """How an error names the type ``hint``: ``int``, ``'auto'``, ``a list``, ``a mapping``."""
+    if get_origin(hint) is Literal:
+        return " or ".join(repr(value) for value in get_args(hint))
+    if get_origin(hint) in (list, tuple):
+        return "a list"
+    if dataclasses.is_dataclass(hint):
+        return "a mapping"
+    return getattr(hint, "__name__", str(hint))
 
 
 def _coerce_sequence(hint: Any, value: Any, key: str) -> tuple:

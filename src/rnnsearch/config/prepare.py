@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Literal
 
 from rnnsearch.config.base import check_non_negative, check_positive, check_seed, require
 from rnnsearch.data.corpora import REGISTRY
@@ -69,6 +69,14 @@ class CustomSplit:
 
 
 GIVEN_SPLITS = ("dev", "test")     # the splits a user's own file is used whole for
+AUTO_TEST_SHARE = 0.05             # test_size auto: this share of the clean training pairs,
+AUTO_TEST_MAX = 3000               # at most this many (and at least one)
+
+
+def auto_test_size(clean_pairs: int) -> int:
+    """The held-out test size ``prepare.custom.test_size: auto`` gives a corpus of
+    ``clean_pairs`` clean training pairs: 5% of them, at least 1, at most 3,000."""
+    return max(1, min(AUTO_TEST_MAX, round(clean_pairs * AUTO_TEST_SHARE)))
 
 
 @dataclass(frozen=True)
@@ -78,14 +86,24 @@ class CustomCorpus:
     A given dev or test file is used whole (only pairs with an empty side are dropped), so that
     scores on it compare with others' on the same file; ``cut_given`` lists the given splits to
     clean and sample like a built-in corpus' instead (``clean``, ``sizes``, ``test_buckets``).
+
+    A test split held out of train is a seeded random sample of ``test_size`` clean training
+    pairs (``auto``: :func:`auto_test_size`), whatever the built-in corpora's ``test_buckets``
+    say; ``test_stratified`` draws it by ``prepare.test_buckets``/``test_per_bucket`` instead,
+    each length bucket giving at most half its pairs, so that training keeps sentences of every
+    length.
     """
 
     train: CustomSplit
     dev: CustomSplit
     test: CustomSplit | None = None
     cut_given: tuple[str, ...] = ()
+    test_size: int | Literal["auto"] = "auto"
+    test_stratified: bool = False
 
     def check(self, key: str) -> None:
+        require(self.test_size == "auto" or self.test_size > 0, f"{key}.test_size",
+                f"must be auto or a number of pairs > 0, got {self.test_size}")
         for split in self.cut_given:
             require(split in GIVEN_SPLITS, f"{key}.cut_given",
                     f"'{split}' is not dev or test (train is always cleaned and sampled)")
@@ -184,8 +202,8 @@ class PrepareConfig:
                     f"corpus '{self.corpus}' has no language '{lang}' (it has: {', '.join(languages)})")
 
     def check_custom(self, key: str) -> None:
-        """``custom`` is given, the language codes are codes, and a held-out test split has a
-        size (``sizes.test`` or the length buckets)."""
+        """``custom`` is given, the language codes are codes, and a stratified held-out test
+        split has length buckets."""
         require(self.custom is not None, f"{key}.custom",
                 f"required when {key}.corpus is '{CUSTOM}': give the train and dev files (and "
                 f"optionally test), see README 'Use your own corpus'")
@@ -193,6 +211,9 @@ class PrepareConfig:
             lang = getattr(self, name)
             require(LANG_PATTERN.fullmatch(lang) is not None, f"{key}.{name}",
                     f"must be a language code such as 'en' or 'de', got {lang!r}")
-        require(self.custom.test is not None or self.sizes.test > 0 or bool(self.test_buckets),
-                f"{key}.sizes.test", f"must be > 0 (pairs held out from train) when "
-                f"{key}.custom.test is null, or set {key}.test_buckets")
+        require(not self.custom.test_stratified or self.custom.test is None,
+                f"{key}.custom.test_stratified", f"applies to a test split held out of train, "
+                f"but {key}.custom.test names test files (list test in cut_given to stratify them)")
+        require(not self.custom.test_stratified or bool(self.test_buckets),
+                f"{key}.custom.test_stratified", f"needs {key}.test_buckets (the length buckets "
+                f"to stratify by), which is empty")

@@ -88,9 +88,16 @@ def strip_control(line: str) -> str:
     return "".join(c for c in line if c.isspace() or unicodedata.category(c) != "Cc")
 
 
+def sentence_length(line: str) -> int:
+    """A sentence's length, the one definition the pipeline uses (docs/contracts.md): its words
+    separated by white space, as the prepared (cleaned, untokenised) text has them. Cleaning's
+    bounds, the test split's length buckets and evaluation's BLEU by length all count this."""
+    return len(line.split())
+
+
 def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
     """The rule that drops this (normalised) pair, or None to keep it."""
-    n_src, n_tgt = len(src.split()), len(tgt.split())
+    n_src, n_tgt = sentence_length(src), sentence_length(tgt)
     if n_src == 0 or n_tgt == 0:
         return "empty"
     if min(n_src, n_tgt) < rules.min_len:
@@ -142,8 +149,10 @@ def bucket_of(length: int, edges: Sequence[int]) -> int | None:
 
 
 def stratified_indices(lengths: Sequence[int], edges: Sequence[int], per_bucket: int,
-                       seed: int) -> tuple[list[int], list[int]]:
-    """Up to ``per_bucket`` indices per length bucket ``(edges[i-1], edges[i]]``, seeded.
+                       seed: int, max_share: float = 1.0) -> tuple[list[int], list[int]]:
+    """Up to ``per_bucket`` indices per length bucket ``(edges[i-1], edges[i]]``, seeded, and
+    at most ``max_share`` of a bucket's members (rounded down; a test set held out of training
+    pairs takes half, so that training keeps every length).
 
     Returns the chosen indices (in corpus order) and the count taken from each bucket.
     """
@@ -156,7 +165,8 @@ def stratified_indices(lengths: Sequence[int], edges: Sequence[int], per_bucket:
     chosen: list[int] = []
     counts = []
     for group in members:
-        take = group if len(group) <= per_bucket else rng.sample(group, per_bucket)
+        size = min(per_bucket, int(len(group) * max_share))
+        take = group if len(group) <= size else rng.sample(group, size)
         chosen.extend(take)
         counts.append(len(take))
     return sorted(chosen), counts

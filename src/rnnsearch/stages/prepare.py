@@ -6,9 +6,15 @@ statistics.
 
 ``corpus: custom`` reads the files named in ``prepare.custom`` instead (see
 :mod:`rnnsearch.data.custom`); every split records each file's sha256 (``inputs``). Without test
-files, the test split is held out of the cleaned training pairs first (seeded, stratified when
-``test_buckets`` is set), and train is sampled from what remains with every copy of a test pair
-removed, so train and test never share a pair.
+files, the test split is held out of the cleaned training pairs first: a seeded random sample of
+``prepare.custom.test_size`` pairs (``auto``: 5%, at most 3,000), or, with
+``prepare.custom.test_stratified``, at most half of each ``test_buckets`` bucket (the built-in
+corpora's buckets never shape a corpus of one's own unasked). Train is sampled from what remains
+with every copy of a test pair removed, so train and test never share a pair.
+
+Whatever takes pairs out of a split (a cleaning rule, the held-out test, sampling) is said in
+one line naming the params key, with counts, and counted in the metrics (``dropped``,
+``held_out_for_test``, ``not_sampled``).
 
 A split left without pairs is refused here rather than in ``tokenize``: by cleaning (the message
 names its files and the ``prepare.clean`` keys that dropped its pairs) or, for the test split, by
@@ -35,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from rnnsearch import tracking
-from rnnsearch.config.prepare import CUSTOM, PrepareConfig
+from rnnsearch.config.prepare import CUSTOM, PrepareConfig, auto_test_size
 from rnnsearch.data import custom
 from rnnsearch.data.clean import (RULE_FIELDS, USABLE_ONLY, CleanRules, clean_pairs,
-                                  count_entities, sample_indices, stratified_indices,
-                                  unescape_lines)
+                                  count_entities, sample_indices, sentence_length,
+                                  stratified_indices, unescape_lines)
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
 from rnnsearch.data.textio import DataError, read_parallel, write_lines
 from rnnsearch.stages.runner import Stage, StageContext
@@ -47,6 +53,7 @@ from rnnsearch.stages.runner import Stage, StageContext
 # Why a pair with a side without words was dropped (the rules that have a params key: RULE_FIELDS).
 UNUSABLE = {"empty": "empty (a side without words)", "control": "control characters only"}
 ENTITY_EXAMPLES = "&apos; &quot; &amp; &#39;"
+HELD_OUT_BUCKET_SHARE = 0.5   # a stratified held-out test takes at most half of a length bucket
 
 
 def is_given(cfg: PrepareConfig, split: str) -> bool:
@@ -70,18 +77,45 @@ def _select(cfg: PrepareConfig, split: str, src: list[str]) -> tuple[list[int], 
     if is_whole(cfg, split):
         return list(range(len(src))), {}
     if split == "test" and cfg.test_buckets:
-        lengths = [len(s.split()) for s in src]
-        chosen, counts = stratified_indices(lengths, cfg.test_buckets, cfg.test_per_bucket, cfg.seed)
-        if not chosen:
-            raise DataError(f"prepare.test_buckets {list(cfg.test_buckets)}: none of the "
-                            f"{len(src)} clean pairs the test split is drawn from has a source of "
-                            f"at most {cfg.test_buckets[-1]} words (the shortest has "
-                            f"{min(lengths)})")
-        lows = (0,) + cfg.test_buckets[:-1]
-        buckets = {f"{lo + 1}-{hi}": n for lo, hi, n in zip(lows, cfg.test_buckets, counts)}
-        return chosen, {"per_bucket": buckets}
+        return _stratified(cfg, src)
     size = getattr(cfg.sizes, split)
     return sample_indices(len(src), size, cfg.seed), {}
+
+
+def _stratified(cfg: PrepareConfig, src: list[str], max_share: float = 1.0
+                ) -> tuple[list[int], dict[str, Any]]:
+    """The test pairs by ``prepare.test_buckets``/``test_per_bucket`` (at most ``max_share``
+    of a bucket's pairs) and their count per bucket; refused when the buckets take none."""
+    lengths = [sentence_length(s) for s in src]
+    chosen, counts = stratified_indices(lengths, cfg.test_buckets, cfg.test_per_bucket, cfg.seed,
+                                        max_share)
+    if not chosen:
+        raise DataError(no_test_pairs_message(cfg, lengths))
+    lows = (0,) + cfg.test_buckets[:-1]
+    buckets = {f"{lo + 1}-{hi}": n for lo, hi, n in zip(lows, cfg.test_buckets, counts)}
+    return chosen, {"per_bucket": buckets}
+
+
+def no_test_pairs_message(cfg: PrepareConfig, lengths: list[int]) -> str:
+    """Why the length buckets took no test pair from clean pairs of source ``lengths``."""
+    edges = f"prepare.test_buckets {list(cfg.test_buckets)}"
+    where = f"the {len(lengths)} clean pairs the test split is drawn from"
+    if min(lengths) > cfg.test_buckets[-1]:
+        return (f"{edges}: none of {where} has a source of at most {cfg.test_buckets[-1]} "
+                f"words (the shortest has {min(lengths)})")
+    return f"{edges}: no length bucket of {where} has two pairs to share between train and test"
+
+
+def held_out_test(cfg: PrepareConfig, src: list[str]) -> tuple[list[int], dict[str, Any]]:
+    """The training pairs held out for test (see ``CustomCorpus``): a random sample of
+    ``prepare.custom.test_size`` pairs, or half at most of each length bucket when
+    ``test_stratified``; with ``test_size`` (the number asked for) in the statistics."""
+    if cfg.custom.test_stratified:
+        return _stratified(cfg, src, max_share=HELD_OUT_BUCKET_SHARE)
+    size = cfg.custom.test_size
+    if size == "auto":
+        size = auto_test_size(len(src))
+    return sample_indices(len(src), size, cfg.seed), {"test_size": size}
 
 
 def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
@@ -143,23 +177,40 @@ def sampling_key(cfg: PrepareConfig, split: str) -> str:
     return f"prepare.sizes.{split} ({getattr(cfg.sizes, split)})"
 
 
+def held_out_key(cfg: PrepareConfig) -> str:
+    """The params key (with its value) that held the test split out of train."""
+    if cfg.custom.test_stratified:
+        return (f"prepare.custom.test_stratified, at most half of each of "
+                f"{sampling_key(cfg, 'test')}")
+    size = cfg.custom.test_size
+    return ("prepare.custom.test_size (auto: 5%, at most 3,000)" if size == "auto"
+            else f"prepare.custom.test_size ({size})")
+
+
 def cut_reasons(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> list[str]:
     """What took pairs out of ``split``: ``<n> dropped by <key> (<value>)``, ``<n> dropped as
-    empty (...)``, ``<n> not sampled by <keys> (<values>)``."""
+    empty (...)``, ``<n> held out for test by <key>``, ``<n> not sampled by <keys> (<values>)``."""
     rules = clean_rules(cfg)
     reasons = [f"{n:,} dropped by {rule_key(RULE_FIELDS[reason], rules)}" if reason in RULE_FIELDS
                else f"{n:,} dropped as {UNUSABLE[reason]}"
                for reason, n in stats["dropped"].items() if n]
+    if stats.get("held_out_for_test"):
+        reasons.append(f"{stats['held_out_for_test']:,} held out for test by {held_out_key(cfg)}")
     if stats.get("not_sampled"):
         reasons.append(f"{stats['not_sampled']:,} not sampled by {sampling_key(cfg, split)}")
     return reasons
 
 
-def given_notice(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> str | None:
-    """The line saying what was dropped or sampled from a given split (None: it is whole)."""
-    if "cut" not in stats or stats["pairs"] == stats["raw_pairs"]:
+def cut_notice(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> str | None:
+    """The one line saying what was taken out of ``split`` and by which params key, with counts
+    (None: nothing was). A held-out test split says where it came from."""
+    if "held_out_from" in stats:
+        return (f"prepare: {split}: {stats['pairs']:,} of train's {stats['clean_pairs']:,} "
+                f"clean pairs held out by {held_out_key(cfg)}")
+    if stats["pairs"] == stats["raw_pairs"]:
         return None
-    return (f"prepare: {split}: kept {stats['pairs']:,} of {stats['raw_pairs']:,} given pairs: "
+    given = " given" if "cut" in stats else ""
+    return (f"prepare: {split}: kept {stats['pairs']:,} of {stats['raw_pairs']:,}{given} pairs: "
             f"{', '.join(cut_reasons(cfg, split, stats))}")
 
 
@@ -200,16 +251,17 @@ def prepare_split(cfg: PrepareConfig, split: str, out_dir: Path) -> dict[str, An
 def prepare_held_out(cfg: PrepareConfig, out_dir: Path) -> dict[str, dict[str, Any]]:
     """Train and a test split held out of it (see the module doc); their statistics."""
     src, tgt, stats = read_clean(cfg, "train")
-    test, extra = _select(cfg, "test", src)
+    test, extra = held_out_test(cfg, src)
     test_pairs = {(src[i], tgt[i]) for i in test}
     rest = [i for i in range(len(src)) if (src[i], tgt[i]) not in test_pairs]
     if not rest:
         raise DataError(f"{stats['files'][0]}: the test split held out all {len(src)} clean "
-                        f"training pairs; lower prepare.sizes.test (or test_per_bucket), or "
-                        f"give test files in prepare.custom.test")
+                        f"training pairs; lower prepare.custom.test_size, or give test files "
+                        f"in prepare.custom.test")
     train = [rest[i] for i in sample_indices(len(rest), cfg.sizes.train, cfg.seed)]
     return {"train": {**stats, "pairs": write_split(out_dir, "train", src, tgt, train),
-                      "held_out_for_test": len(src) - len(rest)},
+                      "held_out_for_test": len(src) - len(rest),
+                      "not_sampled": len(rest) - len(train)},
             "test": {**stats, "pairs": write_split(out_dir, "test", src, tgt, test),
                      "held_out_from": "train", **extra}}
 
@@ -270,7 +322,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         print(f"{split:5s}: {stats['raw_pairs']:>9,} raw, dropped {stats['dropped']}, "
               f"kept {stats['pairs']:,}{source}")
     for split, stats in splits.items():
-        for notice in (entity_notice(split, stats), given_notice(cfg, split, stats)):
+        for notice in (entity_notice(split, stats), cut_notice(cfg, split, stats)):
             if notice:
                 print(notice, file=sys.stderr)
     with ctx.mlflow_run(cfg):
