@@ -128,39 +128,40 @@ def workspace_results(root: Path) -> dict[str, bytes]:
 
 def own_corpus(root: Path, served: Path, url: str, entities: int) -> dict:
     """Multi30k de-en slices laid out as the README's example of a corpus of one's own: train
-    as two files served by URL (``url``, the folder ``served``), dev as a gzipped TSV and test
-    as two files under ``root/own`` (relative paths, as a user writes them), the test's target
-    with ``entities`` Moses-escaped apostrophes. Returns the params naming them, and one grid
-    cell (RNNsearch-20) to train on them."""
+    as two files served by URL (``url``, the folder ``served``), dev as a gzipped TSV under
+    ``root/own`` (a relative path, as a user writes it) whose target has ``entities``
+    Moses-escaped apostrophes, and no test file (held out of train). params.yaml's Hansard test
+    layout (7 length buckets of 300, up to 80 words) is kept, as a user's run inherits it.
+    Returns the params naming them, and one grid cell (RNNsearch-20) to train on them."""
     for lang in ("de", "en"):
         write_text(served / f"train.{lang}", mirror_lines(f"train.{lang}.gz", 600))
-    dev = zip(*(mirror_lines(f"train.{lang}.gz", 650)[600:] for lang in ("de", "en")))
-    write_text(root / "own/dev.tsv.gz", [f"{de}\t{en}" for de, en in dev])
-    test = {lang: mirror_lines(f"val.{lang}.gz", 70) for lang in ("de", "en")}
-    test["en"][:entities] = [f"{line} it&apos;s" for line in test["en"][:entities]]
-    for lang, lines in test.items():
-        write_text(root / f"own/test.{lang}", lines)
+    dev = [mirror_lines(f"train.{lang}.gz", 650)[600:] for lang in ("de", "en")]
+    dev[1][:entities] = [f"{line} it&apos;s" for line in dev[1][:entities]]
+    write_text(root / "own/dev.tsv.gz", [f"{de}\t{en}" for de, en in zip(*dev)])
     custom = {"train": {"src": f"{url}/train.de", "tgt": f"{url}/train.en"},
-              "dev": {"tsv": "own/dev.tsv.gz"},
-              "test": {"src": "own/test.de", "tgt": "own/test.en"}}
+              "dev": {"tsv": "own/dev.tsv.gz"}, "test": None}
     return {"prepare": {"corpus": "custom", "src_lang": "de", "tgt_lang": "en",
-                        "custom": custom, "download": True},
+                        "custom": custom, "download": True,
+                        "test_buckets": [10, 20, 30, 40, 50, 60, 80], "test_per_bucket": 300},
             "train": {"grid": {"models": ["search"], "max_lens": [20]}}}
 
 
 def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(default_run, tmp_path,
                                                                           http_root):
     """``make experiment NAME=own PARAMS=my.yaml`` on a corpus of one's own given only in
-    params, in the README's layout (train by URL from 127.0.0.1, dev a gzipped TSV, a test file
-    with entities and longer than the default test size), through the real DVC pipeline to
-    Table 1: the committed default run is untouched, the inputs are recorded with their
-    checksums, the given dev and test files are used whole, the entities are counted, and the
-    report names the corpus and the pair and shows no paper column."""
+    params, in the README's layout (train by URL from 127.0.0.1, dev a gzipped TSV with
+    entities, no test file), through the real DVC pipeline to Table 1: the committed default
+    run is untouched, the inputs are recorded with their checksums, the given dev file is used
+    whole, the entities are counted, the test set is a random 5% of this short corpus (not
+    Hansard's length buckets, which would take its every long pair out of training), every cut
+    is counted and said in one line, and the report names the corpus and the pair and shows no
+    paper column."""
     root, (served, url) = default_run, http_root
     mine = tmp_path / "my.yaml"
     mine.write_text(yaml.safe_dump(own_corpus(root, served, url, entities=5)))
     before = workspace_results(root)      # as other tests of this module left them
-    run_in([sys.executable, "-m", "rnnsearch.presets", "run", "own", "--from", str(mine)], root)
+    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "own", "--from", str(mine)],
+                 root)
     assert workspace_results(root) == before
     exported = root / "reports/presets/own"
     prepared = json.loads((exported / "metrics/prepare.json").read_text())
@@ -168,12 +169,17 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
                                                   "sha256": sha256(served / "train.de")}
     dev = root / "own/dev.tsv.gz"     # the experiment's copy reads the project's own files
     assert prepared["dev"]["inputs"]["tsv"] == {"file": str(dev), "sha256": sha256(dev)}
-    assert (prepared["dev"]["pairs"], prepared["test"]["pairs"]) == (50, 70)   # given: whole
-    assert prepared["test"]["entities"]["tgt"]["occurrences"] == 5
+    train, test = prepared["train"], prepared["test"]
+    assert (prepared["dev"]["pairs"], test["pairs"], test["held_out_from"]) == (50, 30, "train")
+    assert "per_bucket" not in test and not any(train["dropped"].values())
+    assert (train["pairs"], train["held_out_for_test"], train["not_sampled"]) == (570, 30, 0)
+    assert ("prepare: train: kept 570 of 600 pairs: 30 held out for test by "
+            "prepare.custom.test_size (auto: 5%, at most 3,000)") in ran.stdout + ran.stderr
+    assert prepared["dev"]["entities"]["tgt"]["occurrences"] == 5
     assert prepared["corpus"]["name"] == "custom"
     report = (exported / "README.md").read_text()
     first_table = report[report.index("### The run"):report.index("### Table 1")]
-    assert "de->en" in first_table and "own/test.en" in first_table
+    assert "de->en" in first_table and "held out of the training files (30 pairs)" in first_table
     assert "Paper All" not in report and "Moses (paper only)" not in report
 
 
