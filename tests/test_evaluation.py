@@ -160,3 +160,16 @@ def test_remove_unk_deletes_the_unknown_token_and_keeps_punctuation():
 
     assert remove_unk(["le <unk> chat", "<unk>", "il dit <unk>, puis <unk>.", ""]) == \
         ["le chat", "", "il dit , puis .", ""]
+
+
+def test_a_length_bucket_below_the_minimum_gets_no_p_value():
+    """Was: p = 0.001 printed for a bucket of one sentence. Buckets (0, 5] and (5, 10] hold
+    3 sentences of REFS each, the open one 1: with a minimum of 3 the open one is not tested."""
+    test = Sentences(REFS, [], length_buckets([len(r.split()) for r in REFS], [5, 10]))
+    cfg = EvaluateConfig(bootstrap_samples=50, min_bucket_sentences=3)
+    by_length = compare_systems(GOOD, BAD, "encdec-50", test, cfg)["by_length"]
+    assert [len(b.indices) for b in test.buckets] == [3, 3, 1]
+    assert None not in (by_length["0-5"], by_length["5-10"]) and by_length["10+"] is None
+    every = compare_systems(GOOD, BAD, "encdec-50", test, EvaluateConfig(bootstrap_samples=50,
+                                                                         min_bucket_sentences=1))
+    assert None not in every["by_length"].values()

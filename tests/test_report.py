@@ -206,3 +206,23 @@ def test_a_pair_without_gold_alignments_says_why_the_aer_is_absent(tmp_path):
                                                tmp_path / "r")}
     table = written["alignment_quality.md"].read_text()
     assert "not measured" in table and "no gold alignments for en-vi" in table
+
+
+def test_a_bucket_below_the_minimum_gets_no_p_value_and_no_figure_point(tmp_path):
+    """Buckets of 25 sentences (the fixture's) against a minimum of 30: the gain table prints
+    'too few' for p, the length table marks the count, and Figure 2 draws no point while its
+    ticks still give n; at a minimum of 25 every bucket counts."""
+    from rnnsearch.reporting.build import figure2, gain_table, length_table
+
+    inputs = ReportInputs.load(make_metrics(tmp_path, extras=False))
+    gain = gain_table(inputs, "search-50", "beam", min_sentences=30)
+    assert [row[6] for row in gain.rows] == ["too few"] * 4
+    assert "evaluate.min_bucket_sentences" in gain.markdown()
+    assert length_table(inputs, "beam", 30).rows[0][1] == "5.00 (25; too few)"
+    assert [row[6] for row in gain_table(inputs, "search-50", "beam", 25).rows] == ["0.001"] * 4
+    for fewest, points in ((30, 0), (25, 4)):
+        figure = figure2(inputs, "beam", fewest)
+        axes = figure.axes[0]
+        assert all(len(line.get_xdata()) == points for line in axes.get_lines())
+        ticks = [tick.get_text() for tick in axes.get_xticklabels()]
+        assert ticks[0] == "0-10\nn=25" + ("\nno point" if fewest == 30 else "")

@@ -299,6 +299,7 @@ def compare(name: str, folder: Path | None = None) -> Outcome:
     its numbers beside the default run's committed ``metrics/``
     (:func:`rnnsearch.reporting.beside.write_beside`). Reads metrics files only, so it
     rebuilds the comparison without running the preset again."""
+    from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.config.report import ReportConfig
     from rnnsearch.reporting.beside import Run, write_beside
 
@@ -310,8 +311,11 @@ def compare(name: str, folder: Path | None = None) -> Outcome:
                           f"(python -m rnnsearch.presets export {name})")
     default = Run.load("default", root / "metrics", "metrics/")
     preset = Run.load(name, folder / "metrics", f"{shown}/metrics/")
-    method = read_params(root / "params.yaml").get("report", {}).get("method", ReportConfig.method)
-    return write_beside(default, preset, folder, method)
+    params = read_params(root / "params.yaml")
+    method = params.get("report", {}).get("method", ReportConfig.method)
+    fewest = params.get("evaluate", {}).get("min_bucket_sentences",
+                                            EvaluateConfig.min_bucket_sentences)
+    return write_beside(default, preset, folder, method, fewest)
 
 
 def adopt(name: str, source: str | Path) -> Path:

@@ -5,7 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rnnsearch.config.base import MAX_SEED, ConfigError, check_non_negative, from_dict, require
+from rnnsearch.config.base import (MAX_SEED, ConfigError, check_non_negative, check_positive,
+                                  from_dict, require)
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.vocab import SPECIALS
 
@@ -52,6 +53,9 @@ def check_baseline(cfg: "EvaluateConfig", grid: GridConfig, key: str = "evaluate
             f"{key}.bootstrap_samples: 0 to run no tests")
 
 
+MIN_BUCKET_SENTENCES = 30   # evaluate.min_bucket_sentences' default
+
+
 @dataclass(frozen=True)
 class EvaluateConfig:
     """sacrebleu BLEU/chrF overall, on the no-UNK subset and by source length."""
@@ -63,6 +67,8 @@ class EvaluateConfig:
     bleu_tokenize: str = "13a"
     # unigram F1 by training frequency: the word-level vocabulary's entries (None: tokenize's)
     word_vocab_size: int | None = None
+    # a length bucket of fewer test sentences gets no p-value and no point in Figure 2
+    min_bucket_sentences: int = MIN_BUCKET_SENTENCES
 
     def check(self, key: str) -> None:
         require(len(self.buckets) > 0, f"{key}.buckets", "needs at least one edge")
@@ -70,6 +76,7 @@ class EvaluateConfig:
         require(list(self.buckets) == sorted(set(self.buckets)), f"{key}.buckets",
                 f"edges must be strictly increasing, got {list(self.buckets)}")
         check_non_negative(self, key, "bootstrap_samples")
+        check_positive(self, key, "min_bucket_sentences")
         require(self.bootstrap_seed != 0, f"{key}.bootstrap_seed",
                 "must not be 0: sacrebleu takes seed 0 as 'no seed' and the p-values would "
                 "change from run to run; use any other number, e.g. 12345")

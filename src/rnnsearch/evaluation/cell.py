@@ -13,7 +13,8 @@
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
                                             n, signature}, "no_unk": {the same keys},
-                                            "by_length": {"0-10": p, ...}}},
+                                            "by_length": {"0-10": p, ...}}},  (p null: fewer
+                                            than evaluate.min_bucket_sentences sentences)
                             "unigram_f1": {all, in_vocabulary, rare, unseen: {f1, precision,
                                            recall, hyp_tokens, ref_tokens, matched},
                                            "by_rank": {"1-10": {the same keys, step}, ...,
@@ -111,13 +112,16 @@ def remove_unk(hyps: Sequence[str]) -> list[str]:
 def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name: str,
                     test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
     """Paired bootstrap of ``hyps`` against ``baseline``: on all sentences, on the no-UNK
-    subset (Table 1's second column, resampled within that subset) and per length bucket."""
+    subset (Table 1's second column, resampled within that subset) and per length bucket; a
+    bucket of fewer than ``evaluate.min_bucket_sentences`` sentences is not tested (p null)."""
     def test_on(indices: Sequence[int] | None) -> dict[str, Any]:
         return paired_bootstrap(hyps, baseline, test.refs, indices, cfg.bootstrap_samples,
                                 cfg.bootstrap_seed, cfg.bleu_tokenize)
 
+    by_length = {b.label: test_on(b.indices)["p_value"]
+                 if len(b.indices) >= cfg.min_bucket_sentences else None for b in test.buckets}
     return {"baseline": baseline_name, "all": test_on(None), "no_unk": test_on(test.no_unk),
-            "by_length": {b.label: test_on(b.indices)["p_value"] for b in test.buckets}}
+            "by_length": by_length}
 
 
 def read_system(folder: Path, system: str, test: TestSet, kind: str = "detok") -> list[str]:

@@ -36,7 +36,7 @@ from rnnsearch.evaluation import TestSet, evaluate_cell
 from rnnsearch.experiments.paper_curve_files import (MAX_LEN, PACK, PARAMS, RESULTS, hyp_file,
                                                      sha256_of)
 from rnnsearch.reporting import build
-from rnnsearch.reporting.figures import bleu_by_length_figure
+from rnnsearch.reporting.figures import bleu_by_length_figure, length_curve
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.tables import Table, fmt
@@ -176,8 +176,7 @@ def cpu_beam() -> int:
 
 def figure(lines: dict[str, dict[str, dict[str, Any]]], path: Path) -> None:
     """Figure 2 (BLEU against source length, one line per curve) as a PNG."""
-    points = {name: [(row["step"], label, row["bleu"]) for label, row in curve.items()]
-              for name, curve in lines.items()}
+    points = {name: length_curve(curve) for name, curve in lines.items()}
     fig = bleu_by_length_figure(points, f"BLEU by source sentence length ({METHOD})")
     fig.savefig(path, dpi=120, metadata={"Software": None})
     plt.close(fig)

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from rnnsearch.config.base import read_params
 from rnnsearch.data.textio import atomic_write_text
-from rnnsearch.reporting.figures import Curve, bleu_by_length_figure
+from rnnsearch.reporting.figures import LengthCurve, bleu_by_length_figure, length_curve
 from rnnsearch.reporting.inputs import ReportInputs, read_metrics_json
 from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.rare_words import CLASS_COLUMNS
@@ -126,11 +126,10 @@ def word_no_unk(system: dict[str, Any]) -> dict[str, Any]:
     return system.get("no_unk_words") or system.get("no_unk", {})
 
 
-def length_curve(run: Run, cell: str, method: str) -> Curve:
+def cell_length_curve(run: Run, cell: str, method: str, min_sentences: int) -> LengthCurve:
     """A cell's BLEU per source-length bucket (words), as Figure 2's points."""
     by_length = run.inputs.evals[cell]["systems"].get(method, {}).get("by_length", {})
-    return [(row["step"], label, row["bleu"]) for label, row in by_length.items()
-            if label != "signature"]
+    return length_curve(by_length, min_sentences)
 
 
 def shared_cells(default: Run, preset: Run) -> list[str]:
@@ -148,8 +147,8 @@ def differing_cells(default: Run, preset: Run, method: str) -> list[str]:
     model. Not equal tokenize params: a preset that keeps the tokens but trains or decodes
     otherwise (a longer budget, another beam) has numbers to put beside the default's."""
     return [cell for cell in shared_cells(default, preset)
-            if (headline(default, cell, method), length_curve(default, cell, method))
-            != (headline(preset, cell, method), length_curve(preset, cell, method))]
+            if (headline(default, cell, method), cell_length_curve(default, cell, method, 1))
+            != (headline(preset, cell, method), cell_length_curve(preset, cell, method, 1))]
 
 
 def model_name(run: Run, cell: str) -> str:
@@ -190,7 +189,8 @@ def intro(default: Run, preset: Run) -> str:
             f"{compared}.")
 
 
-def write_beside(default: Run, preset: Run, out: Path, method: str = "beam") -> Outcome:
+def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
+                 min_sentences: int = 1) -> Outcome:
     """Write ``<out>/beside_default.{md,tex,png}``: the table and figure of the cells the runs
     share whose numbers differ (:func:`differing_cells`). Nothing is written when no cell is
     shared or all shared cells have the same numbers; when the test sets may differ
@@ -214,10 +214,11 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam") -> 
         return Outcome(files[:1], message)
     table = beside_table(default, preset, cells, method)
     out.mkdir(parents=True, exist_ok=True)
-    curves = {f"{model_name(run, cell)} ({run.label})": length_curve(run, cell, method)
+    curves = {f"{model_name(run, cell)} ({run.label})": cell_length_curve(run, cell, method,
+                                                                           min_sentences)
               for cell in cells for run in (default, preset)}
     figure = bleu_by_length_figure(curves, f"BLEU by source sentence length ({method}): "
-                                           f"default run vs '{preset.label}'")
+                                           f"default run vs '{preset.label}'", min_sentences)
     _save(paired(figure), files[2])
     atomic_write_text(files[0], page(default, preset, table, files[2].name, files[1].name))
     atomic_write_text(files[1], table.latex())

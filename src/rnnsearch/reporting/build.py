@@ -2,11 +2,11 @@
 speed, word-vector and LM tables, Figure 2 (BLEU by length), Figure 3 (alignments)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from matplotlib.figure import Figure
 
-from rnnsearch.reporting.figures import alignment_figure, bleu_by_length_figure
+from rnnsearch.reporting.figures import alignment_figure, bleu_by_length_figure, length_curve
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import (BAHDANAU_TABLE1, LUONG_INPUT_FEEDING_GAIN, LUONG_VARIANTS,
                                        display_name)
@@ -108,27 +108,42 @@ def speed_table(inputs: ReportInputs) -> Table:
                  tuple(rows), (f"Batched runs use batch size {fmt(batch)}.",))
 
 
-def length_table(inputs: ReportInputs, method: str = "beam") -> Table:
-    """Figure 2 as numbers: BLEU (sentences) per source-length bucket and model."""
+def length_table(inputs: ReportInputs, method: str = "beam", min_sentences: int = 1) -> Table:
+    """Figure 2 as numbers: BLEU (sentences) per source-length bucket and model; a bucket of
+    fewer than ``min_sentences`` sentences marked (it has no point in the figure)."""
     cells = [c for c in inputs.ordered_cells() if method in inputs.evals[c]["systems"]]
     labels = [k for k in inputs.evals[cells[0]]["systems"][method]["by_length"]
               if k != "signature"] if cells else []
-    rows = []
+    rows, counts = [], []
     for label in labels:
         row = [label]
         for cell in cells:
             bucket = inputs.evals[cell]["systems"][method]["by_length"][label]
-            row.append(f"{fmt(bucket['bleu'])} ({bucket['n']})")
+            few = "; too few" if bucket["n"] < min_sentences else ""
+            row.append(f"{fmt(bucket['bleu'])} ({bucket['n']}{few})")
+            counts.append(bucket["n"])
         rows.append(tuple(row))
     return Table(f"BLEU by source sentence length ({method}; sentences in brackets)",
-                 ("Length", *(_name(inputs.evals[c]) for c in cells)), tuple(rows))
+                 ("Length", *(_name(inputs.evals[c]) for c in cells)), tuple(rows),
+                 few_note(min_sentences, counts))
 
 
-def gain_table(inputs: ReportInputs, cell: str, method: str = "beam") -> Table | None:
+def few_note(min_sentences: int, counts: Iterable[int]) -> tuple[str, ...]:
+    """The note on a by-length table whose buckets hold ``counts`` sentences: what a bucket of
+    too few sentences gets (none when every bucket has enough)."""
+    if all(n >= min_sentences for n in counts):
+        return ()
+    return (f"A bucket of fewer than {min_sentences} test sentences (evaluate.min_bucket_sentences)"
+            f" is marked 'too few': no p-value, no point in Figure 2.",)
+
+
+def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_sentences: int = 1
+               ) -> Table | None:
     """Figure 2's relative claim for one attention cell: per length bucket, its BLEU over its
     baseline's, that ratio relative to the first (shortest) bucket, the bootstrap p-value, and
     both models' hypothesis/reference length ratios (None: the cell was not scored, or has no
-    baseline)."""
+    baseline). A bucket of fewer than ``min_sentences`` sentences gets no p-value (``too
+    few``)."""
     if cell not in inputs.evals:
         return None
     system = inputs.evals[cell]["systems"].get(method, {})
@@ -141,9 +156,11 @@ def gain_table(inputs: ReportInputs, cell: str, method: str = "beam") -> Table |
     ratios = {label: ours[label]["bleu"] / base[label]["bleu"] if base[label]["bleu"] else None
               for label in labels}
     first = ratios[labels[0]]
+    p_values = {label: "too few" if ours[label]["n"] < min_sentences
+                else fmt(vs["by_length"].get(label), 3) for label in labels}
     rows = tuple((label, fmt(ours[label]["n"]), fmt(ours[label]["bleu"]), fmt(base[label]["bleu"]),
                   fmt(ratios[label]), fmt(ratios[label] / first if ratios[label] and first else None),
-                  fmt(vs["by_length"].get(label), 3), fmt(ours[label].get("len_ratio")),
+                  p_values[label], fmt(ours[label].get("len_ratio")),
                   fmt(base[label].get("len_ratio")))
                  for label in labels)
     ours_name, base_name = _name(inputs.evals[cell]), _name(inputs.evals[vs["baseline"]])
@@ -152,12 +169,15 @@ def gain_table(inputs: ReportInputs, cell: str, method: str = "beam") -> Table |
                   f"Ratio / ratio at {labels[0]}", "p (bootstrap)", f"{ours_name} hyp/ref length",
                   f"{base_name} hyp/ref length"), rows,
                  ("Bahdanau et al.'s Figure 2 claim, relative form: the ratio grows with length. "
-                  "A hyp/ref length ratio far above 1 means over-long (looping) output.",))
+                  "A hyp/ref length ratio far above 1 means over-long (looping) output.",
+                  *few_note(min_sentences, (ours[label]["n"] for label in labels))))
 
 
-def gain_tables(inputs: ReportInputs, method: str = "beam") -> dict[str, Table]:
+def gain_tables(inputs: ReportInputs, method: str = "beam", min_sentences: int = 1
+                ) -> dict[str, Table]:
     """:func:`gain_table` for every attention cell that has a baseline."""
-    tables = {f"gain_{cell}": gain_table(inputs, cell, method) for cell in inputs.ordered_cells()}
+    tables = {f"gain_{cell}": gain_table(inputs, cell, method, min_sentences)
+              for cell in inputs.ordered_cells()}
     return {name: table for name, table in tables.items() if table is not None}
 
 
@@ -171,16 +191,14 @@ def other_tables(inputs: ReportInputs) -> dict[str, Table]:
     return tables
 
 
-def figure2(inputs: ReportInputs, method: str = "beam") -> Figure:
-    """BLEU against source length, one curve per model (Bahdanau et al.'s Figure 2)."""
-    curves = {}
-    for cell in inputs.ordered_cells():
-        if method not in inputs.evals[cell]["systems"]:
-            continue
-        by_length = inputs.evals[cell]["systems"][method]["by_length"]
-        curves[_name(inputs.evals[cell])] = [(r["step"], label, r["bleu"])
-                                             for label, r in by_length.items() if label != "signature"]
-    return bleu_by_length_figure(curves, f"BLEU by source sentence length ({method})")
+def figure2(inputs: ReportInputs, method: str = "beam", min_sentences: int = 1) -> Figure:
+    """BLEU against source length, one curve per model (Bahdanau et al.'s Figure 2), with the
+    sentences per bucket; no point from a bucket of fewer than ``min_sentences``."""
+    curves = {_name(inputs.evals[cell]): length_curve(inputs.evals[cell]["systems"][method]
+                                                      ["by_length"], min_sentences)
+              for cell in inputs.ordered_cells() if method in inputs.evals[cell]["systems"]}
+    return bleu_by_length_figure(curves, f"BLEU by source sentence length ({method})",
+                                 min_sentences)
 
 
 def figure3(inputs: ReportInputs, sentences: int) -> dict[str, Figure]:

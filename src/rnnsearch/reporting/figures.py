@@ -17,15 +17,46 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 Curve = Sequence[tuple[int, str, float | None]]   # (x = bucket upper edge, label, BLEU or None)
+# (x = bucket upper edge, label, BLEU or None, sentences in the bucket)
+LengthCurve = Sequence[tuple[int, str, float | None, int]]
 
 
-def bleu_by_length_figure(curves: Mapping[str, Curve], title: str) -> Figure:
-    """One line per curve name; x is the source-length bucket (labelled ``0-10`` ...)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    _plot_curves(ax, curves)
-    ax.set_xlabel("source sentence length (words)")
+def length_curve(by_length: Mapping[str, Any], min_sentences: int = 1) -> LengthCurve:
+    """Figure 2's points of one system's ``by_length`` scores (``metrics/eval/<cell>.json``):
+    a bucket of fewer than ``min_sentences`` sentences (``evaluate.min_bucket_sentences``) keeps
+    its count but gets no BLEU point, since a score on a handful of sentences says nothing."""
+    return [(row["step"], label, row["bleu"] if row["n"] >= min_sentences else None, row["n"])
+            for label, row in by_length.items() if label != "signature"]
+
+
+def bleu_by_length_figure(curves: Mapping[str, LengthCurve], title: str,
+                          min_sentences: int = 1) -> Figure:
+    """One line per curve name; x is the source-length bucket, labelled ``0-10`` ... over the
+    sentences in it (``n=269``; ``n=269/270`` where the curves' test sets differ), and marked
+    ``no point`` where that is fewer than ``min_sentences``."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    _plot_curves(ax, {name: [(x, label, bleu) for x, label, bleu, _ in points]
+                      for name, points in curves.items()})
+    counts: dict[int, list[int]] = {}
+    labels: dict[int, str] = {}
+    for points in curves.values():
+        for x, label, _, n in points:
+            labels[x] = label
+            counts.setdefault(x, [])
+            if n not in counts[x]:
+                counts[x].append(n)
+    ticks = sorted(labels)
+    ax.set_xticks(ticks, [_length_tick(labels[x], counts[x], min_sentences) for x in ticks],
+                  fontsize=8)
+    ax.set_xlabel("source sentence length (words); n: test sentences in the bucket")
     ax.set_ylabel("BLEU")
     return _finish(fig, ax, title)
+
+
+def _length_tick(label: str, counts: Sequence[int], min_sentences: int) -> str:
+    """A Figure 2 tick: the bucket, its sentence count(s), and ``no point`` below the minimum."""
+    tick = f"{label}\nn={'/'.join(str(n) for n in counts)}"
+    return tick + "\nno point" if max(counts) < min_sentences else tick
 
 
 def f1_by_rank_figure(curves: Mapping[str, Curve], vocabulary_words: int, title: str) -> Figure:

@@ -20,28 +20,31 @@ REGENERATE = ("Regenerate with `dvc repro report` (or `PYTHONPATH=src python pip
               "it reads the metrics files only and takes seconds.")
 
 
-def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path) -> list[Path]:
-    """Write every table and figure; returns the files written (index page last)."""
-    tables = _tables(inputs, cfg)
+def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
+                 min_sentences: int = 1) -> list[Path]:
+    """Write every table and figure; returns the files written (index page last). A length
+    bucket of fewer than ``min_sentences`` test sentences (``evaluate.min_bucket_sentences``)
+    is marked in the tables and has no point in Figure 2."""
+    tables = _tables(inputs, cfg, min_sentences)
     with atomic_dir(reports / RESULTS) as tmp:
         for name, table in tables.items():
             atomic_write_text(tmp / f"{name}.md", table.markdown())
             atomic_write_text(tmp / f"{name}.tex", table.latex())
-        figures = _write_figures(inputs, cfg, tmp)
+        figures = _write_figures(inputs, cfg, tmp, min_sentences)
     index = reports / "README.md"
     atomic_write_text(index, _index(tables, figures))
     written = sorted((reports / RESULTS).iterdir())
     return written + [index]
 
 
-def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
+def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int) -> dict[str, Table]:
     corpus = inputs.corpus
     tables = {"corpus": corpus.table() if corpus is not None else unknown_corpus_table(),
               "table1": build.table1(inputs, cfg.method)}
     if inputs.evals:
-        tables["bleu_by_length"] = build.length_table(inputs, cfg.method)
+        tables["bleu_by_length"] = build.length_table(inputs, cfg.method, min_sentences)
         tables["speed"] = build.speed_table(inputs)
-        tables.update(build.gain_tables(inputs, cfg.method))
+        tables.update(build.gain_tables(inputs, cfg.method, min_sentences))
     rare = rare_words_table(inputs)
     if rare is not None:
         tables["rare_words"] = rare
@@ -58,12 +61,14 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig) -> dict[str, Table]:
     return tables
 
 
-def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path) -> dict[str, str]:
+def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path, min_sentences: int
+                   ) -> dict[str, str]:
     """PNG files by caption."""
     figures = {}
     if inputs.evals:
         figures["Figure 2: BLEU by source sentence length"] = "figure2_bleu_by_length.png"
-        _save(build.figure2(inputs, cfg.method), folder / "figure2_bleu_by_length.png")
+        _save(build.figure2(inputs, cfg.method, min_sentences),
+              folder / "figure2_bleu_by_length.png")
     rare = rare_words_figure(inputs)
     if rare is not None:
         figures["Unigram F1 by the word's training frequency rank"] = "rare_words_f1_by_rank.png"

@@ -21,7 +21,7 @@ from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
-from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure
+from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure, length_curve
 from rnnsearch.reporting.rare_words import rank_curve
 from rnnsearch.stages.runner import Stage, StageContext
 
@@ -79,19 +79,19 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
                 for score in ("bleu", "chrf"):
                     if system.get(subset, {}).get(score) is not None:
                         mlflow.log_metric(f"{name}/{subset}/{score}", system[subset][score])
-            for label, row in system["by_length"].items():
-                if label != "signature" and row["bleu"] is not None:
-                    mlflow.log_metric(f"{name}/bleu_by_length", row["bleu"], step=row["step"])
+            for step, _, bleu, _ in length_curve(system["by_length"], cfg.min_bucket_sentences):
+                if bleu is not None:
+                    mlflow.log_metric(f"{name}/bleu_by_length", bleu, step=step)
             for key, p_value in baseline_p_values(system).items():
                 mlflow.log_metric(f"{name}/{key}", p_value)
             for key, value, step in unigram_f1_points(system):
                 mlflow.log_metric(f"{name}/{key}", value, step=step)
         for method, row in metrics["speed"].items():
             mlflow.log_metric(f"speed/{method}/sentences_per_s", row["sentences_per_s"])
-        curves = {name: [(r["step"], label, r["bleu"]) for label, r in s["by_length"].items()
-                         if label != "signature"] for name, s in metrics["systems"].items()}
-        mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}"),
-                          "bleu_by_length.png")
+        curves = {name: length_curve(s["by_length"], cfg.min_bucket_sentences)
+                  for name, s in metrics["systems"].items()}
+        mlflow.log_figure(bleu_by_length_figure(curves, f"BLEU by source length: {cell}",
+                                                cfg.min_bucket_sentences), "bleu_by_length.png")
         if "training_words" in metrics:
             f1_curves = {name: rank_curve(s["unigram_f1"]) for name, s in metrics["systems"].items()
                          if "unigram_f1" in s}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.reporting import RESULTS, ReportInputs, write_report
 from rnnsearch.reporting.summary import SUMMARY, write_summaries
@@ -23,8 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Read the metrics, write the tables and figures, log them as artifacts."""
     cfg = ctx.section(ReportConfig)
+    min_sentences = ctx.section(EvaluateConfig, "evaluate").min_bucket_sentences
     inputs = ReportInputs.load(args.metrics)
-    written = write_report(inputs, cfg, args.reports)
+    written = write_report(inputs, cfg, args.reports, min_sentences)
     summary = write_summaries(inputs, cfg.method, args.metrics)
     print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/, "
           f"headline numbers in {summary}/")
