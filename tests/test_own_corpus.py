@@ -19,6 +19,7 @@ from test_stages_data import write_params
 
 from rnnsearch.config import ConfigError, from_dict
 from rnnsearch.config.prepare import PrepareConfig, auto_test_size
+from rnnsearch.data.tokenize import tokenize_line, unknown_language_notice
 
 SIZES = {"train": 0, "dev": 50, "test": 40}   # train 0: keep all
 
@@ -574,3 +575,18 @@ def test_corpus_block_of_a_custom_corpus_names_its_test_files_or_the_held_out_pa
     use_custom(tmp_path, {**custom_params("own"), "test": None})
     assert run_prepare(tmp_path).returncode == 0
     assert corpus_block(tmp_path)["test_set"] == "held out of the training files (15 pairs)"
+
+
+def test_a_language_moses_does_not_know_is_warned_about_in_one_line(tmp_path):
+    """Was: ``rw`` accepted silently, and Moses' fallback split ``n'iki`` into ``n ' iki``."""
+    write_corpus(tmp_path / "own")
+    use_custom(tmp_path, custom_params("own"), src_lang="rw")
+    for script in ("prepare.py", "tokenize_text.py"):
+        result = run_script(script, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("tokenize: warn")]
+    assert warnings == [unknown_language_notice("rw", "prepare.src_lang")]
+    assert "'rw' (prepare.src_lang)" in warnings[0] and "n'iki -> n ' iki" in warnings[0]
+    assert tokenize_line("n'iki", "rw") == ["n", "'", "iki"]      # what the line explains
+    assert unknown_language_notice("en", "prepare.tgt_lang") is None
+    assert unknown_language_notice("zh", "prepare.tgt_lang") is None

@@ -20,6 +20,28 @@ from rnnsearch.data.vocab import UNK_ID, Vocabulary
 LENGTH_PERCENTILES = (50, 90, 95, 99)
 
 
+CJK = ("zh", "ja", "ko")    # codes sacremoses' tokenizer has rules for without prefix lists
+
+
+def moses_languages() -> set[str]:
+    """The language codes sacremoses has nonbreaking prefixes for (and the CJK codes)."""
+    from sacremoses.corpus import NonbreakingPrefixes
+
+    return set(NonbreakingPrefixes().available_langs.values()) | set(CJK)
+
+
+def unknown_language_notice(lang: str, key: str) -> str | None:
+    """The warning line for a language code Moses has no rules for (None: it has some): which
+    rules are used instead, so that a surprise such as ``n'iki -> n ' iki`` is explained.
+    ``key``: the params key that set the code."""
+    if lang in moses_languages():
+        return None
+    return (f"tokenize: warning: Moses has no rules for language '{lang}' ({key}): its text is "
+            f"tokenised with English nonbreaking prefixes (Mr. Dr. ...) and the generic "
+            f"apostrophe split (n'iki -> n ' iki); a code it knows (en, fr, de, ...: "
+            f"sacremoses' nonbreaking_prefixes) applies that language's rules")
+
+
 @functools.lru_cache(maxsize=None)
 def _tokenizer(lang: str) -> MosesTokenizer:
     return MosesTokenizer(lang=lang)

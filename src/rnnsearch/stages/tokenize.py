@@ -13,6 +13,7 @@ DVC plot ``plots/lengths.csv`` and an MLflow figure).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from rnnsearch.data.subword import (SubwordSpec, VocabularyUnfit, letter_counts,
                                     write_models)
 from rnnsearch.data.textio import read_lines, write_csv, write_lines
 from rnnsearch.data.tokenize import (count_words, length_histogram, length_stats, oov_rate,
-                                     tokenize_lines)
+                                     tokenize_lines, unknown_language_notice)
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.errors import ConfigError
 from rnnsearch.stages.runner import Stage, StageContext
@@ -177,6 +178,10 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     start = time.perf_counter()
     cfg = ctx.section(TokenizeConfig)
     langs = read_languages(args.prepared / "meta.json")
+    for side, lang in langs.items():
+        notice = unknown_language_notice(lang, f"prepare.{side}_lang")
+        if notice:
+            print(notice, file=sys.stderr)
     with ctx.output_dir(args.out) as tmp:
         tokens = tokenize_splits(cfg, args.prepared, langs)
         if cfg.subwords:
