@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import make_project, run_in
+from rnnsearch.reporting.write import REGENERATE, regenerate_line
 from test_own_corpus import mirror_lines, sha256, write_text
 
 pytestmark = pytest.mark.slow
@@ -98,7 +101,9 @@ def check_exported_report(root: Path, name: str, report: str) -> None:
     preset that never ran names the branch it lacks."""
     exported = (root / "reports/presets" / name / "README.md").read_text(encoding="utf-8")
     heading, _, body = exported.partition("\n\n")
-    assert body == report
+    folder = Path("reports/presets") / name
+    assert body == report.replace(REGENERATE, regenerate_line(folder / "params.yaml",
+                                                              folder / "metrics", folder))
     commit = run_in(["git", "rev-parse", "--short", f"preset/{name}"], root).stdout.strip()
     assert f"`{commit}`" in heading and "`translate.search.beam_size=2`" in heading, heading
     results = root / "reports/presets" / name / "results"
@@ -167,8 +172,9 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     prepared = json.loads((exported / "metrics/prepare.json").read_text())
     assert prepared["train"]["inputs"]["src"] == {"file": f"{url}/train.de",
                                                   "sha256": sha256(served / "train.de")}
-    dev = root / "own/dev.tsv.gz"     # the experiment's copy reads the project's own files
-    assert prepared["dev"]["inputs"]["tsv"] == {"file": str(dev), "sha256": sha256(dev)}
+    dev = root / "own/dev.tsv.gz"     # the experiment's copy reads the project's own files,
+    assert prepared["dev"]["inputs"]["tsv"] == {"file": "own/dev.tsv.gz",   # named as given
+                                                "sha256": sha256(dev)}
     train, test = prepared["train"], prepared["test"]
     assert (prepared["dev"]["pairs"], test["pairs"], test["held_out_from"]) == (50, 30, "train")
     assert "per_bucket" not in test and not any(train["dropped"].values())
@@ -181,6 +187,24 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     first_table = report[report.index("### The run"):report.index("### Table 1")]
     assert "de->en" in first_table and "held out of the training files (30 pairs)" in first_table
     assert "Paper All" not in report and "Moses (paper only)" not in report
+    check_own_files_only(root, exported, ["search-20"])
+
+
+def check_own_files_only(root: Path, exported: Path, cells: list[str]) -> None:
+    """An exported experiment's folder holds the metrics of its own cells only (not the default
+    run's others, which its workspace copy started with), names no folder of this machine, and
+    its regenerate line rebuilds that folder's index page as it is."""
+    named = {p.stem for p in exported.rglob("*.json") if re.fullmatch(r".+-\d+", p.stem)}
+    assert named == set(cells), named
+    for path in exported.rglob("*"):
+        if path.is_file() and path.suffix in (".md", ".json", ".yaml", ".tex"):
+            text = path.read_text(encoding="utf-8")
+            assert str(root) not in text and str(root.resolve()) not in text, path
+    page = (exported / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"Regenerate with `PYTHONPATH=src (python [^`]+)`", page).group(1)
+    assert f"--reports {exported.relative_to(root)} " in command, command
+    run_in([sys.executable, *shlex.split(command)[1:]], root)
+    assert (exported / "README.md").read_text(encoding="utf-8") == page
 
 
 def check_alignment_outputs(project: Path) -> None:

@@ -162,3 +162,22 @@ def test_overrides_set_a_mapping_whole_where_params_yaml_has_null():
     assert presets.override_arguments(base, preset) == [
         "prepare.corpus=custom", "prepare.clean.max_len=50", "+prepare.clean.new=1",
         'prepare.custom={train:{src:"own/a b.de",tgt:own/t.en}}']
+
+
+def test_an_exported_preset_keeps_only_the_metrics_its_own_run_wrote():
+    """Was: the quick preset's folder carried the default run's train and alignment metrics of
+    three cells it never ran (the experiment's workspace copy starts with them)."""
+    lock = {"stages": {"prepare": {"outs": [{"path": "metrics/prepare.json"}]},
+                       "train@search-50": {"outs": [{"path": "metrics/train/search-50.json"}]},
+                       "translate@search-50": {"outs": [{"path": "metrics/alignments/search-50.json"}]},
+                       "evaluate": {"outs": [{"path": "metrics/eval"}]},
+                       "report": {"outs": [{"path": "metrics/summary"}]}}}
+    files = ["reports/README.md", "params.yaml", "metrics/prepare.json", "metrics/lm.json",
+             "metrics/train/search-50.json", "metrics/train/encdec-30.json",
+             "metrics/alignments/search-50.json", "metrics/alignments/search-30.json",
+             "metrics/eval/search-50.json", "metrics/summary/search-50.json",
+             "metrics/summary/encdec-50.json"]
+    assert presets.own_files(files, lock) == [
+        "reports/README.md", "params.yaml", "metrics/prepare.json",
+        "metrics/train/search-50.json", "metrics/alignments/search-50.json",
+        "metrics/eval/search-50.json", "metrics/summary/search-50.json"]

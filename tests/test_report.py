@@ -3,9 +3,14 @@ in their own columns, optional inputs are skipped, and it runs from metrics file
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
 from pathlib import Path
 
-from conftest import run_script
+import pytest
+
+from conftest import REPO, run_script
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.reporting import ReportInputs, write_report
 from rnnsearch.reporting.build import table1, variants_table
@@ -226,3 +231,36 @@ def test_a_bucket_below_the_minimum_gets_no_p_value_and_no_figure_point(tmp_path
         assert all(len(line.get_xdata()) == points for line in axes.get_lines())
         ticks = [tick.get_text() for tick in axes.get_xticklabels()]
         assert ticks[0] == "0-10\nn=25" + ("\nno point" if fewest == 30 else "")
+
+
+REGENERATE_COMMAND = re.compile(r"Regenerate with `PYTHONPATH=src python pipeline/report\.py "
+                                r"([^`]+)`")
+
+
+def copied_reports() -> list[Path]:
+    """Every committed report index page but the default run's (presets, experiments)."""
+    return sorted(page for page in (REPO / "reports").rglob("README.md")
+                  if REGENERATE_COMMAND.search(page.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("page", copied_reports(), ids=lambda p: str(p.parent.relative_to(REPO)))
+def test_a_copied_report_regenerates_itself_from_its_line(page, tmp_path):
+    """Was: every copied report (reports/presets/*, reports/experiments/cpu_kinds/*) said
+    "Regenerate with dvc repro report", which rebuilds the default run's. Its line now names
+    its own params, metrics and folder: run in a copy of those, it writes the page as committed."""
+    text = page.read_text(encoding="utf-8")
+    args = shlex.split(REGENERATE_COMMAND.search(text).group(1))
+    places = dict(zip(args[:-1:2], args[1::2]))
+    assert places["--reports"] == page.parent.relative_to(REPO).as_posix()
+    for key in ("--params", "--metrics", "--reports"):
+        source, copy = REPO / places[key], tmp_path / places[key]
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, copy, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, copy)
+    (tmp_path / places["--reports"] / "README.md").unlink()
+    result = run_script("report.py", *args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    body = text[text.index("# Results"):]          # an exported preset's heading comes first
+    assert (tmp_path / places["--reports"] / "README.md").read_text(encoding="utf-8") == body

@@ -266,12 +266,15 @@ def export(name: str) -> Path:
     from rnnsearch.data.textio import atomic_dir
     from rnnsearch.errors import ExpectedError
     from rnnsearch.reporting.beside import Outcome
+    from rnnsearch.reporting.write import REGENERATE, regenerate_line
 
     root, ref = repo_root(), branch(check_name(name))
     if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
                       capture_output=True).returncode:
         raise ConfigError(f"no git branch '{ref}': run the preset first (make preset NAME={name})")
     files = git(root, "ls-tree", "-r", "--name-only", ref, "--", *REPORT_PATHS).splitlines()
+    if git(root, "ls-tree", "--name-only", ref, "--", "dvc.lock"):
+        files = own_files(files, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")))
     with atomic_dir(export_folder(name)) as folder:
         for path in files:
             content = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root,
@@ -288,9 +291,34 @@ def export(name: str) -> Path:
         print(f"preset '{name}': {outcome.message}")
         index = folder / PurePosixPath(REPORT_PATHS[0]).name
         if index.is_file():
-            index.write_bytes(provenance(name, root, ref, bool(outcome.written)).encode()
-                              + index.read_bytes())
+            shown = export_folder(name).relative_to(root)
+            page = index.read_text(encoding="utf-8").replace(
+                REGENERATE, regenerate_line(shown / "params.yaml", shown / "metrics", shown), 1)
+            index.write_text(provenance(name, root, ref, bool(outcome.written)) + page,
+                             encoding="utf-8")
     return export_folder(name)
+
+
+CELL_FILE = re.compile(r".+-\d+")     # a file named after a grid cell: <model>-<max length>
+
+
+def own_files(files: list[str], lock: dict[str, Any]) -> list[str]:
+    """The files of ``files`` (a preset branch's) that its own run wrote: everything but
+    ``metrics/``, and of ``metrics/`` the outputs of the stages in the branch's ``dvc.lock``;
+    inside an output folder, a file named after a grid cell only for the cells the run trained.
+    The rest are the default run's files, which the experiment's copy of the workspace started
+    with (the metrics of cells it never ran)."""
+    stages = lock.get("stages", {})
+    outs = {out["path"] for stage in stages.values() for out in stage.get("outs", [])}
+    cells = {name.split("@", 1)[1] for name in stages if name.startswith("train@")}
+
+    def own(path: str) -> bool:
+        if not path.startswith("metrics/") or path in outs:
+            return True
+        inside = any(path.startswith(f"{out}/") for out in outs)
+        stem = PurePosixPath(path).stem
+        return inside and (not CELL_FILE.fullmatch(stem) or stem in cells)
+    return [path for path in files if own(path)]
 
 
 def compare(name: str, folder: Path | None = None) -> Outcome:

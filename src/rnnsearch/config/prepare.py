@@ -111,13 +111,6 @@ class CustomCorpus:
                 f"lists test, but {key}.test is null (a test split held out of train is always "
                 f"sampled)")
 
-    def located(self, resolve: Callable[[str | None], str | None]) -> "CustomCorpus":
-        """Every split's files passed through ``resolve`` (e.g. relative paths made the
-        repository's, for a stage running in a DVC experiment's temporary copy)."""
-        return dataclasses.replace(
-            self, train=self.train.located(resolve), dev=self.dev.located(resolve),
-            test=self.test.located(resolve) if self.test is not None else None)
-
     def is_given(self, split: str) -> bool:
         """True when ``split`` is dev or test read from the user's own file (not held out)."""
         return split in GIVEN_SPLITS and getattr(self, split) is not None

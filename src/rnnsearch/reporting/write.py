@@ -2,6 +2,7 @@
 and the index page ``<reports>/README.md`` that shows them."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -18,13 +19,46 @@ from rnnsearch.reporting.tables import Table
 RESULTS = "results"
 REGENERATE = ("Regenerate with `dvc repro report` (or `PYTHONPATH=src python pipeline/report.py`): "
               "it reads the metrics files only and takes seconds.")
+DEFAULT_PLACES = ("params.yaml", "metrics", "reports")   # the report stage's params, metrics, reports
+
+
+def regenerate_line(params: str | Path, metrics: str | Path, reports: str | Path) -> str:
+    """The index page's "Regenerate with" line for a report of ``metrics`` and ``params``
+    written to ``reports``: the report stage's own for the default run, else the command that
+    rebuilds this very folder (paths relative to the working directory, the repository root)."""
+    places = [_relative(place) for place in (params, metrics, reports)]
+    if tuple(places) == DEFAULT_PLACES:
+        return REGENERATE
+    args = shlex.join(["--params", places[0], "--metrics", places[1], "--reports", places[2],
+                       "--no-mlflow"])
+    return (f"Regenerate with `PYTHONPATH=src python pipeline/report.py {args}` (from the "
+            f"repository root): it reads the metrics files only and takes seconds.")
+
+
+def _relative(place: str | Path) -> str:
+    """``place`` relative to the working directory when it lies inside it (POSIX form)."""
+    path = Path(place)
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        path = path.relative_to(Path.cwd())
+    return path.as_posix()
+
+
+def kept_heading(index: Path) -> str:
+    """The quoted paragraph heading an existing index page (an exported preset's provenance,
+    ``> Preset ...``), kept when the page is written again; ``""`` when there is none."""
+    if not index.is_file():
+        return ""
+    text = index.read_text(encoding="utf-8")
+    return text[:text.index("\n\n") + 2] if text.startswith("> ") and "\n\n" in text else ""
 
 
 def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
-                 min_sentences: int = 1) -> list[Path]:
+                 min_sentences: int = 1, regenerate: str = REGENERATE) -> list[Path]:
     """Write every table and figure; returns the files written (index page last). A length
     bucket of fewer than ``min_sentences`` test sentences (``evaluate.min_bucket_sentences``)
-    is marked in the tables and has no point in Figure 2."""
+    is marked in the tables and has no point in Figure 2. ``regenerate``: the index page's
+    line saying how to rebuild it (:func:`regenerate_line`); a quoted heading already on the
+    page is kept (:func:`kept_heading`)."""
     tables = _tables(inputs, cfg, min_sentences)
     with atomic_dir(reports / RESULTS) as tmp:
         for name, table in tables.items():
@@ -32,7 +66,7 @@ def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
             atomic_write_text(tmp / f"{name}.tex", table.latex())
         figures = _write_figures(inputs, cfg, tmp, min_sentences)
     index = reports / "README.md"
-    atomic_write_text(index, _index(tables, figures))
+    atomic_write_text(index, kept_heading(index) + _index(tables, figures, regenerate))
     written = sorted((reports / RESULTS).iterdir())
     return written + [index]
 
@@ -91,9 +125,9 @@ def _save(figure, path: Path) -> None:
     plt.close(figure)
 
 
-def _index(tables: dict[str, Table], figures: dict[str, str]) -> str:
+def _index(tables: dict[str, Table], figures: dict[str, str], regenerate: str) -> str:
     """``reports/README.md``: every table inline, every figure as an image, LaTeX links."""
-    parts = ["# Results: the papers' tables and figures", "", REGENERATE, ""]
+    parts = ["# Results: the papers' tables and figures", "", regenerate, ""]
     for name, table in tables.items():
         if name == "bleu_by_length":
             continue

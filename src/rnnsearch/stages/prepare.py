@@ -120,11 +120,15 @@ def held_out_test(cfg: PrepareConfig, src: list[str]) -> tuple[list[int], dict[s
 
 def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
     """The raw pairs of ``split`` and where they came from: ``files`` (the paths read) and, for
-    a custom corpus, ``inputs`` (each file as given and its sha256)."""
+    a custom corpus, ``inputs`` (each file as the params give it, a relative path relative, and
+    its sha256: the metrics and the report name no folder of this machine)."""
     if cfg.corpus == CUSTOM:
-        text = custom.read_split(getattr(cfg.custom, split).files(), f"prepare.custom.{split}",
-                                 cfg.cache_dir, cfg.download)
-        return text.src, text.tgt, {"files": text.paths, "inputs": text.inputs}
+        given = getattr(cfg.custom, split)
+        text = custom.read_split(given.located(StageContext.project_path).files(),
+                                 f"prepare.custom.{split}", cfg.cache_dir, cfg.download)
+        as_given = {role: {**read, "file": given.files()[role][0]}
+                    for role, read in text.inputs.items()}
+        return text.src, text.tgt, {"files": text.paths, "inputs": as_given}
     corpus = get_corpus(cfg.corpus)
     paths = [locate(corpus, split, lang, cfg.mirror, cfg.cache_dir, cfg.download)
              for lang in (cfg.src_lang, cfg.tgt_lang)]
@@ -308,8 +312,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Prepare every split into ``args.out`` (atomically), then metrics and the MLflow run."""
     cfg = ctx.section(PrepareConfig)
     cfg = dataclasses.replace(cfg, mirror=ctx.project_path(cfg.mirror),
-                              cache_dir=ctx.project_path(cfg.cache_dir),
-                              custom=cfg.custom.located(ctx.project_path) if cfg.custom else None)
+                              cache_dir=ctx.project_path(cfg.cache_dir))
     with ctx.output_dir(args.out) as tmp:
         meta = prepare_corpus(cfg, tmp)
         ctx.write_json(tmp / "meta.json", meta)

@@ -11,6 +11,7 @@ from pathlib import Path
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.reporting import RESULTS, ReportInputs, write_report
+from rnnsearch.reporting.write import regenerate_line
 from rnnsearch.reporting.summary import SUMMARY, write_summaries
 from rnnsearch.stages.runner import Stage, StageContext
 
@@ -26,7 +27,8 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     cfg = ctx.section(ReportConfig)
     min_sentences = ctx.section(EvaluateConfig, "evaluate").min_bucket_sentences
     inputs = ReportInputs.load(args.metrics)
-    written = write_report(inputs, cfg, args.reports, min_sentences)
+    written = write_report(inputs, cfg, args.reports, min_sentences,
+                           regenerate_line(args.params, args.metrics, args.reports))
     summary = write_summaries(inputs, cfg.method, args.metrics)
     print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/, "
           f"headline numbers in {summary}/")
