@@ -4,7 +4,8 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup help repro test ui bench preset experiment gpu-check paper-curve test-fast \
+.PHONY: setup help repro test ui bench preset experiment translate default gpu-check paper-curve \
+	test-fast \
 	paper-curve-data paper-curve-report clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
@@ -52,6 +53,27 @@ preset: $(STAMP)
 experiment: $(STAMP)
 	$(if $(and $(NAME),$(PARAMS)),,$(error make experiment needs NAME=<name> PARAMS=<your params overrides file>))
 	$(PY) -m rnnsearch.presets run $(NAME) --from $(PARAMS)
+
+## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
+## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL
+## takes every option of python -m rnnsearch.decoding.cli, e.g. --align).
+translate: $(STAMP)
+	$(if $(and $(NAME),$(CELL)),,$(error make translate needs NAME=<experiment> CELL=<grid cell>))
+	$(PY) -m rnnsearch.presets translate $(NAME) $(CELL) $(INPUT)
+
+## Bring the committed default run back into the workspace (after editing params.yaml and
+## make repro, or dvc exp apply): your changes to params.yaml, dvc.lock, metrics, plots and
+## reports go to git stash (git stash pop brings them back), then dvc checkout restores the
+## default run's data/ from this clone's DVC cache, as much as it holds (a fresh clone: none).
+default: $(STAMP)
+	@git diff --quiet -- params.yaml dvc.lock metrics plots reports || { \
+		git stash push -q -m "workspace before make default" -- params.yaml dvc.lock metrics \
+			plots reports && \
+		echo "make default: your changes to params.yaml, dvc.lock, metrics, plots and reports" \
+			"are in git stash (git stash pop brings them back)"; }
+	@dvc checkout --allow-missing
+	@echo "make default: the committed default run's params, metrics and reports; data/ holds" \
+		"what this clone's DVC cache has of it (dvc status lists the rest; make repro rebuilds it)"
 
 ## Does the GPU path work on this machine? The CUDA tests, the GPU benchmark, and decoding on
 ## the CPU against the GPU (a tiny model, and the default run's search-50 model on the committed

@@ -12,10 +12,10 @@ those inside functions included):
   - ``config``: the typed params of every section (using data's registries of corpora and
     vocabularies), with the repository's params files (``repo_root``, presets, merging).
   - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``device``, ``stage_command``,
-    ``allocator``: independent helpers (the machine's description, process groups, the MLflow
-    UI's app, how a command ends, the device a measurement runs on, a stage's script run in its
-    own process, the C library's allocator settings), used by tracking, the stages and the
-    tools alike.
+    ``allocator``, ``experiment_files``: independent helpers (the machine's description, process
+    groups, the MLflow UI's app, how a command ends, the device a measurement runs on, a stage's
+    script run in its own process, the C library's allocator settings, an experiment's outputs
+    from the DVC cache), used by tracking, the stages and the tools alike.
   - ``tracking``: the MLflow store, runs and tags (uses the helpers above).
   - ``models``, ``alignment``, ``embeddings``, ``evaluation``, ``reporting``: independent
     library packages above data and config.
@@ -46,7 +46,8 @@ LAYERS = (
     ("errors",),
     ("data",),
     ("config",),
-    ("environment", "procgroup", "ui_app", "command", "device", "stage_command", "allocator"),
+    ("environment", "procgroup", "ui_app", "command", "device", "stage_command", "allocator",
+     "experiment_files"),
     ("tracking",),
     ("models", "alignment", "embeddings", "evaluation", "reporting"),
     ("decoding",),
@@ -133,8 +134,8 @@ def test_make_help_lists_every_target_with_its_description():
     assert listed.returncode == 0, listed.stderr
     described = re.findall(r"^make (\S+)\n    \S", listed.stdout, re.M)
     assert sorted(described) == sorted(phony) and "repro" in phony and "test" in phony
-    users = ["setup", "repro", "test", "ui", "bench", "preset", "experiment", "gpu-check",
-             "paper-curve"]
+    users = ["setup", "repro", "test", "ui", "bench", "preset", "experiment", "translate",
+             "default", "gpu-check", "paper-curve"]
     assert described[:len(users)] == users        # a user's targets first, a contributor's after
     assert listed.stdout.index("A user's targets") < listed.stdout.index("make setup")
     assert listed.stdout.index("make paper-curve\n") < listed.stdout.index(

@@ -188,6 +188,45 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     assert "de->en" in first_table and "held out of the training files (30 pairs)" in first_table
     assert "Paper All" not in report and "Moses (paper only)" not in report
     check_own_files_only(root, exported, ["search-20"])
+    check_translate_with_the_experiment(root, tmp_path)
+
+
+def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:
+    """``make translate NAME=own CELL=search-20``'s command translates a file with the
+    experiment's model, vocabularies and params from the DVC cache, the workspace untouched;
+    a cell the experiment did not train is refused naming its cells."""
+    source = tmp_path / "in.de"
+    source.write_text("Ein Mann fährt Fahrrad.\n\nZwei Hunde spielen im Schnee.\n")
+    before = workspace_results(root)
+    done = run_in([sys.executable, "-m", "rnnsearch.presets", "translate", "own", "search-20",
+                   str(source), "--method", "greedy"], root)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[1] == "" and lines[0] and lines[2], done.stdout
+    assert workspace_results(root) == before
+    fetched = root / ".cache/experiments/own"
+    assert (fetched / "data/models/search-20/model.pt").is_file()
+    assert yaml.safe_load((fetched / "params.yaml").read_text())["prepare"]["src_lang"] == "de"
+    wrong = run_in([sys.executable, "-m", "rnnsearch.presets", "translate", "own", "encdec-20",
+                    str(source)], root, check=False)
+    assert wrong.returncode == 2
+    assert "trained no cell 'encdec-20' (its cells: search-20)" in wrong.stderr
+
+
+def test_make_default_brings_the_committed_run_back(default_run):
+    """After ``dvc exp apply`` of an experiment (or an edited params.yaml and make repro), ``make
+    default`` gives the workspace the committed default run again, the replaced files kept in
+    git stash, and dvc status clean (this clone's cache holds the default run's data)."""
+    root = default_run
+    before = workspace_results(root)
+    run_in(["dvc", "exp", "apply", "own"], root)
+    assert workspace_results(root) != before
+    (root / ".venv").mkdir(exist_ok=True)
+    (root / ".venv/.installed").touch()           # make's setup, done (the suite's env has dvc)
+    done = run_in(["make", "default"], root)
+    assert workspace_results(root) == before
+    assert "git stash" in done.stdout
+    assert "workspace before make default" in run_in(["git", "stash", "list"], root).stdout
+    assert json.loads(run_in(["dvc", "status", "--json"], root).stdout) == {}
 
 
 def check_own_files_only(root: Path, exported: Path, cells: list[str]) -> None:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, make_project, run_in
 
 from rnnsearch import presets
 from rnnsearch.config import ConfigError
@@ -166,7 +167,8 @@ def test_overrides_set_a_mapping_whole_where_params_yaml_has_null():
 
 def test_an_exported_preset_keeps_only_the_metrics_its_own_run_wrote():
     """Was: the quick preset's folder carried the default run's train and alignment metrics of
-    three cells it never ran (the experiment's workspace copy starts with them)."""
+    three cells it never ran (the experiment's workspace copy starts with them, and DVC keeps
+    their stages in the lock: here train@encdec-30)."""
     lock = {"stages": {"prepare": {"outs": [{"path": "metrics/prepare.json"}]},
                        "train@search-50": {"outs": [{"path": "metrics/train/search-50.json"}]},
                        "translate@search-50": {"outs": [{"path": "metrics/alignments/search-50.json"}]},
@@ -177,7 +179,31 @@ def test_an_exported_preset_keeps_only_the_metrics_its_own_run_wrote():
              "metrics/alignments/search-50.json", "metrics/alignments/search-30.json",
              "metrics/eval/search-50.json", "metrics/summary/search-50.json",
              "metrics/summary/encdec-50.json"]
-    assert presets.own_files(files, lock) == [
+    lock["stages"]["train@encdec-30"] = {"outs": [{"path": "metrics/train/encdec-30.json"}]}
+    assert presets.own_files(files, lock, ["search-50"]) == [
         "reports/README.md", "params.yaml", "metrics/prepare.json",
         "metrics/train/search-50.json", "metrics/alignments/search-50.json",
         "metrics/eval/search-50.json", "metrics/summary/search-50.json"]
+
+
+def test_make_default_in_a_fresh_clone_restores_the_params_and_keeps_the_edit(tmp_path):
+    """Was: ``git checkout -- ... && dvc checkout`` failed with exit 255 in a clone whose DVC
+    cache holds none of the default run's data. ``make default`` restores what git has, stashes
+    the replaced files and leaves the missing data to make repro."""
+    project = make_project(tmp_path / "project", {})
+    for folder in ("metrics", "plots", "reports"):          # a clone has the committed run's
+        shutil.copytree(REPO / folder, project / folder)
+    run_in(["git", "add", "metrics", "plots", "reports"], project)
+    run_in(["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm",
+            "the committed run"], project)
+    committed = (project / "params.yaml").read_text()
+    (project / "params.yaml").write_text(committed.replace("epochs: 5", "epochs: 6", 1))
+    (project / ".venv").mkdir()
+    (project / ".venv/.installed").touch()        # make's setup, done (the suite's env has dvc)
+    done = run_in(["make", "default"], project)
+    assert (project / "params.yaml").read_text() == committed
+    assert "git stash pop brings them back" in done.stdout and "make repro" in done.stdout
+    stashed = run_in(["git", "stash", "show", "-p"], project).stdout
+    assert "+  epochs: 6" in stashed
+    again = run_in(["make", "default"], project)          # nothing to stash: still fine
+    assert "git stash" not in again.stdout.split("\n")[0]

@@ -274,7 +274,8 @@ def export(name: str) -> Path:
         raise ConfigError(f"no git branch '{ref}': run the preset first (make preset NAME={name})")
     files = git(root, "ls-tree", "-r", "--name-only", ref, "--", *REPORT_PATHS).splitlines()
     if git(root, "ls-tree", "--name-only", ref, "--", "dvc.lock"):
-        files = own_files(files, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")))
+        files = own_files(files, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")),
+                          branch_cells(root, ref))
     with atomic_dir(export_folder(name)) as folder:
         for path in files:
             content = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root,
@@ -302,22 +303,30 @@ def export(name: str) -> Path:
 CELL_FILE = re.compile(r".+-\d+")     # a file named after a grid cell: <model>-<max length>
 
 
-def own_files(files: list[str], lock: dict[str, Any]) -> list[str]:
+def branch_cells(root: Path, ref: str) -> list[str]:
+    """The grid cells of the params at git revision ``ref``."""
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainConfig
+
+    params = yaml.safe_load(git(root, "show", f"{ref}:params.yaml"))
+    return grid_cells(from_dict(TrainConfig, params.get("train", {}), "train"))
+
+
+def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> list[str]:
     """The files of ``files`` (a preset branch's) that its own run wrote: everything but
-    ``metrics/``, and of ``metrics/`` the outputs of the stages in the branch's ``dvc.lock``;
-    inside an output folder, a file named after a grid cell only for the cells the run trained.
+    ``metrics/``, and of ``metrics/`` the outputs of the stages in the branch's ``dvc.lock``
+    (or files inside an output folder), a file named after a grid cell only for its ``cells``.
     The rest are the default run's files, which the experiment's copy of the workspace started
-    with (the metrics of cells it never ran)."""
-    stages = lock.get("stages", {})
-    outs = {out["path"] for stage in stages.values() for out in stage.get("outs", [])}
-    cells = {name.split("@", 1)[1] for name in stages if name.startswith("train@")}
+    with (the metrics of cells it never ran; DVC keeps those cells' entries in the lock too)."""
+    outs = {out["path"] for stage in lock.get("stages", {}).values()
+            for out in stage.get("outs", [])}
 
     def own(path: str) -> bool:
-        if not path.startswith("metrics/") or path in outs:
+        if not path.startswith("metrics/"):
             return True
-        inside = any(path.startswith(f"{out}/") for out in outs)
         stem = PurePosixPath(path).stem
-        return inside and (not CELL_FILE.fullmatch(stem) or stem in cells)
+        written = path in outs or any(path.startswith(f"{out}/") for out in outs)
+        return written and (not CELL_FILE.fullmatch(stem) or stem in cells)
     return [path for path in files if own(path)]
 
 
@@ -367,16 +376,47 @@ def adopt(name: str, source: str | Path) -> Path:
     return target
 
 
+def translate(name: str, cell: str, options: list[str]) -> int:
+    """Translate with cell ``cell`` of preset or experiment ``name``, its model, vocabularies
+    and params taken from this clone's DVC cache (:mod:`rnnsearch.experiment_files`), the
+    workspace untouched; ``options``: the translation command line's (input file, --method,
+    --align, ...)."""
+    from rnnsearch.decoding import cli
+    from rnnsearch.experiment_files import TOKENIZED, fetch, model_path
+
+    root, ref = repo_root(), branch(check_name(name))
+    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
+                      capture_output=True).returncode:
+        raise ConfigError(f"no git branch '{ref}': run it first (make experiment NAME={name} "
+                          f"PARAMS=..., or make preset NAME={name})")
+    cells = branch_cells(root, ref)
+    if cell not in cells:
+        raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: {', '.join(cells)})")
+    folder = fetch(root, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")),
+                   git(root, "show", f"{ref}:params.yaml") + "\n", cell, name)
+    return cli.main([*options, "--model", str(folder / model_path(cell)),
+                     "--vocab-dir", str(folder / TOKENIZED), "--params", str(folder / "params.yaml")])
+
+
 @entry_point("presets")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["check", "show", "run", "export", "compare"])
+    parser.add_argument("action", choices=["check", "show", "run", "export", "compare",
+                                           "translate"],
+                        help="translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
+                             "translate with that cell of the experiment's branch")
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     parser.add_argument("--from", dest="source", metavar="FILE",
                         help="your own params overrides: copied to presets/<name>.yaml first "
                              "(make experiment NAME=... PARAMS=FILE)")
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.action == "translate":
+        if not rest:
+            parser.error("translate needs a grid cell after the name, e.g. search-50")
+        return translate(args.name, rest[0], rest[1:])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.action == "export":
         folder = export(args.name)
         print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")

@@ -1,0 +1,76 @@
+"""An experiment's trained files, taken from this clone's DVC cache without touching the workspace.
+
+A preset or ``make experiment`` run keeps its results in the git branch ``preset/<name>``; its
+models and vocabularies are DVC outputs, in the cache of the clone that ran it, while the
+workspace keeps the default run's. :func:`fetch` copies what translating needs (one cell's
+``model.pt``, ``data/tokenized`` and the branch's ``params.yaml``) to
+``.cache/experiments/<name>/``, and ``python -m rnnsearch.presets translate <name> <cell>``
+hands them to the translation command line (:mod:`rnnsearch.decoding.cli`).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rnnsearch.errors import DataError
+
+FOLDER = Path(".cache") / "experiments"
+TOKENIZED = "data/tokenized"
+
+
+def model_path(cell: str) -> str:
+    """Where the train stage writes ``cell``'s model."""
+    return f"data/models/{cell}/model.pt"
+
+
+def lock_outputs(lock: dict[str, Any]) -> dict[str, str]:
+    """Every output of a ``dvc.lock`` and its md5 (``<md5>.dir`` for a folder)."""
+    return {out["path"]: out["md5"] for stage in lock.get("stages", {}).values()
+            for out in stage.get("outs", []) if "md5" in out}
+
+
+def fetch(root: Path, lock: dict[str, Any], params: str, cell: str, show: str) -> Path:
+    """Copy ``cell``'s model and the vocabularies of a run whose ``dvc.lock`` is ``lock`` from
+    ``root``'s DVC cache, with its params file's text ``params``, into
+    ``root/.cache/experiments/<show>/``; returns that folder. An output missing from the lock
+    or the cache is refused naming it."""
+    outputs = lock_outputs(lock)
+    wanted = model_path(cell)
+    for path in (wanted, TOKENIZED):
+        if path not in outputs:
+            raise DataError(f"{show}: its dvc.lock has no output {path}: run it again")
+    folder = root / FOLDER / show
+    for path in (wanted, TOKENIZED):
+        materialise(root, outputs[path], folder / path, f"{show}'s {path}")
+    (folder / "params.yaml").write_text(params, encoding="utf-8")
+    return folder
+
+
+def materialise(root: Path, md5: str, target: Path, what: str) -> None:
+    """Copy the cached object ``md5`` (a file, or a folder's ``.dir`` listing) to ``target``."""
+    if md5.endswith(".dir"):
+        listing = json.loads(cached(root, md5, what).read_text(encoding="utf-8"))
+        for entry in listing:
+            copy(cached(root, entry["md5"], what), target / entry["relpath"])
+    else:
+        copy(cached(root, md5, what), target)
+
+
+def cached(root: Path, md5: str, what: str) -> Path:
+    """The cache file of ``md5`` (DVC 3's ``files/md5/<2>/<rest>`` in the repository's cache)."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        path = Path(repo.cache.local.oid_to_path(md5))
+    if not path.is_file():
+        raise DataError(f"{what} is not in this clone's DVC cache ({path} is missing): run the "
+                        f"experiment in this clone first")
+    return path
+
+
+def copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, creating its folder."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
