@@ -189,6 +189,21 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     assert "Paper All" not in report and "Moses (paper only)" not in report
     check_own_files_only(root, exported, ["search-20"])
     check_translate_with_the_experiment(root, tmp_path)
+    check_run_names(root, "own")
+
+
+RUN_NAMES = ("from rnnsearch import tracking; import json, mlflow; tracking.configure(); "
+             "runs = mlflow.search_runs(filter_string=\"tags.dvc_exp_name = '{name}'\"); "
+             "print(json.dumps(sorted(runs['tags.mlflow.runName'])))")
+
+
+def check_run_names(root: Path, name: str) -> None:
+    """The experiment's MLflow runs are named after it (``own/evaluate-search-20``), so that the
+    default run's and two experiments' runs of one stage and cell differ in the runs table."""
+    names = json.loads(run_in([sys.executable, "-c", RUN_NAMES.format(name=name)],
+                              root).stdout)
+    assert f"{name}/evaluate-search-20" in names and f"{name}/prepare" in names, names
+    assert all(run.startswith(f"{name}/") for run in names), names
 
 
 def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:

@@ -264,3 +264,21 @@ def test_a_copied_report_regenerates_itself_from_its_line(page, tmp_path):
     assert result.returncode == 0, result.stderr
     body = text[text.index("# Results"):]          # an exported preset's heading comes first
     assert (tmp_path / places["--reports"] / "README.md").read_text(encoding="utf-8") == body
+
+
+def test_a_subword_run_says_what_no_unk_and_in_vocabulary_mean(tmp_path):
+    """Was: a BPE run's Table 1 showed No UNK = 499 of 500 sentences without a word, and the
+    rare-word table called the piece count "the word-level vocabulary"."""
+    metrics = make_metrics(tmp_path, extras=False)
+    for path in (metrics / "eval").glob("*.json"):
+        data = json.loads(path.read_text())
+        data["no_unk_words_sentences"] = 37
+        path.write_text(json.dumps(data))
+    inputs = ReportInputs.load(metrics)
+    notes = " ".join(table1(inputs).notes)
+    assert "No UNK holds nearly every sentence; 37 have no word outside word-level" in notes
+    from rnnsearch.reporting.rare_words import vocabulary_meaning
+
+    assert "holds subword pieces" in vocabulary_meaning(inputs)
+    assert vocabulary_meaning(ReportInputs.load(make_metrics(tmp_path / "words", extras=False))
+                              ) == "the word-level vocabulary"

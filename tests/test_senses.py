@@ -237,3 +237,18 @@ def test_a_sense_rarer_than_embed_min_count_is_not_a_crash(tmp_path, k, max_k):
                               "150/150/10)"), why
         assert f"'bank' skipped: {why}" in result.stdout and f"'bank' not split: {why}" in notes
         assert not (tmp_path / "senses/src.kv").exists()
+
+
+def test_a_word_held_only_in_pieces_says_so():
+    """Was: 'bank' not split: 0 occurrences, for a word in 85 training lines of a BPE run (the
+    text holds it as pieces). The reason now gives its count as a word, pieces joined back."""
+    from rnnsearch.stages.senses import in_pieces
+
+    sentences = [["▁the", "▁ba", "nk", "▁is", "▁open"], ["▁a", "▁bank"], ["▁ba", "nk", "s"]]
+    found = {"bank": [], "open": [], "river": []}   # no unit is the bare word: pieces carry ▁
+    reasons = in_pieces(sentences, found, "bpe")
+    assert reasons == {word: f"; the text holds it in bpe pieces, {n} times as a word (pieces "
+                             f"joined back), and word2vec learns the pieces' vectors "
+                             f"(tokenize.units: bpe)"
+                       for word, n in (("bank", 2), ("open", 1))}
+    assert in_pieces(sentences, found, "word") == {}

@@ -75,6 +75,14 @@ def run_tags(stage: str, extra: Mapping[str, str] | None = None) -> dict[str, st
     return tags
 
 
+def experiment_run_name(name: str) -> str:
+    """A run's name, led by its DVC experiment's under ``dvc exp run`` (``deen/search-50``):
+    the runs of two experiments (presets, ``make experiment``) share the store and their stage
+    and cell names, so the name tells them apart in the runs table (tag ``dvc_exp_name``)."""
+    experiment = os.environ.get("DVC_EXP_NAME")
+    return f"{experiment}/{name}" if experiment else name
+
+
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
     """Serialise the first use of a SQLite store across processes.
@@ -148,7 +156,8 @@ def start_run(stage: str, params: Any = None, run_name: str | None = None,
     import mlflow
 
     configure()
-    with mlflow.start_run(run_name=run_name or stage, tags=run_tags(stage, tags)) as run:
+    with mlflow.start_run(run_name=experiment_run_name(run_name or stage),
+                          tags=run_tags(stage, tags)) as run:
         if params is not None:
             mlflow.log_params(flatten(params))
         yield run

@@ -54,7 +54,8 @@ def _table1_notes(inputs: ReportInputs, method: str, paper: bool) -> tuple[str, 
     corpus = inputs.corpus
     named = f" ({corpus.test_set}, {corpus.pair})" if corpus is not None else ""
     notes = (f"Test set{named}: {first['sentences']} sentences, {first['no_unk_sentences']} "
-             "with no unknown word in source or reference (the No UNK column).",
+             "with no unknown word in source or reference (the No UNK column)."
+             + subword_no_unk_note(first),
              f"BLEU: sacreBLEU `{beam['all'].get('bleu_signature', '?')}` on detokenised output "
              "against the raw references. p: paired bootstrap resampling against the "
              "no-attention model of the same maximum length, on all sentences and within the "
@@ -65,6 +66,18 @@ def _table1_notes(inputs: ReportInputs, method: str, paper: bool) -> tuple[str, 
                         "beam search.",)
     return notes + ("No paper column: Bahdanau et al.'s numbers are En->Fr (WMT'14), which "
                     "this run is not.",)
+
+
+def subword_no_unk_note(first: dict[str, Any]) -> str:
+    """With subword units nearly every sentence is in No UNK (a word is spelt in pieces): say
+    so, and how many sentences have no word outside word-level vocabularies of the run's sizes
+    (``no_unk_words``, the subset a word-level run's No UNK is); ``""`` for word units."""
+    if "no_unk_words_sentences" not in first:
+        return ""
+    return (f" With subword units a word outside the vocabulary is spelt in pieces, so No UNK "
+            f"holds nearly every sentence; {first['no_unk_words_sentences']} have no word "
+            f"outside word-level vocabularies of the run's sizes (metrics/eval no_unk_words, "
+            f"the subset a word-level run's No UNK is).")
 
 
 def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:

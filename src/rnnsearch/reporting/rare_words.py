@@ -57,13 +57,29 @@ def _notes(inputs: ReportInputs, first: dict[str, Any]) -> tuple[str, ...]:
             "back into words); F1 = 2 matched / (hypothesis + reference tokens) of the class.",
             f"Classes by the word's rank in the training target text "
             f"({words['training_types']} word types, {words['training_tokens']} tokens): in "
-            f"vocabulary = the {words['vocabulary_words']} most frequent (the word-level "
-            "vocabulary), rare = seen in training but outside it, unseen = never seen (a "
+            f"vocabulary = the {words['vocabulary_words']} most frequent "
+            f"({vocabulary_meaning(inputs)}), rare = seen in training but outside it, unseen = "
+            "never seen (a "
             "hypothesis' `<unk>` counts here). `_unk` systems: `<unk>` replaced from "
             "attention, the back-off baseline of Sennrich et al.",
             f"Reference tokens per class: {refs}.",
             "No paper column: Sennrich et al.'s numbers are WMT'15 En->De and En->Ru with a "
             "50k-word vocabulary.")
+
+
+def subword_run(inputs: ReportInputs) -> bool:
+    """Whether the run's units are subword pieces (its cells were scored on the word-level
+    No UNK subset as well, ``no_unk_words``)."""
+    return any("no_unk_words_sentences" in m for m in inputs.evals.values())
+
+
+def vocabulary_meaning(inputs: ReportInputs) -> str:
+    """What the "in vocabulary" words are: the word-level vocabulary; in a subword run, the
+    vocabulary a word-level model of the run's size would have (its own holds pieces)."""
+    if subword_run(inputs):
+        return ("the words a word-level model of this size would know; this run's vocabulary "
+                "holds subword pieces, evaluate.word_vocab_size sets the number")
+    return "the word-level vocabulary"
 
 
 def rank_curve(f1: dict[str, Any]) -> Curve:

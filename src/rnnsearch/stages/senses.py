@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from rnnsearch import tracking
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.senses import SensesConfig
 from rnnsearch.data.meta import read_languages
+from rnnsearch.data.subword import TextUnits, pieces_to_words
 from rnnsearch.data.textio import DataError
 from rnnsearch.embeddings.senses import (NotSplit, SplitWord, describe, find_occurrences,
                                          relabel, split_word)
@@ -45,18 +47,36 @@ def load_vectors(path: Path) -> KeyedVectors:
 
 
 def split_words(sentences: list[list[str]], words: tuple[str, ...], kv: KeyedVectors,
-                cfg: SensesConfig, min_count: int, lang: str
+                cfg: SensesConfig, min_count: int, lang: str, units: str = "word"
                 ) -> tuple[list[SplitWord], dict[str, str]]:
     """The words that split (every sense seen at least ``min_count`` times, so the retrained
-    word2vec keeps it), and why each of the others did not (also printed)."""
+    word2vec keeps it), and why each of the others did not (also printed). With subword
+    ``units`` a word the text holds only in pieces is said to (:func:`in_pieces`)."""
     splits, skipped = [], {}
-    for word, positions in find_occurrences(sentences, words).items():
+    occurrences = find_occurrences(sentences, words)
+    pieces = in_pieces(sentences, occurrences, units)
+    for word, positions in occurrences.items():
         try:
             splits.append(split_word(sentences, word, positions, kv, cfg, min_count))
         except NotSplit as why:
-            skipped[word] = str(why)
-            print(f"senses: {lang} '{word}' skipped: {why}")
+            skipped[word] = f"{why}{pieces.get(word, '')}"
+            print(f"senses: {lang} '{word}' skipped: {skipped[word]}")
     return splits, skipped
+
+
+def in_pieces(sentences: list[list[str]], occurrences: dict[str, list[Any]], units: str
+              ) -> dict[str, str]:
+    """For subword ``units``: what to add to the reason of each word the text holds more often
+    split into pieces than whole (its count as a word, pieces joined back); word2vec, and so
+    its senses, see only whole units."""
+    if units == "word":
+        return {}
+    words = Counter(word for sentence in sentences for word in pieces_to_words(sentence)
+                    if word in occurrences)
+    return {word: f"; the text holds it in {units} pieces, {words[word]} times as a word (pieces "
+                  f"joined back), and word2vec learns the pieces' vectors (tokenize.units: "
+                  f"{units})"
+            for word, positions in occurrences.items() if words[word] > len(positions)}
 
 
 def write_assignments(path: Path, splits: list[SplitWord]) -> None:
@@ -79,7 +99,7 @@ def senses_side(cfg: SensesConfig, embed: EmbedConfig, args: argparse.Namespace,
     sentences = read_sentences(args.data / f"train.{side}")
     single = load_vectors(args.embed / f"{side}.kv")
     splits, result["skipped"] = split_words(sentences, words, single, cfg, embed.min_count,
-                                            lang)
+                                            lang, TextUnits.read(args.data).units)
     if splits:
         model = train_word2vec(relabel(sentences, splits), embed, f"word2vec {lang} (senses)")
         without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))   # reruns byte-identical
