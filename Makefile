@@ -4,7 +4,8 @@ STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: setup help repro test ui bench preset experiment translate default gpu-check paper-curve \
+.PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
+	paper-curve \
 	test-fast \
 	paper-curve-data paper-curve-report clean-venv
 TEST_JOBS ?= 2
@@ -53,6 +54,13 @@ preset: $(STAMP)
 experiment: $(STAMP)
 	$(if $(and $(NAME),$(PARAMS)),,$(error make experiment needs NAME=<name> PARAMS=<your params overrides file>))
 	$(PY) -m rnnsearch.presets run $(NAME) --from $(PARAMS)
+
+## The experiments side by side in the terminal: dvc exp show cut to the params that differ
+## between the rows and each cell's BLEU, BLEU on No UNK and dev perplexity (metrics/summary/;
+## plain dvc exp show has every param and metric, some 300 columns). Their curves beside the
+## workspace's: dvc plots diff <experiment> (the page works offline).
+exps: $(STAMP)
+	@dvc exp show --no-pager --only-changed --drop ':(chrf|p_vs_baseline|p_vs_baseline_no_unk)$$'
 
 ## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
 ## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL

@@ -227,16 +227,29 @@ def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:
     assert "trained no cell 'encdec-20' (its cells: search-20)" in wrong.stderr
 
 
+def check_exps_view(root: Path) -> None:
+    """``make exps``: the experiments (own, beam2) beside the workspace in a table of the params
+    that differ and each cell's headline numbers, not dvc exp show's every column."""
+    shown = run_in(["env", "COLUMNS=400", "make", "exps"], root).stdout
+    header = next(line for line in shown.splitlines() if "Experiment" in line)
+    assert "own" in shown and "beam2" in shown, shown
+    assert "search-20.json:bleu" in header and "chrf" not in header, header
+    assert "translate.search.beam_size" in header and "embed.window" not in header, header
+    everything = run_in(["dvc", "exp", "show", "--no-pager", "--csv"], root).stdout
+    assert len(header.split()) < len(everything.splitlines()[0].split(",")) / 3
+
+
 def test_make_default_brings_the_committed_run_back(default_run):
     """After ``dvc exp apply`` of an experiment (or an edited params.yaml and make repro), ``make
     default`` gives the workspace the committed default run again, the replaced files kept in
     git stash, and dvc status clean (this clone's cache holds the default run's data)."""
     root = default_run
+    (root / ".venv").mkdir(exist_ok=True)
+    (root / ".venv/.installed").touch()           # make's setup, done (the suite's env has dvc)
+    check_exps_view(root)
     before = workspace_results(root)
     run_in(["dvc", "exp", "apply", "own"], root)
     assert workspace_results(root) != before
-    (root / ".venv").mkdir(exist_ok=True)
-    (root / ".venv/.installed").touch()           # make's setup, done (the suite's env has dvc)
     done = run_in(["make", "default"], root)
     assert workspace_results(root) == before
     assert "git stash" in done.stdout
