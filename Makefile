@@ -3,11 +3,12 @@ PY      := .venv/bin/python
 STAMP   := .venv/.installed
 export PYTHONPATH := $(CURDIR)/src
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
+# word2vec's BLAS (numpy's OpenBLAS) on the same kernels on every x86 CPU, as the committed run
+# was made (docs/reproducibility.md); a value in your environment wins.
+export OPENBLAS_CORETYPE ?= Haswell
 
 .PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
-	paper-curve \
-	test-fast \
-	paper-curve-data paper-curve-report clean-venv
+	paper-curve test-fast paper-curve-data paper-curve-report clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15

@@ -147,3 +147,13 @@ def test_make_help_lists_every_target_with_its_description():
 def test_make_targets_that_need_a_variable_say_so(target, variable):
     done = make("-o", ".venv/.installed", target)     # -o: do not install the stack for this
     assert done.returncode != 0 and f"needs {variable}=" in done.stderr
+
+
+def test_every_make_target_runs_word2vec_on_the_committed_runs_blas_kernels(monkeypatch):
+    """Was: docs/reproducibility.md's byte-for-byte promise needed OPENBLAS_CORETYPE=Haswell,
+    which nothing set. The Makefile exports it to every recipe; a user's own value wins."""
+    shown = ["--eval", "shown: ; @echo $$OPENBLAS_CORETYPE", "shown"]
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    assert make(*shown).stdout.strip() == "Haswell"
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "SkylakeX")
+    assert make(*shown).stdout.strip() == "SkylakeX"
