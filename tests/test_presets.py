@@ -207,3 +207,13 @@ def test_make_default_in_a_fresh_clone_restores_the_params_and_keeps_the_edit(tm
     assert "+  epochs: 6" in stashed
     again = run_in(["make", "default"], project)          # nothing to stash: still fine
     assert "git stash" not in again.stdout.split("\n")[0]
+
+
+def test_a_branchs_params_are_read_as_params_yaml_is():
+    """Was: presets read a branch's params.yaml with plain yaml.safe_load (YAML 1.1), so an
+    override of 1e-3 showed as the string '1e-3'."""
+    from rnnsearch.config.base import ConfigError, parse_params
+
+    assert parse_params("train:\n  lr: 1e-3\n", "x")["train"]["lr"] == 0.001
+    with pytest.raises(ConfigError, match=r"^preset/x:params.yaml:3: duplicate key 'a'"):
+        parse_params("t:\n  a: 1\n  a: 2\n", "preset/x:params.yaml")

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import yaml
 
 from rnnsearch.command import entry_point
-from rnnsearch.config.base import ConfigError, read_params
+from rnnsearch.config.base import ConfigError, parse_params, read_params
 from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import flatten, merge
@@ -238,7 +238,8 @@ def export_folder(name: str) -> Path:
 def changed_params(root: Path, ref: str) -> list[str]:
     """``key=value`` for every params leaf the commit ``ref`` changed against its parent."""
     def params_at(rev: str) -> dict[str, Any]:
-        return flatten(yaml.safe_load(git(root, "show", f"{rev}:params.yaml")))
+        where = f"{rev}:params.yaml"
+        return flatten(parse_params(git(root, "show", where), where))
 
     before, after = params_at(f"{ref}^"), params_at(ref)
     return [override_argument(key, value) for key, value in after.items()
@@ -308,7 +309,7 @@ def branch_cells(root: Path, ref: str) -> list[str]:
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.train import TrainConfig
 
-    params = yaml.safe_load(git(root, "show", f"{ref}:params.yaml"))
+    params = parse_params(git(root, "show", f"{ref}:params.yaml"), f"{ref}:params.yaml")
     return grid_cells(from_dict(TrainConfig, params.get("train", {}), "train"))
 
 

@@ -104,16 +104,24 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: params file not found")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except _DuplicateKey as err:
-        raise ConfigError(f"{path}:{err.line}: duplicate key '{err.key}' (first at line "
-                          f"{err.first_line}); keep only one of them") from err
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
+    return parse_params(text, str(path))
+
+
+def parse_params(text: str, where: str) -> dict[str, Any]:
+    """Params YAML ``text`` as a dict, read as :func:`read_params` reads a file (YAML 1.2
+    numbers, no repeated key); errors name ``where`` it came from (a file, ``rev:path``)."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except _DuplicateKey as err:
+        raise ConfigError(f"{where}:{err.line}: duplicate key '{err.key}' (first at line "
+                          f"{err.first_line}); keep only one of them") from err
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from err
+        raise ConfigError(f"{where}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+        raise ConfigError(f"{where}: expected a mapping of sections at the top level")
     return data
 
 
