@@ -61,7 +61,8 @@ experiment: $(STAMP)
 ## plain dvc exp show has every param and metric, some 300 columns). Their curves beside the
 ## workspace's: dvc plots diff <experiment> (the page works offline).
 exps: $(STAMP)
-	@dvc exp show --no-pager --only-changed --drop ':(chrf|p_vs_baseline|p_vs_baseline_no_unk)$$'
+	@dvc exp show --no-pager --only-changed --drop '(.*:)?(chrf|p_vs_baseline|p_vs_baseline_no_unk)$$' \
+		--drop '(data|src|pipeline)/.*'
 
 ## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
 ## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL

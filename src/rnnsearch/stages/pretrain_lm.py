@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def mlflow_logger(run_id: str | None) -> MLFlowLogger:
     """Lightning's MLflow logger on the project's store; ``run_id`` continues a run."""
     tracking.configure()
-    return MLFlowLogger(experiment_name=tracking.experiment_name(), run_name="pretrain_lm",
+    return MLFlowLogger(experiment_name=tracking.experiment_name(),
+                        run_name=tracking.experiment_run_name("pretrain_lm"),
                         tracking_uri=tracking.tracking_uri(), tags=tracking.run_tags("pretrain_lm"),
                         run_id=run_id)
 

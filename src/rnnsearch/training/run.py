@@ -300,7 +300,8 @@ def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
     """Lightning's MLflow logger on the project's store; ``run_id`` continues a resumed run."""
     tracking.configure()      # opens the store under its lock (safe with concurrent stages)
     return MLFlowLogger(experiment_name=tracking.experiment_name(),
-                        tracking_uri=tracking.tracking_uri(), run_name=cell,
+                        tracking_uri=tracking.tracking_uri(),
+                        run_name=tracking.experiment_run_name(cell),
                         tags=tracking.run_tags("train", {"cell": cell}), run_id=run_id)
 
 
