@@ -9,7 +9,8 @@ import yaml
 
 from conftest import REPO
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
-from rnnsearch.models import ModelConfig, build_model, save_model
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.seq2seq import build_model, save_model
 
 SRC = ["the cat sat on the mat .", "a dog sat .", "", "the zebra sat on a cat and the dog ."]
 WORDS = "the a cat dog sat on mat . le la chat chien".split()

@@ -10,7 +10,8 @@ import torch
 
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.experiments import attention_positions as positions
-from rnnsearch.models import ModelConfig, build_model, save_model
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.seq2seq import build_model, save_model
 
 WORDS = "the a cat dog sat on mat . le la chat chien".split()
 SRC = ["the cat sat on the mat .", "a dog sat on the mat .", "the dog .", "a cat sat on a dog ."]

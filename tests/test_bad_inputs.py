@@ -37,8 +37,9 @@ from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.embeddings.loading import read_vector_rows
 from rnnsearch.evaluation.scores import corpus_scores
 from rnnsearch.models.lm_transfer import read_decoder_init
-from rnnsearch.models import ModelConfig, build_model, load_model, save_model
-from rnnsearch.reporting import ReportInputs
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.seq2seq import build_model, load_model, save_model
+from rnnsearch.reporting.inputs import ReportInputs
 
 TINY_MODEL = {"embedding_size": 8, "hidden_size": 8, "attention_size": 8, "output_size": 8}
 WORDS = "the a cat dog sat on mat . le la chat chien".split()

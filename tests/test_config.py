@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import make_project, run_in
-from rnnsearch.config import ConfigError, from_dict, load_section
+from rnnsearch.config.base import ConfigError, from_dict, load_section
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 

@@ -19,14 +19,13 @@ from rnnsearch.config.base import ConfigError, load_section
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.vocab import PAD_ID
-from rnnsearch.models import build_model
+from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training import run as run_module
-from rnnsearch.training import train_cell
 from rnnsearch.training.data import collate, pad_batch, round_up
 from rnnsearch.training.graphs import (GraphedLoops, LoopModule, enable_cuda_graphs,
                                        relative_difference)
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.run import use_cuda_graphs
+from rnnsearch.training.run import train_cell, use_cuda_graphs
 from test_training import config as train_config
 from test_training import corpus  # noqa: F401  (the fixture of a tiny tokenised corpus)
 

@@ -6,7 +6,10 @@ import pytest
 import torch
 
 from rnnsearch.data.vocab import EOS_ID
-from rnnsearch.decoding import SearchOptions, beam_search, greedy, pad_batch, translate_corpus
+from rnnsearch.decoding.beam import beam_search
+from rnnsearch.decoding.corpus import pad_batch, translate_corpus
+from rnnsearch.decoding.greedy import greedy
+from rnnsearch.decoding.options import SearchOptions
 from test_decoding_toy import ScriptedModel, TinyAttentionModel
 
 WORDS = "he I hit struck was got me a with on one pie tart the his".split()

@@ -7,8 +7,10 @@ import torch
 
 from rnnsearch.data.tokenize import tokenize_line
 from rnnsearch.data.vocab import EOS_ID, SPECIALS, Vocabulary
-from rnnsearch.decoding import SearchOptions, encode_source, translate_corpus
-from rnnsearch.models import ModelConfig, build_model
+from rnnsearch.decoding.corpus import encode_source, translate_corpus
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.seq2seq import build_model
 
 VARIANTS = {
     "encdec": dict(model="encdec", bidirectional=False),

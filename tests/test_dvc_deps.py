@@ -65,6 +65,42 @@ def test_deps_cover_every_module_the_stage_runs(name):
     assert not missing, f"dvc.yaml: stage {name}'s deps lack {missing}"
 
 
+@pytest.mark.parametrize("name", list(stages()))
+def test_code_deps_are_exactly_the_modules_the_stage_runs(name):
+    """No folder dep and no module the stage never imports: an edit reruns only the stages that
+    run the edited file (was: train and pretrain_lm depended on all of decoding/ and models/)."""
+    stage = stages()[name]
+    listed = {dep for dep in stage["deps"] if dep.startswith(("src/", "pipeline/"))}
+    wanted = files_run(name, stage)
+    script = script_of(stage)
+    lines = "\n".join(f"      - {f}" for f in [script, "pipeline/_entry.py",
+                                                *sorted(f for f in wanted if f.startswith("src/"))])
+    assert listed == wanted, f"dvc.yaml: stage {name}'s code deps should be exactly:\n{lines}"
+
+
+def test_an_edit_to_beam_search_reruns_translate_and_what_follows_it_only(tmp_path):
+    """DVC itself, in a copy of the project: after an edit to decoding/beam.py, the stages whose
+    changed deps name it are the translate cells; prepare .. train and pretrain_lm are not
+    touched (evaluate and report follow from translate's new outputs)."""
+    project = make_project(tmp_path / "project", {})
+    beam = project / "src/rnnsearch/decoding/beam.py"
+    beam.write_text(beam.read_text() + "# an edit\n")
+    status = json.loads(run_in(["dvc", "status", "--json"], project).stdout)
+    touched = {stage for stage, entries in status.items() for entry in entries
+               if isinstance(entry, dict)
+               and "src/rnnsearch/decoding/beam.py" in entry.get("changed deps", {})}
+    assert touched and all(stage.startswith("translate@") for stage in touched), touched
+
+
+def test_no_package_init_imports_its_siblings():
+    """A package's ``__init__`` holds its docstring only, so that importing one module of it
+    does not import (and make a stage depend on) all the others."""
+    graph = read_graph(SRC, "rnnsearch")
+    inits = {m: deps for m, deps in graph.imports.items()
+             if graph.files[m].name == "__init__.py" and deps}
+    assert inits == {}
+
+
 def test_every_module_let_off_exists_and_the_package_holds_no_code():
     graph = read_graph(SRC, "rnnsearch")
     assert set(CANNOT_CHANGE_A_RESULT) <= set(graph.files)

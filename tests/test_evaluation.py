@@ -14,9 +14,9 @@ from sacrebleu.metrics import BLEU
 from conftest import run_script
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
-from rnnsearch.evaluation import (TestSet as Sentences, corpus_scores, length_buckets, no_unk_indices,
-                                  paired_bootstrap)
-from rnnsearch.evaluation.cell import compare_systems
+from rnnsearch.evaluation.cell import TestSet as Sentences, compare_systems
+from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
+from rnnsearch.evaluation.subsets import length_buckets, no_unk_indices
 
 REFS = ["the cat sat on the mat.", "a dog barked at the postman this morning", "hello!",
         "the weather is nice today and the sun is shining over the hills", "I see.",

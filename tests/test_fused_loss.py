@@ -12,7 +12,7 @@ from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.errors import ConfigError
-from rnnsearch.models import build_model
+from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training.data import Batch, collate
 from rnnsearch.training.fused_loss import linear_cross_entropy
 from rnnsearch.training.harness import bare_task, device_config, train_step

@@ -7,8 +7,10 @@ import torch.nn.functional as F
 
 from rnnsearch.config.base import ConfigError
 from rnnsearch.data.vocab import PAD_ID
-from rnnsearch.models import (Attention, DecoderState, Memory, ModelConfig, build_model,
-                              load_model, reorder, save_model)
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.attention import Attention
+from rnnsearch.models.seq2seq import build_model, load_model, save_model
+from rnnsearch.models.state import DecoderState, Memory, reorder
 
 SRC_V, TGT_V = 30, 40
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, make_project, run_in
 
 from rnnsearch import presets
-from rnnsearch.config import ConfigError
+from rnnsearch.config.base import ConfigError
 from rnnsearch.config.sections import validate_params
 
 

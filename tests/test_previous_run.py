@@ -35,7 +35,7 @@ from test_lm_stage import PARAMS as LM_PARAMS
 from test_lm_training import lm_data_dir  # noqa: F401  (fixture)
 from rnnsearch.stages import pretrain_lm, train
 from rnnsearch.stages.runner import run
-from rnnsearch.training import TranslationTask
+from rnnsearch.training.module import TranslationTask
 from rnnsearch.training import run as training_run
 
 STATE = ("last.ckpt", "run.json", "model.pt")

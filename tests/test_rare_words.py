@@ -11,9 +11,9 @@ import pytest
 from conftest import run_script
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
-from rnnsearch.evaluation import (TestSet as Sentences, TrainingWords, evaluate_cell, unigram_f1,
-                                  unit_words)
-from rnnsearch.evaluation.rare_words import RankBins, rank_edges
+from rnnsearch.evaluation.cell import TestSet as Sentences, evaluate_cell
+from rnnsearch.evaluation.rare_words import (RankBins, TrainingWords, rank_edges, unigram_f1,
+                                             unit_words)
 
 TRAIN = ["the cat sat on the mat", "the dog sat", "a cat ran"]
 # counts: the 3, cat 2, sat 2, a/dog/mat/on/ran 1 -> ranks the 1, cat 2, sat 3, a 4, dog 5,
@@ -223,7 +223,8 @@ def test_report_table_and_figure(tmp_path):
     file without a key they read is named with that key."""
     from rnnsearch.config.report import ReportConfig
     from rnnsearch.data.textio import DataError
-    from rnnsearch.reporting import ReportInputs, write_report
+    from rnnsearch.reporting.inputs import ReportInputs
+    from rnnsearch.reporting.write import write_report
 
     write_test_set(tmp_path, False)
     write_cell(tmp_path / "search-50", False)

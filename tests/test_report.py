@@ -12,7 +12,8 @@ import pytest
 
 from conftest import REPO, run_script
 from rnnsearch.config.report import ReportConfig
-from rnnsearch.reporting import ReportInputs, write_report
+from rnnsearch.reporting.inputs import ReportInputs
+from rnnsearch.reporting.write import write_report
 from rnnsearch.reporting.build import table1, variants_table
 
 LABELS = [("0-10", 10), ("10-20", 20), ("20-30", 30), ("30+", 40)]

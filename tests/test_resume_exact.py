@@ -113,7 +113,8 @@ def instrument(task_class: type, workdir: Path) -> None:
 
 
 def run_cell(workdir: Path) -> dict[str, Any]:
-    from rnnsearch.training import TranslationTask, train_cell
+    from rnnsearch.training.module import TranslationTask
+    from rnnsearch.training.run import train_cell
 
     tasks: list[TranslationTask] = []
     TranslationTask.on_fit_start = lambda self: tasks.append(self)
@@ -240,7 +241,9 @@ def test_killed_run_resumes_to_the_unbroken_runs_weights_and_metrics(mode, tmp_p
 def test_a_run_killed_after_early_stopping_stops_there_when_resumed(tmp_path, monkeypatch):
     """Early stopping decides at a validation; last.ckpt is written after it. A run killed just
     then must not train on when resumed (the trainer's should_stop is not in the file)."""
-    from rnnsearch.training import TranslationTask, resume, train_cell
+    from rnnsearch.training import resume
+    from rnnsearch.training.module import TranslationTask
+    from rnnsearch.training.run import train_cell
 
     tasks: list[TranslationTask] = []
     monkeypatch.setattr(TranslationTask, "on_fit_start", lambda self: tasks.append(self),
@@ -325,7 +328,7 @@ def test_lm_refuses_a_bad_last_checkpoint(kind, tmp_path, caplog):
 def test_train_cell_refuses_a_bad_last_checkpoint(kind, tmp_path, caplog):
     """An unfinished run whose last.ckpt was replaced: a warning names the file, the cell trains
     afresh (never resumed from it), and the file's code never runs."""
-    from rnnsearch.training import train_cell
+    from rnnsearch.training.run import train_cell
 
     data, out, marker = write_corpus(tmp_path), tmp_path / "search-12", tmp_path / "ran"
     cfg = cell_config(max_steps=2, val_every_steps=2, early_stopping_patience=0)

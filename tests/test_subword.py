@@ -216,7 +216,8 @@ def test_bad_tokenize_params_fail_in_one_line(tmp_path, mirror, settings, tgt_ma
 
 def translate_workspace(bpe_run: Path, root: Path) -> Path:
     """``root`` with the BPE run's params and data/tokenized, and an untrained tiny model."""
-    from rnnsearch.models import ModelConfig, build_model, save_model
+    from rnnsearch.config.model import ModelConfig
+    from rnnsearch.models.seq2seq import build_model, save_model
 
     shutil.copy(bpe_run / "params.yaml", root / "params.yaml")
     shutil.copytree(bpe_run / "data" / "tokenized", root / "data" / "tokenized")

@@ -172,7 +172,7 @@ def test_unk_replacement_is_skipped_with_subword_units_and_says_why(units, atten
 
 def vocabulary_parameters(merged: dict, model: str) -> int:
     """The parameters of ``model`` under the merged params, with their vocabulary sizes."""
-    from rnnsearch.models import build_model
+    from rnnsearch.models.seq2seq import build_model
 
     config = validate_params(merged, "preset")["train"].model_config(model)
     sizes = merged["tokenize"]["vocab_size_src"], merged["tokenize"]["vocab_size_tgt"]

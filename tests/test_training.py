@@ -18,9 +18,11 @@ from rnnsearch.config.base import ConfigError, from_dict, load_section
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from rnnsearch.errors import DataError
-from rnnsearch.models import ModelConfig, build_model, load_model
-from rnnsearch.training import TranslationTask, bucket_batches, collate, read_pairs, train_cell
-from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.models.seq2seq import build_model, load_model
+from rnnsearch.training.data import TranslationDataModule, bucket_batches, collate, read_pairs
+from rnnsearch.training.module import TranslationTask
+from rnnsearch.training.run import train_cell
 from rnnsearch.training import run as run_module
 
 REPO = Path(__file__).resolve().parents[1]

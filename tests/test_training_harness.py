@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 from rnnsearch.bench import workload
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig
-from rnnsearch.models import build_model
+from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training.data import Batch, collate
 from rnnsearch.training.harness import (NEVER, bare_trainer, device_config, shrink, train_step)
 from rnnsearch.training.module import TranslationTask

@@ -62,7 +62,7 @@ from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.decoding.compare import differences
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
-from rnnsearch.models import build_model
+from rnnsearch.models.seq2seq import build_model
 from rnnsearch.device import (failure, machine, peak_memory_mib, release, reset_peak_memory,
                               synchronize)
 from rnnsearch.training.data import (Batch, TranslationDataModule, bucket_batches, collate,

@@ -21,7 +21,7 @@ import yaml
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.models import build_model
+from rnnsearch.models.seq2seq import build_model
 from rnnsearch.stage_command import run_stage_command
 from rnnsearch.training import harness
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs

@@ -3,6 +3,3 @@
 The loader lives in :mod:`rnnsearch.config.base`; each stage's dataclass lives in a module of
 its own here (``prepare``, ``tokenize``, ...), next to nothing else.
 """
-from rnnsearch.config.base import ConfigError, from_dict, load_section, read_params, require
-
-__all__ = ["ConfigError", "from_dict", "load_section", "read_params", "require"]

@@ -33,7 +33,7 @@ class Translator:
     def load(cls, model_path: str | Path, vocab_dir: str | Path, source_eos: bool = False,
              device: str = "cpu") -> "Translator":
         """Load ``model.pt`` and ``vocab.{src,tgt}.txt``; sizes must agree."""
-        from rnnsearch.models import load_model
+        from rnnsearch.models.seq2seq import load_model
 
         model = load_model(model_path, map_location=device).to(device)
         vocab_dir = Path(vocab_dir)

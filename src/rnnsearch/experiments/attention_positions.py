@@ -105,7 +105,7 @@ def measure(model_path: Path, data: Path, sources: list[list[str]], targets: lis
             batch_size: int) -> dict[str, Any]:
     """One model's statistics on the pairs (an error entry when it has no attention)."""
     from rnnsearch.data.vocab import Vocabulary
-    from rnnsearch.models import load_model
+    from rnnsearch.models.seq2seq import load_model
 
     model = load_model(model_path)
     if getattr(model.decoder, "attention", None) is None:

@@ -60,7 +60,7 @@ def trace(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
           embed_dir: Path | None, lm_path: Path | None, steps: int, every: int
           ) -> list[dict[str, float]]:
     """Train ``model_name`` for ``steps`` steps as its train cell would; a row every ``every``."""
-    from rnnsearch.training import TranslationTask
+    from rnnsearch.training.module import TranslationTask
     from rnnsearch.training.run import build
 
     data, model, _ = build(config, model_name, max_len, data_dir, embed_dir, lm_path)

@@ -67,7 +67,7 @@ from rnnsearch.device import failure, machine, peak_memory_mib, release, reset_p
 from rnnsearch.experiments.paper_curve_files import (MANIFEST, MAX_LEN, PACK, PACKED, PARAMS,
                                                      RESULTS, TOKENIZED, VOCABS, hyp_file,
                                                      sha256_of)
-from rnnsearch.models import Seq2Seq, count_parameters
+from rnnsearch.models.seq2seq import Seq2Seq, count_parameters
 from rnnsearch.stage_command import run_stage_command
 from rnnsearch.training.harness import bare_task, bare_trainer, device_config
 from rnnsearch.training.run import build

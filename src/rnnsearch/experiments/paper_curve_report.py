@@ -32,7 +32,7 @@ from rnnsearch.config.repository import repo_root
 from rnnsearch.data.textio import (DataError, atomic_dir, atomic_write_text, read_json,
                                    read_lines, write_json, write_lines)
 from rnnsearch.data.tokenize import detokenize
-from rnnsearch.evaluation import TestSet, evaluate_cell
+from rnnsearch.evaluation.cell import TestSet, evaluate_cell
 from rnnsearch.experiments.paper_curve_files import (MAX_LEN, PACK, PARAMS, RESULTS, hyp_file,
                                                      sha256_of)
 from rnnsearch.reporting import build

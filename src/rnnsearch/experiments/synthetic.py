@@ -24,7 +24,7 @@ from rnnsearch.config.base import at_least
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
-from rnnsearch.models import Seq2Seq, build_model
+from rnnsearch.models.seq2seq import Seq2Seq, build_model
 from rnnsearch.training.data import Batch, collate
 from rnnsearch.training.harness import train_step
 from rnnsearch.training.module import TranslationTask

@@ -31,7 +31,7 @@ from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.textio import write_lines
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.experiments.synthetic import SymbolTask, train
-from rnnsearch.models import build_model, save_model
+from rnnsearch.models.seq2seq import build_model, save_model
 
 SYMBOLS, MIN_LEN, MAX_LEN = 20, 5, 40
 TASK = SymbolTask("reverse", SYMBOLS, MIN_LEN, MAX_LEN)

@@ -110,7 +110,7 @@ def figure_record(gold: GoldCorpus, matrices: list[np.ndarray], source: str, ide
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Score every attention cell of the grid; write the metrics and one MLflow run."""
-    from rnnsearch.models import load_model
+    from rnnsearch.models.seq2seq import load_model
 
     cfg = ctx.section(AlignConfig, "align")
     train = ctx.section(TrainConfig, "train")

@@ -13,13 +13,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.config import from_dict, read_params
+from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.evaluation import TestSet, evaluate_cell, length_rows
+from rnnsearch.evaluation.cell import TestSet, evaluate_cell, length_rows
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
 from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure, length_curve
 from rnnsearch.reporting.rare_words import rank_curve

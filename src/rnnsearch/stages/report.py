@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.report import ReportConfig
-from rnnsearch.reporting import RESULTS, ReportInputs, write_report
-from rnnsearch.reporting.write import regenerate_line
+from rnnsearch.reporting.inputs import ReportInputs
+from rnnsearch.reporting.write import RESULTS, regenerate_line, write_report
 from rnnsearch.reporting.summary import SUMMARY, write_summaries
 from rnnsearch.stages.runner import Stage, StageContext
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.environment import is_main_process
 from rnnsearch.stages.runner import Stage, StageContext
-from rnnsearch.training import train_cell
+from rnnsearch.training.run import train_cell
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ import sacrebleu
 import torch
 
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.models import Seq2Seq, save_model
+from rnnsearch.models.seq2seq import Seq2Seq, save_model
 from rnnsearch.training.data import Pair, collate
 from rnnsearch.training.module import BleuScorer
 

@@ -47,7 +47,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnsearch.config.base import ConfigError
-from rnnsearch.models import Seq2Seq
+from rnnsearch.models.seq2seq import Seq2Seq
 from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder, RecurrentDecoder
 from rnnsearch.models.state import DecoderState, Memory
 from rnnsearch.training.checkpoints import log

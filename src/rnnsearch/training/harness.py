@@ -25,7 +25,7 @@ from torch.profiler import record_function
 
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import TrainConfig
-from rnnsearch.models import Seq2Seq
+from rnnsearch.models.seq2seq import Seq2Seq
 from rnnsearch.training.data import Batch, pad_batch
 from rnnsearch.training.graphs import GraphedLoops
 from rnnsearch.training.module import TranslationTask

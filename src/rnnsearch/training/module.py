@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import PAD_ID
-from rnnsearch.models import Seq2Seq
+from rnnsearch.models.seq2seq import Seq2Seq
 from rnnsearch.training.data import Batch, pad_batch
 from rnnsearch.training.fused_loss import linear_cross_entropy
 

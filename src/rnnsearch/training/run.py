@@ -42,7 +42,7 @@ from rnnsearch.config.trees import flatten
 from rnnsearch.data.textio import DataError, write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.errors import TrainingDiverged
-from rnnsearch.models import Seq2Seq, build_model, count_parameters
+from rnnsearch.models.seq2seq import Seq2Seq, build_model, count_parameters
 from rnnsearch.models.lm_transfer import load_lm_into_decoder
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
 from rnnsearch.training.checkpoints import SameDiskCheckpointIO, log, resume_point
