@@ -225,6 +225,16 @@ class TrainConfig:
             require(max_len > 0, f"{key}.grid.max_lens[{i}]", f"must be > 0, got {max_len}")
         check_seed(self, key, "seed")
 
+    def check_params(self, key: str, params: dict[str, Any]) -> None:
+        """With ``init.lm``, every grid model's decoder must fit ``pretrain_lm``'s language
+        model (:func:`check_lm_fits`), so that a mismatch stops here, not after the LM's
+        training."""
+        if not self.init.lm:
+            return
+        lm = params.get("pretrain_lm") or {}
+        for name in self.grid.models:
+            check_lm_fits(self.model_config(name, key), lm, f"{key}.models.{name}")
+
     def check_runtime(self, key: str) -> None:
         """The Trainer's flags must work on this machine (see :meth:`TrainerConfig.check_runtime`)."""
         self.trainer.check_runtime(f"{key}.trainer")
@@ -238,6 +248,27 @@ class TrainConfig:
         require(isinstance(overrides, dict), f"{key}.models.{name}", "expected a mapping")
         merged = {**dataclasses.asdict(self.base_model), **overrides}
         return from_dict(ModelConfig, merged, f"{key}.models.{name}")
+
+
+LM_FIT = ("cell", "embedding_size", "hidden_size")   # what a decoder shares with pretrain_lm's LM
+
+
+def check_lm_fits(model: ModelConfig, lm: dict[str, Any], key: str) -> None:
+    """``train.init.lm``'s contract (rnnsearch.models.lm_transfer): the decoder's cell kind,
+    embedding and hidden sizes are the language model's (``pretrain_lm``'s params, defaults
+    as there), and it has at least the LM's layers; an error names both values."""
+    from rnnsearch.config.pretrain_lm import PretrainLMConfig
+
+    for name in LM_FIT:
+        theirs = lm.get(name, getattr(PretrainLMConfig, name))
+        require(getattr(model, name) == theirs, f"{key}.{name}",
+                f"is {getattr(model, name)!r} but pretrain_lm.{name} is {theirs!r}, and "
+                f"train.init.lm loads the language model into the decoder: make them equal or "
+                f"set train.init.lm: false")
+    layers = lm.get("num_layers", PretrainLMConfig.num_layers)
+    require(model.decoder_layers >= layers, f"{key}.decoder_layers",
+            f"is {model.decoder_layers} but the language model has {layers} "
+            f"(pretrain_lm.num_layers); train.init.lm needs a decoder layer for each")
 
 
 def cell_name(model: str, max_len: int) -> str:

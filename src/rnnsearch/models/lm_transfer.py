@@ -12,10 +12,14 @@ dict. A decoder with submodules ``embedding`` (``nn.Embedding``), ``rnn`` (batch
 * ``embedding.weight`` and every ``rnn`` weight and bias, which must fit exactly, except
 * ``rnn.weight_ih_l0``: only its first E columns (the previous word); the columns that read
   the attention context, if any, keep their own init;
-* ``output.*`` only when the shapes fit (a deep-output decoder's layer may differ);
 * layers beyond the LM's depth keep their own init.
 
-Cell type, vocabulary size, E and H must agree; otherwise loading fails naming both shapes.
+The LM's softmax (``output.*``) is never copied: it reads the LM's RNN state, while every
+decoder's output layer reads something else, Bahdanau et al.'s deep output ``t_i`` (RNNencdec,
+RNNsearch) or Luong et al.'s attentional state ``tanh(W_c [c_i; h_i])``, even where the shapes
+agree (``output_size`` = H). Cell type, vocabulary size, E and H must agree; otherwise loading
+fails naming both shapes (and ``train.init.lm`` is refused at config time,
+:func:`rnnsearch.config.train.check_lm_fits`).
 """
 from __future__ import annotations
 
@@ -79,13 +83,12 @@ def _copy_one(name: str, source: torch.Tensor, target: torch.Tensor) -> int:
                      (target.shape[0], min(source.shape[1], target.shape[1])))
         target[:, : source.shape[1]] = source
         return source.numel()
-    if name.startswith("output.") and source.shape != target.shape:
-        return 0
     check_shapes(name, source.shape, target.shape)
     target.copy_(source)
     return source.numel()
 
 
+NOT_COPIED = ("output.",)   # the LM's softmax: it reads a state no decoder's output layer reads
 LM_FILE = "a decoder_init.pt of the pretrain_lm stage"
 RERUN_LM = "rerun the pretrain_lm stage (dvc repro pretrain_lm)"
 META_KEYS = ("cell",)
@@ -115,7 +118,7 @@ def load_lm_into_decoder(decoder: nn.Module, path: str | Path) -> float:
     copied = 0
     with torch.no_grad():
         for name, source in state.items():
-            if name in params:
+            if name in params and not name.startswith(NOT_COPIED):
                 copied += _copy_one(name, source, params[name])
     total = sum(p.numel() for p in params.values())
     return copied / total if total else 0.0

@@ -36,6 +36,10 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                          args.lm)
     if is_main_process():
         ctx.write_metrics(args.metrics, metrics)
+        if "lm_fraction" in metrics:
+            print(f"train: {metrics['lm_fraction']:.1%} of the decoder's parameters came from "
+                  f"the language model (its word embeddings and RNN; the output layer kept its "
+                  f"own init: it reads the deep output or attentional state, not the RNN state)")
 
 
 STAGE = Stage("train", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)
