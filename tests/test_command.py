@@ -2,12 +2,15 @@
 for a bug."""
 from __future__ import annotations
 
+import ast
 import errno
+from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from rnnsearch.command import EXIT_ERROR, EXIT_INTERRUPTED, entry_point, run_command
-from rnnsearch.errors import ConfigError, DataError, StageError, TrainingDiverged
+from rnnsearch.errors import ChildCrashed, ConfigError, DataError, StageError, TrainingDiverged
 
 
 def fail_with(error: BaseException):
@@ -56,3 +59,50 @@ def test_the_decorator_passes_argv_and_the_status_through(capsys):
     assert capsys.readouterr().err == "tool: error: bad: not a file\n"
     assert run_command("tool", lambda: None) == 0
     assert run_command("tool", lambda: {"report": 1}) == 0
+
+
+@pytest.mark.parametrize("status", [2, 1, 130])
+def test_a_child_stages_exit_is_reported_as_what_it_was(status, tmp_path, monkeypatch):
+    """Was: a stage run by the bench or a study that died of a bug (exit 1) was reported as a
+    data error (exit 2, one line), hiding the bug."""
+    from rnnsearch import stage_command
+
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline/fails.py").write_text(f"import sys\nsys.exit({status})\n")
+    monkeypatch.setattr(stage_command, "repo_root", lambda: tmp_path)
+
+    def run() -> None:
+        stage_command.run_stage_command("fails.py", tmp_path / "params.yaml", tmp_path / "m.db")
+
+    if status == 1:                    # a bug: not caught, so the caller's traceback shows it
+        with pytest.raises(ChildCrashed, match=r"pipeline/fails.py crashed \(exit 1;"):
+            run_command("tool", run)
+    else:                              # the caller ends as the stage did
+        assert run_command("tool", run) == status
+
+
+def main_is_guarded(path: Path) -> bool:
+    """Whether the module's ``__main__`` block runs its command through run_command: it calls
+    run_command itself, or calls ``main``, which is decorated with ``entry_point`` or calls
+    run_command in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and "__main__" in ast.unparse(node.test))
+    if "run_command(" in ast.unparse(block):
+        return True
+    main = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and node.name == "main"), None)
+    return main is not None and (
+        any("entry_point" in ast.unparse(d) for d in main.decorator_list)
+        or "run_command(" in ast.unparse(main))
+
+
+def test_every_command_runs_through_run_command():
+    """Was: make ui (rnnsearch.tracking) and bench/output_layer.py ran outside it, so their
+    expected failures were tracebacks. Every ``python -m`` module and pipeline script is
+    guarded (pipeline scripts through rnnsearch.stages.runner.run)."""
+    modules = [p for p in (REPO / "src/rnnsearch").rglob("*.py")
+               if "__name__ == \"__main__\"" in p.read_text(encoding="utf-8")]
+    assert len(modules) > 10
+    unguarded = [str(p.relative_to(REPO)) for p in modules if not main_is_guarded(p)]
+    assert unguarded == []

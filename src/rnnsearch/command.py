@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from rnnsearch.data.savefile import free_bytes, mount_point
-from rnnsearch.errors import EXPECTED
+from rnnsearch.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXPECTED
 
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 Main = Callable[[Optional[Sequence[str]]], int]
 

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
 from rnnsearch.config.repository import repo_root
 from rnnsearch.config.trees import flatten
@@ -243,6 +244,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 2
 
 
+@entry_point("ui")
 def main(argv: list[str] | None = None) -> int:
     """``python -m rnnsearch.tracking ui|uri``."""
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.tracking")

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from rnnsearch.bench.subwords import own_peak_rss_mb
 from rnnsearch.bench.table import markdown_table
+from rnnsearch.command import entry_point
 from rnnsearch.training.fused_loss import linear_cross_entropy
 
 WAYS = {"eager": "eager: logits, log-softmax, cross-entropy",
@@ -68,7 +69,10 @@ def _step(way: str, features: torch.Tensor, weight: torch.Tensor, bias: torch.Te
         tensor.grad = None
 
 
+@entry_point("bench.output_layer")
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rnnsearch.bench.output_layer``: the output layer's memory and time, each way
+    in a process of its own."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--positions", type=int, default=80 * 50, help="target words a batch")
     parser.add_argument("--width", type=int, default=500, help="the output layer's input width")
