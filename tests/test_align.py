@@ -14,7 +14,7 @@ from rnnsearch.alignment.gold import read_gold, read_sentences
 from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, train_model1, viterbi
 from rnnsearch.alignment.mapping import NgramCounts, map_corpus, map_sentence
 from rnnsearch.alignment.symmetrize import grow_diag_final, links_from_choices, symmetrise
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
 
 CORPUS = [("the house", "la maison"), ("the book", "le livre"), ("a book", "un livre"),
@@ -269,7 +269,7 @@ def test_a_figure_sentence_missing_from_the_gold_set_is_refused_naming_the_key(t
     from rnnsearch.alignment.gold import GoldPair
     from rnnsearch.alignment.mapping import Mapped
     from rnnsearch.stages.align_attention import check_figure_sentence
-    from rnnsearch.stages.runner import StageError
+    from rnnsearch.errors import StageError
 
     words, links = ("a", "b"), frozenset({(0, 0), (1, 1)})
     pairs = [GoldPair(ident, words, words, links, links) for ident in ("1", "2", "3")]

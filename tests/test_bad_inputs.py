@@ -25,14 +25,15 @@ import yaml
 
 from conftest import REPO, run_script
 from test_report import _eval
-from rnnsearch.config.base import ConfigError, from_dict, read_params
+from rnnsearch.config.base import from_dict, read_params
+from rnnsearch.errors import ConfigError, DataError
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig, check_baseline
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
 from rnnsearch.config.train import GridConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.clean import CleanRules, clean_pairs
-from rnnsearch.data.textio import DataError, read_lines
+from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.embeddings.loading import read_vector_rows
 from rnnsearch.evaluation.scores import corpus_scores
@@ -330,7 +331,9 @@ def test_truncated_decoder_init_names_the_file(tmp_path):
     path = tmp_path / "decoder_init.pt"
     torch.save({"meta": {"cell": "gru"}, "state_dict": lm.state_dict()}, path)
     path.write_bytes(path.read_bytes()[:300])
-    result = run_train(tmp_path, train_params(init={"lm": True}), data, "--lm", str(path))
+    lm_params = {"pretrain_lm": {"cell": "gru", "embedding_size": 8, "hidden_size": 8}}
+    result = run_train(tmp_path, {**train_params(init={"lm": True}), **lm_params}, data, "--lm",
+                       str(path))
     assert_refused(result, str(path))
     assert_no_train_output(tmp_path)
     with pytest.raises(DataError, match="decoder_init.pt: cannot be read"):

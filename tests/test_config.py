@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from conftest import make_project, run_in
-from rnnsearch.config.base import ConfigError, from_dict, load_section
+from rnnsearch.config.base import from_dict, load_section
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from rnnsearch.data.corpora import HANSARD36, MULTI30K, MIRROR_ENV, locate, sha256_of
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 
 
 def _served_corpus(base_url: str):

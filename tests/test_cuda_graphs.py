@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from conftest import REPO
-from rnnsearch.config.base import ConfigError, load_section
+from rnnsearch.config.base import load_section
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.vocab import PAD_ID

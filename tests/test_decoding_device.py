@@ -22,7 +22,7 @@ import yaml
 from conftest import REPO, run_script
 from decoding_workspace import SRC, make_workspace
 from minimal_install import run_with_minimal_install
-from rnnsearch.config.base import ConfigError
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.decoding.compare import compare_devices, differences, summary
 from rnnsearch.decoding.translator import Translator

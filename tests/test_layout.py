@@ -32,6 +32,7 @@ those inside functions included):
 """
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -157,3 +158,19 @@ def test_every_make_target_runs_word2vec_on_the_committed_runs_blas_kernels(monk
     assert make(*shown).stdout.strip() == "Haswell"
     monkeypatch.setenv("OPENBLAS_CORETYPE", "SkylakeX")
     assert make(*shown).stdout.strip() == "SkylakeX"
+
+
+ERROR_NAMES = {"ExpectedError", "ConfigError", "DataError", "StageError", "TrainingDiverged",
+               "NotSplit", "ChildCrashed", "EXPECTED"}
+
+
+def test_the_error_classes_are_imported_from_rnnsearch_errors_only():
+    """Was: from four modules (errors, data.textio, config.base, stages.runner re-exported them)."""
+    elsewhere = []
+    for path in [*(REPO / "src").rglob("*.py"), *(REPO / "tests").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rnnsearch")
+                    and node.module != "rnnsearch.errors"
+                    and ERROR_NAMES & {alias.name for alias in node.names}):
+                elsewhere.append(f"{path.relative_to(REPO)}:{node.lineno} {node.module}")
+    assert elsewhere == []

@@ -101,7 +101,8 @@ def test_rnnsearchs_deep_output_is_not_the_lms_softmax(tmp_path, kind):
      "train.models.search.decoder_layers: is 1 but the language model has 2"),
 ])
 def test_init_lm_that_does_not_fit_the_lm_is_refused_at_config_time(lm, message):
-    from rnnsearch.config.base import ConfigError, check_params, from_dict
+    from rnnsearch.config.base import check_params, from_dict
+    from rnnsearch.errors import ConfigError
     from rnnsearch.config.train import TrainConfig
 
     train = {"grid": {"models": ["search"], "max_lens": [30]}, "init": {"lm": True},

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rnnsearch.config.base import ConfigError
+from rnnsearch.errors import ConfigError
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.models.attention import Attention

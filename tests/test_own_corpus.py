@@ -17,7 +17,8 @@ import pytest
 from conftest import REPO, SHARED_CORPORA, http_server, run_script
 from test_stages_data import write_params
 
-from rnnsearch.config.base import ConfigError, from_dict
+from rnnsearch.config.base import from_dict
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.prepare import PrepareConfig, auto_test_size
 from rnnsearch.data.tokenize import tokenize_line, unknown_language_notice
 

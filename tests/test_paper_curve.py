@@ -22,7 +22,8 @@ from conftest import REPO, SHARED_CORPORA
 from minimal_install import NOT_IN_A_MINIMAL_INSTALL, run_with_minimal_install
 
 from rnnsearch import presets
-from rnnsearch.data.textio import DataError, read_lines
+from rnnsearch.data.textio import read_lines
+from rnnsearch.errors import DataError
 from rnnsearch.experiments import paper_curve, paper_curve_report
 from rnnsearch.experiments.paper_curve import PACK, PACKED, hyp_file, main
 

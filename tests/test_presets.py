@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, make_project, run_in
 
 from rnnsearch import presets
-from rnnsearch.config.base import ConfigError
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.sections import validate_params
 
 
@@ -212,7 +212,8 @@ def test_make_default_in_a_fresh_clone_restores_the_params_and_keeps_the_edit(tm
 def test_a_branchs_params_are_read_as_params_yaml_is():
     """Was: presets read a branch's params.yaml with plain yaml.safe_load (YAML 1.1), so an
     override of 1e-3 showed as the string '1e-3'."""
-    from rnnsearch.config.base import ConfigError, parse_params
+    from rnnsearch.config.base import parse_params
+    from rnnsearch.errors import ConfigError
 
     assert parse_params("train:\n  lr: 1e-3\n", "x")["train"]["lr"] == 0.001
     with pytest.raises(ConfigError, match=r"^preset/x:params.yaml:3: duplicate key 'a'"):

@@ -222,7 +222,7 @@ def test_report_table_and_figure(tmp_path):
     """The report's table holds each system's F1 per class; its figure is written; a metrics
     file without a key they read is named with that key."""
     from rnnsearch.config.report import ReportConfig
-    from rnnsearch.data.textio import DataError
+    from rnnsearch.errors import DataError
     from rnnsearch.reporting.inputs import ReportInputs
     from rnnsearch.reporting.write import write_report
 

@@ -16,7 +16,8 @@ from conftest import REPO
 from test_stages_data import write_params
 
 from rnnsearch.stages import prepare
-from rnnsearch.stages.runner import lock_path, output_lock, recover_leftovers, run, StageError
+from rnnsearch.stages.runner import lock_path, output_lock, recover_leftovers, run
+from rnnsearch.errors import StageError
 
 
 def test_an_interrupted_swap_is_completed_or_undone(tmp_path):

@@ -16,7 +16,7 @@ from gensim.models import KeyedVectors
 
 from rnnsearch import presets
 from rnnsearch.alignment.attention import argmax_links, word_attention
-from rnnsearch.config.base import ConfigError
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.sections import validate_params
 from rnnsearch.config.translate import TranslateConfig
 from rnnsearch.data.subword import TextUnits, word_lines

@@ -5,7 +5,8 @@ import gzip
 
 import pytest
 
-from rnnsearch.data.textio import DataError, atomic_dir, read_lines, read_parallel
+from rnnsearch.data.textio import atomic_dir, read_lines, read_parallel
+from rnnsearch.errors import DataError
 
 
 def test_reads_gzip_and_plain(tmp_path):

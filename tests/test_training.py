@@ -14,10 +14,10 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
-from rnnsearch.config.base import ConfigError, from_dict, load_section
+from rnnsearch.config.base import from_dict, load_section
+from rnnsearch.errors import ConfigError, DataError
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
-from rnnsearch.errors import DataError
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.models.seq2seq import build_model, load_model
 from rnnsearch.training.data import TranslationDataModule, bucket_batches, collate, read_pairs

@@ -58,7 +58,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import yaml
 
 from rnnsearch.command import entry_point
-from rnnsearch.config.base import ConfigError, parse_params, read_params
+from rnnsearch.config.base import parse_params, read_params
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import flatten, merge

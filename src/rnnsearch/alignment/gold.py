@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rnnsearch.alignment import Link
 from rnnsearch.data.corpora import download, mirror_dir, verify
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 
 GOLD_NAME = "hansard_align"
 UPSTREAM = ("https://raw.githubusercontent.com/ldmt-muri/alignment-with-openfst/"

@@ -5,8 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rnnsearch.config.base import (MAX_SEED, ConfigError, check_non_negative, check_positive,
-                                  from_dict, require)
+from rnnsearch.config.base import MAX_SEED, check_non_negative, check_positive, from_dict, require
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.vocab import SPECIALS
 

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.config.base import ConfigError, read_params
+from rnnsearch.config.base import read_params
+from rnnsearch.errors import ConfigError
 
 _EXPS_TMP = os.sep + os.path.join(".dvc", "tmp", "exps") + os.sep
 _NAME = re.compile(r"[A-Za-z0-9_-]+")     # a preset's name

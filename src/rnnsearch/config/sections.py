@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Any
 
 from rnnsearch.config.align import AlignConfig
-from rnnsearch.config.base import (ConfigError, check_params, check_runtime, from_dict,
-                                   read_params)
+from rnnsearch.config.base import check_params, check_runtime, from_dict, read_params
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.prepare import PrepareConfig

@@ -14,8 +14,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Union
 
-from rnnsearch.config.base import (ConfigError, check_non_negative, check_positive, check_seed,
-                                   from_dict, require)
+from rnnsearch.config.base import (check_non_negative, check_positive, check_seed, from_dict,
+                                   require)
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.model import ModelConfig
 
 

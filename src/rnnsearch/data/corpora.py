@@ -32,7 +32,8 @@ from typing import Iterator, Mapping
 
 from tqdm import tqdm
 
-from rnnsearch.data.textio import DataError, check_gzip
+from rnnsearch.data.textio import check_gzip
+from rnnsearch.errors import DataError
 
 MIRROR_ENV = "RNNSEARCH_CORPORA"
 SPEED_LIMIT_ENV = "RNNSEARCH_DOWNLOAD_SPEED_LIMIT"

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rnnsearch.data.corpora import download, sha256_of, verify
-from rnnsearch.data.textio import DataError, read_parallel, read_tsv_pairs
+from rnnsearch.data.textio import read_parallel, read_tsv_pairs
+from rnnsearch.errors import DataError
 
 CACHE_FOLDER = "custom"
 

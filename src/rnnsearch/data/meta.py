@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.data.textio import DataError, read_json
+from rnnsearch.data.textio import read_json
+from rnnsearch.errors import DataError
 
 REQUIRED_KEYS = ("src_lang", "tgt_lang")
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.data.vocab import SPECIALS
 
 

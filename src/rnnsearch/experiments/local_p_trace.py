@@ -27,7 +27,8 @@ import torch
 from torch import Tensor
 
 from rnnsearch.command import entry_point
-from rnnsearch.config.base import ConfigError, at_least, load_section
+from rnnsearch.config.base import at_least, load_section
+from rnnsearch.errors import ConfigError
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.training.data import Batch

@@ -59,7 +59,8 @@ from rnnsearch.config.sections import validate_params
 from rnnsearch.config.train import TrainConfig, cell_name
 from rnnsearch.config.translate import TranslateConfig, resolve_device
 from rnnsearch.config.trees import merge
-from rnnsearch.data.textio import DataError, read_lines, write_json, write_lines
+from rnnsearch.data.textio import read_lines, write_json, write_lines
+from rnnsearch.errors import DataError
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.decoding.compare import method_options
 from rnnsearch.decoding.translator import Translator

@@ -29,8 +29,9 @@ import matplotlib.pyplot as plt
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.repository import repo_root
-from rnnsearch.data.textio import (DataError, atomic_dir, atomic_write_text, read_json,
-                                   read_lines, write_json, write_lines)
+from rnnsearch.data.textio import (atomic_dir, atomic_write_text, read_json, read_lines,
+                                   write_json, write_lines)
+from rnnsearch.errors import DataError
 from rnnsearch.data.tokenize import detokenize
 from rnnsearch.evaluation.cell import TestSet, evaluate_cell
 from rnnsearch.experiments.paper_curve_files import (MAX_LEN, PACK, PARAMS, RESULTS, hyp_file,

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import torch
 
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 
 
 def _reason(err: BaseException) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.models.files import check_state_dict, read_torch_dict
 from rnnsearch.models.rnn import RNN_CLASSES
 

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.savefile import save_atomically
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder
 from rnnsearch.models.encoder import Encoder
 from rnnsearch.models.files import check_state_dict, read_torch_dict

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Container, Mapping
 
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.reporting.corpus import CorpusInfo
 from rnnsearch.reporting.senses import check_senses
 

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from rnnsearch.data.textio import DataError  # noqa: E402
+from rnnsearch.errors import DataError
 from rnnsearch.reporting.tables import Table, fmt  # noqa: E402
 
 SIDES = ("src", "tgt")

@@ -33,7 +33,8 @@ from rnnsearch.data.meta import read_languages
 from rnnsearch.data.subword import TextUnits
 from rnnsearch.data.textio import read_json
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.stages.runner import Stage, StageContext, StageError
+from rnnsearch.stages.runner import Stage, StageContext
+from rnnsearch.errors import StageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

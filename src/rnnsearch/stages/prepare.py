@@ -47,7 +47,8 @@ from rnnsearch.data.clean import (RULE_FIELDS, USABLE_ONLY, CleanRules, clean_pa
                                   count_entities, sample_indices, sentence_length,
                                   stratified_indices, unescape_lines)
 from rnnsearch.data.corpora import SPLITS, get_corpus, locate
-from rnnsearch.data.textio import DataError, read_parallel, write_lines
+from rnnsearch.data.textio import read_parallel, write_lines
+from rnnsearch.errors import DataError
 from rnnsearch.stages.runner import Stage, StageContext
 
 # Why a pair with a side without words was dropped (the rules that have a params key: RULE_FIELDS).

@@ -29,9 +29,8 @@ from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.senses import SensesConfig
 from rnnsearch.data.meta import read_languages
 from rnnsearch.data.subword import TextUnits, pieces_to_words
-from rnnsearch.data.textio import DataError
-from rnnsearch.embeddings.senses import (NotSplit, SplitWord, describe, find_occurrences,
-                                         relabel, split_word)
+from rnnsearch.errors import DataError, NotSplit
+from rnnsearch.embeddings.senses import SplitWord, describe, find_occurrences, relabel, split_word
 from rnnsearch.embeddings.word2vec import read_sentences, train_word2vec, without_timestamps
 from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.stages.runner import Stage, StageContext

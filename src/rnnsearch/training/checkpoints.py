@@ -15,7 +15,7 @@ import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from rnnsearch.data.savefile import save_atomically
-from rnnsearch.data.textio import DataError
+from rnnsearch.errors import DataError
 from rnnsearch.models.files import read_torch_dict
 
 # Python's last-resort handler prints a WARNING as one bare line on stderr; a stage's log shows

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rnnsearch.config.base import ConfigError
+from rnnsearch.errors import ConfigError
 from rnnsearch.models.seq2seq import Seq2Seq
 from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder, RecurrentDecoder
 from rnnsearch.models.state import DecoderState, Memory

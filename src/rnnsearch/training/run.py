@@ -39,9 +39,9 @@ from rnnsearch import tracking
 from rnnsearch.config.base import require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
 from rnnsearch.config.trees import flatten
-from rnnsearch.data.textio import DataError, write_json
+from rnnsearch.data.textio import write_json
+from rnnsearch.errors import DataError, TrainingDiverged
 from rnnsearch.environment import is_main_process
-from rnnsearch.errors import TrainingDiverged
 from rnnsearch.models.seq2seq import Seq2Seq, build_model, count_parameters
 from rnnsearch.models.lm_transfer import load_lm_into_decoder
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
