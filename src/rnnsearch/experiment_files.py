@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rnnsearch.errors import DataError
 
@@ -36,38 +37,44 @@ def fetch(root: Path, lock: dict[str, Any], params: str, cell: str, show: str) -
     ``root``'s DVC cache, with its params file's text ``params``, into
     ``root/.cache/experiments/<show>/``; returns that folder. An output missing from the lock
     or the cache is refused naming it."""
+    from dvc.repo import Repo
+
     outputs = lock_outputs(lock)
-    wanted = model_path(cell)
-    for path in (wanted, TOKENIZED):
+    wanted = [model_path(cell), TOKENIZED]
+    for path in wanted:
         if path not in outputs:
             raise DataError(f"{show}: its dvc.lock has no output {path}: run it again")
     folder = root / FOLDER / show
-    for path in (wanted, TOKENIZED):
-        materialise(root, outputs[path], folder / path, f"{show}'s {path}")
+    with Repo(str(root)) as repo:
+        cache = Cache(repo.cache.local.oid_to_path)
+        for path in wanted:
+            cache.materialise(outputs[path], folder / path, f"{show}'s {path}")
     (folder / "params.yaml").write_text(params, encoding="utf-8")
     return folder
 
 
-def materialise(root: Path, md5: str, target: Path, what: str) -> None:
-    """Copy the cached object ``md5`` (a file, or a folder's ``.dir`` listing) to ``target``."""
-    if md5.endswith(".dir"):
-        listing = json.loads(cached(root, md5, what).read_text(encoding="utf-8"))
-        for entry in listing:
-            copy(cached(root, entry["md5"], what), target / entry["relpath"])
-    else:
-        copy(cached(root, md5, what), target)
+@dataclass(frozen=True)
+class Cache:
+    """A DVC cache, by the function that names the file of an object id (md5)."""
 
+    oid_to_path: Callable[[str], str]
 
-def cached(root: Path, md5: str, what: str) -> Path:
-    """The cache file of ``md5`` (DVC 3's ``files/md5/<2>/<rest>`` in the repository's cache)."""
-    from dvc.repo import Repo
+    def materialise(self, md5: str, target: Path, what: str) -> None:
+        """Copy the object ``md5`` (a file, or a folder's ``.dir`` listing) to ``target``."""
+        if md5.endswith(".dir"):
+            listing = json.loads(self.file(md5, what).read_text(encoding="utf-8"))
+            for entry in listing:
+                copy(self.file(entry["md5"], what), target / entry["relpath"])
+        else:
+            copy(self.file(md5, what), target)
 
-    with Repo(str(root)) as repo:
-        path = Path(repo.cache.local.oid_to_path(md5))
-    if not path.is_file():
-        raise DataError(f"{what} is not in this clone's DVC cache ({path} is missing): run the "
-                        f"experiment in this clone first")
-    return path
+    def file(self, md5: str, what: str) -> Path:
+        """The cache file of ``md5`` (``files/md5/<2>/<rest>``); refused when it is missing."""
+        path = Path(self.oid_to_path(md5))
+        if not path.is_file():
+            raise DataError(f"{what} is not in this clone's DVC cache ({path} is missing): run "
+                            f"the experiment in this clone first")
+        return path
 
 
 def copy(source: Path, target: Path) -> None:

@@ -203,6 +203,13 @@ def experiment_ref(baseline: str, name: str) -> str:
     return f"refs/exps/{baseline[:2]}/{baseline[2:]}/{name}"
 
 
+def require_branch(root: Path, ref: str, advice: str) -> None:
+    """Refuse, with ``advice``, a git branch ``ref`` that ``root`` does not have."""
+    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
+                      capture_output=True).returncode:
+        raise ConfigError(f"no git branch '{ref}': {advice}")
+
+
 def shell_line(args: Sequence[str]) -> str:
     """``args`` as one line to paste into a shell."""
     return shlex.join(args)
@@ -271,9 +278,7 @@ def export(name: str) -> Path:
     from rnnsearch.reporting.write import REGENERATE, regenerate_line
 
     root, ref = repo_root(), branch(check_name(name))
-    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
-                      capture_output=True).returncode:
-        raise ConfigError(f"no git branch '{ref}': run the preset first (make preset NAME={name})")
+    require_branch(root, ref, f"run the preset first (make preset NAME={name})")
     files = git(root, "ls-tree", "-r", "--name-only", ref, "--", *REPORT_PATHS).splitlines()
     if git(root, "ls-tree", "--name-only", ref, "--", "dvc.lock"):
         files = own_files(files, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")),
@@ -387,10 +392,8 @@ def translate(name: str, cell: str, options: list[str]) -> int:
     from rnnsearch.experiment_files import TOKENIZED, fetch, model_path
 
     root, ref = repo_root(), branch(check_name(name))
-    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
-                      capture_output=True).returncode:
-        raise ConfigError(f"no git branch '{ref}': run it first (make experiment NAME={name} "
-                          f"PARAMS=..., or make preset NAME={name})")
+    require_branch(root, ref, f"run it first (make experiment NAME={name} PARAMS=..., or make "
+                              f"preset NAME={name})")
     cells = branch_cells(root, ref)
     if cell not in cells:
         raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: {', '.join(cells)})")
