@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -156,6 +157,20 @@ def test_the_check_runs_every_file_that_holds_cuda_tests():
     assert named == holding
 
 
+def test_the_checks_test_files_run_with_a_minimal_install(tmp_path):
+    """The files whose ``cuda`` tests the check runs set up with a minimal install (no MLflow
+    there for the test fixtures to make a store with): one CPU test of each file, since on a
+    machine without a GPU the ``cuda`` ones skip before any fixture is set up."""
+    cpu_tests = ["tests/test_cuda_graphs.py::test_round_up_and_pad_batch_shapes",
+                 "tests/test_decoding_device.py::test_batch_size_follows_the_device",
+                 "tests/test_bench_device.py::test_make_gpu_check_runs_the_script_into_the_named_folder"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-n", "0", *cpu_tests], cwd=REPO, capture_output=True, text=True,
+                          env=minimal_install_env(tmp_path / "site"), timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "3 passed" in done.stdout
+
+
 def run_check(tmp_path: Path, out: Path, flags: Sequence[str] = ("--cpu",), **env: str
               ) -> subprocess.CompletedProcess:
     """``scripts/gpu_check.sh FLAGS`` with its results in ``out``, whatever data/models holds in
@@ -190,6 +205,27 @@ def test_a_failed_training_run_is_a_row_with_its_error_not_the_end_of_the_bench(
     row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
     assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0
+
+
+def test_a_training_runs_model_is_gone_when_its_row_is_written(tmp_path, monkeypatch):
+    """Each training configuration's model (and with it any CUDA graphs and their memory
+    pool) is freed before the next one starts: on the GPU, graphs kept alive past their run
+    left the next configurations out of memory."""
+    built = []
+    real_build = bench_device.build_model
+
+    def build(*args, **kwargs):
+        net = real_build(*args, **kwargs)
+        built.append(weakref.ref(net))
+        return net
+
+    monkeypatch.setattr(bench_device, "build_model", build)
+    plan = plan_for("tiny")
+    model = bench_models(plan, REPO / "params.yaml")[0]
+    write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
+    assert row["tokens_per_s"] > 0 and len(built) == 1
+    assert built[0]() is None
 
 
 def test_every_partial_result_the_bench_saves_makes_a_report():
