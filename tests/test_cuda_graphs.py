@@ -192,6 +192,32 @@ def test_a_failed_capture_leaves_the_run_on_the_eager_loop(monkeypatch, caplog):
                                                   "capturing"}
 
 
+def test_a_failed_capture_gives_back_the_graphs_already_captured(monkeypatch):
+    """Captures run with autograd's stale-stream override on (restored after), and when a
+    later shape's capture fails, the graphs captured before it and their pool are dropped:
+    the eager loop from then on needs that memory (at the paper's width, six shapes of graphs
+    filled a 141 GB GPU)."""
+    override = torch._C._override_stale_capture_stream
+    seen = []
+
+    def capture(module, sample_args, **options):
+        seen.append(override())
+        if len(seen) == 2:
+            raise RuntimeError("CUDA out of memory")
+        return module
+
+    model, _, _, _, runner = eager_then_graphed(monkeypatch, capture)
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    for longest in (6, 14):
+        batch = pad_batch(collate(random_pairs(5, longest, longest=longest)), rows=8, multiple=8)
+        loss_and_grads(model, batch)
+        assert override() is False
+    assert seen == [True, True] and runner.error == "CUDA out of memory"
+    assert runner.graphs == {} and runner.pool is None and emptied == [True]
+
+
 def scaled_outputs(module, sample_args, **options):
     """A graph that computes something else: the loop's outputs, 10% too large."""
     return lambda *args: tuple(out * 1.1 for out in module(*args))

@@ -258,12 +258,25 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
     With ``graphs`` (``train.trainer.cuda_graphs``) the time spent capturing new batch shapes
     is left out of the timed steps and reported on its own: a real run captures each of its
     few dozen shapes once, in its first minutes, while 20 bench steps meet new shapes often.
+
+    The run's model, trainer and CUDA graphs are gone, and their memory given back, before
+    this returns: graphs held past their run (the model and its graph runner refer to each
+    other) left the next runs of the first GPU check out of memory.
     """
+    reset_peak_memory(device)
+    row = _timed_training(model, data_dir, device, batch, precision, plan, work_dir, graphs)
+    row["peak_memory_mib"] = peak_memory_mib(device)
+    release(device)
+    return row
+
+
+def _timed_training(model: BenchModel, data_dir: Path, device: str, batch: int, precision: str,
+                    plan: Plan, work_dir: Path, graphs: bool) -> dict[str, Any]:
+    """:func:`train_speed`'s run, whose objects all go when it returns."""
     config = device_config(model.train, device, precision, batch, plan.warmup_steps + plan.steps,
                            cuda_graphs=graphs)
     row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision,
                            "cuda_graphs": graphs}
-    reset_peak_memory(device)
     pl.seed_everything(config.seed, verbose=False)
     data = TranslationDataModule(data_dir, MAX_LEN, batch, config.data.max_padding, 0,
                                  config.seed)
@@ -286,9 +299,8 @@ def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, prec
             row.update(runner.stats())
     finally:   # Lightning's deterministic flag is process-wide: decoding must not inherit it
         torch.use_deterministic_algorithms(deterministic)
-    row["peak_memory_mib"] = peak_memory_mib(device)
-    del trainer, task, data
-    release(device)
+    if runner:
+        runner.release()                   # the graphs' pool, whatever else still refers to it
     return row
 
 

@@ -40,7 +40,9 @@ path, and with it the default run's numbers, are exactly what they were.
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -131,6 +133,25 @@ def halved(inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
                  else t for t in inputs)
 
 
+@contextlib.contextmanager
+def _stale_streams_joined() -> Iterator[None]:
+    """During a capture, let autograd move onto the capturing stream the gradients of the
+    decoder parameters that this step's eager forward already used on the default stream
+    (their ``AccumulateGrad`` nodes remember that stream; torch 2.11 then invalidates the
+    capture, torch >= 2.12 refuses it unless ``set_override_stale_capture_stream`` is on).
+    A no-op where torch lacks the setting; the previous setting is restored after."""
+    override = getattr(torch.autograd.graph, "set_override_stale_capture_stream", None)
+    if override is None:
+        yield
+        return
+    before = torch._C._override_stale_capture_stream()
+    override(True)
+    try:
+        yield
+    finally:
+        override(before)
+
+
 def _autocast_without_cache() -> Any:
     """The active CUDA autocast (bf16-mixed) with its weight cache off, which graph capture
     requires; a no-op context when autocast is off."""
@@ -184,13 +205,25 @@ class GraphedLoops:
         goes on with the eager loop (a warning, and ``error`` for the metrics) rather than
         losing its progress; returns None then."""
         try:
-            return self._capture(key, inputs, layout)
+            with _stale_streams_joined():
+                return self._capture(key, inputs, layout)
         except (RuntimeError, AssertionError) as err:
             self.error = " ".join(str(err).split())[:300] or type(err).__name__
-            log.warning("warning: train.trainer.cuda_graphs: capturing the decoder loop for "
-                        "shapes %s failed (%s); training goes on without CUDA graphs",
-                        [shape for shape, _, _ in key[1:]], self.error)
-            return None
+        self.release()
+        log.warning("warning: train.trainer.cuda_graphs: capturing the decoder loop for "
+                    "shapes %s failed (%s); training goes on without CUDA graphs",
+                    [shape for shape, _, _ in key[1:]], self.error)
+        return None
+
+    def release(self) -> None:
+        """Drop every captured graph and their memory pool, and give the pool's memory back:
+        once a capture failed the loop runs eagerly and needs it (each shape's graphs hold
+        their activations; at the paper's width six shapes of 80 sentences filled an H200's
+        141 GB, after which even the eager loop ran out of memory)."""
+        self.graphs.clear()
+        self.pool = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def _capture(self, key: tuple, inputs: tuple[Tensor, ...], layout: tuple[str, ...]) -> Any:
         """Capture the loop's forward and backward for these shapes (the sample arguments are
