@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export OPENBLAS_CORETYPE ?= Haswell
 
 .PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
-	paper-curve test-fast paper-curve-data paper-curve-report clean-venv
+	test-fast clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15
@@ -92,29 +92,11 @@ default: $(STAMP)
 gpu-check: $(STAMP)
 	@PYTHON=$(PY) OUT=$(OUT) bash scripts/gpu_check.sh
 
-## The paper-width curve on one GPU, end to end (scripts/gpu_paper_curve.sh): its data (about 2
-## minutes on a CPU), RNNsearch-50 and RNNencdec-50 at the paper's width trained and decoded on
-## the GPU (about 9 minutes by its own time limits; not measured yet), and the report,
-## reports/paper_curve/ (tables and Figure 2 beside the CPU run).
-paper-curve: $(STAMP)
-	@PYTHON=$(PY) bash scripts/gpu_paper_curve.sh
-
 ### A contributor's targets
 
 ## Unit tests only (skips the tests marked slow).
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
-
-## The paper-width curve's data alone, packed into one archive to copy to a GPU
-## box (data/paper_curve/pack.tar.xz; there: bash scripts/gpu_paper_curve.sh --run-only) ...
-paper-curve-data: $(STAMP)
-	$(PY) -m rnnsearch.experiments.paper_curve pack
-
-## ... and its report from the run's folder brought back: make paper-curve-report RESULTS=<dir>
-## (a folder, or a .tar.gz of it).
-paper-curve-report: $(STAMP)
-	$(if $(RESULTS),,$(error make paper-curve-report needs RESULTS=<the GPU run's folder or its .tar.gz>))
-	$(PY) -m rnnsearch.experiments.paper_curve report --results $(RESULTS)
 
 ## Remove .venv (the next target reinstalls it).
 clean-venv:

@@ -249,8 +249,8 @@ def test_checker_finds_a_copied_generated_row(tmp_path):
 
 def test_heading_ids(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Top\n## The paper-width curve: `make paper-curve`\n## Top\n"
+    page.write_text("# Top\n## The paper-width curve: `make preset NAME=gpu_curve`\n## Top\n"
                     "### [Linked](x.md) heading, (with) punctuation!\n```\n# not one\n```\n",
                     encoding="utf-8")
-    assert heading_ids(page) == {"top", "the-paper-width-curve-make-paper-curve", "top-1",
+    assert heading_ids(page) == {"top", "the-paper-width-curve-make-preset-namegpu_curve", "top-1",
                                  "linked-heading-with-punctuation"}

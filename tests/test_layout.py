@@ -136,15 +136,15 @@ def test_make_help_lists_every_target_with_its_description():
     described = re.findall(r"^make (\S+)\n    \S", listed.stdout, re.M)
     assert sorted(described) == sorted(phony) and "repro" in phony and "test" in phony
     users = ["setup", "repro", "test", "ui", "bench", "preset", "experiment", "exps",
-             "translate", "default", "gpu-check", "paper-curve"]
+             "translate", "default", "gpu-check"]
     assert described[:len(users)] == users        # a user's targets first, a contributor's after
     assert listed.stdout.index("A user's targets") < listed.stdout.index("make setup")
-    assert listed.stdout.index("make paper-curve\n") < listed.stdout.index(
+    assert listed.stdout.index("make gpu-check\n") < listed.stdout.index(
         "A contributor's targets") < listed.stdout.index("make test-fast")
 
 
-@pytest.mark.parametrize("target, variable", [("preset", "NAME"),
-                                              ("paper-curve-report", "RESULTS")])
+@pytest.mark.parametrize("target, variable", [("preset", "NAME"), ("experiment", "NAME"),
+                                              ("translate", "NAME")])
 def test_make_targets_that_need_a_variable_say_so(target, variable):
     done = make("-o", ".venv/.installed", target)     # -o: do not install the stack for this
     assert done.returncode != 0 and f"needs {variable}=" in done.stderr

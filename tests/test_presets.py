@@ -50,6 +50,38 @@ def test_quick_preset_spends_little_on_the_language_model_it_never_loads():
     assert 0 < configs["pretrain_lm"].max_steps <= 100
 
 
+def test_gpu_curve_preset_is_the_paper_width_curve_in_minutes_on_one_gpu():
+    merged, cells = presets.resolve("gpu_curve", REPO / "params.yaml")
+    configs = validate_params(merged)
+    train = configs["train"]
+    assert cells == ["encdec-50", "search-50"]
+    for name in ("encdec", "search"):
+        model = train.model_config(name)
+        assert (model.embedding_size, model.hidden_size, model.attention_size, model.output_size,
+                model.maxout) == (620, 1000, 1000, 500, True)
+    assert train.model_config("encdec").model == "encdec"
+    assert train.model_config("search").model == "search"
+    assert (configs["tokenize"].vocab_size_src, configs["tokenize"].vocab_size_tgt) == (30000, 30000)
+    # the time decides: 4.5 minutes a cell, no step or epoch limit it could reach first
+    assert train.budget.max_minutes == 4.5 and train.budget.max_steps == -1
+    assert train.budget.max_epochs >= 100
+    assert (train.trainer.accelerator, train.trainer.devices) == ("gpu", 1)
+    assert (train.init.embeddings, train.init.lm) == (False, False)
+    assert 0 < configs["pretrain_lm"].max_steps <= 100          # never loaded: a token budget
+    assert configs["translate"].search.beam_size == 12
+
+
+def test_gpu_curve_preset_keeps_the_default_runs_data_so_its_cells_go_beside_the_default_ones():
+    """export's comparison with the default run is refused unless both runs' prepare params
+    agree; the preset's two cells are cells of the default grid, so both are compared."""
+    default = presets.read_params(REPO / "params.yaml")
+    merged, cells = presets.resolve("gpu_curve", REPO / "params.yaml")
+    assert merged["prepare"] == default["prepare"]
+    assert not [arg for arg in presets.command("gpu_curve") if arg.startswith("prepare.")]
+    default_cells = presets.grid_cells(validate_params(default)["train"])
+    assert set(cells) <= set(default_cells)
+
+
 def test_luong_preset_adds_two_cells_to_the_default_grid():
     _, cells = presets.resolve("luong", REPO / "params.yaml")
     assert cells[:4] == ["encdec-30", "encdec-50", "search-30", "search-50"] and len(cells) == 8

@@ -101,8 +101,8 @@ PLANS = {
                  graph_precisions=("32-true", "bf16-mixed"), profile_steps=5, warmup_steps=5,
                  steps=20, train_pairs=40_000, per_bucket=300,
                  decode_batches=(64, 256, 512, 1024), gemm_size=8192, gemm_window_s=0.05),
-    # What the targets need, for a GPU command that also trains the paper-width curve: each
-    # model's own batch and 1024, fp32 and bf16 eager, bf16 graphed; the 2,100-sentence decode.
+    # What the targets need, in a short GPU session: each model's own batch and 1024, fp32 and
+    # bf16 eager, bf16 graphed; the 2,100-sentence decode.
     "quick": Plan(batches=(1024,), precisions=("32-true", "bf16-mixed"),
                   graph_precisions=("bf16-mixed",), profile_steps=3, warmup_steps=3, steps=12,
                   train_pairs=20_000, per_bucket=300, decode_batches=(512, 1024),
