@@ -16,9 +16,13 @@ import argparse
 import base64
 import hashlib
 import io
+import sys
 import tarfile
 import urllib.request
 from pathlib import Path
+
+from rnnsearch.command import run_command
+from rnnsearch.data.savefile import save_atomically
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / ".dvc" / "plots.html"
@@ -95,13 +99,15 @@ def page(folder: Path | None) -> str:
 
 
 def main() -> None:
+    """Build the page and write it in one piece (a failed download leaves the old one)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="folder", type=Path,
                         help="a folder of the npm tarballs (npm pack vega@... ...)")
     args = parser.parse_args()
-    TEMPLATE.write_text(page(args.folder), encoding="utf-8")
+    text = page(args.folder)
+    save_atomically(TEMPLATE, lambda path: path.write_text(text, encoding="utf-8"))
     print(f"wrote {TEMPLATE.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command("plots_template", main))
