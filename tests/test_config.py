@@ -82,6 +82,18 @@ def test_params_file_errors_name_the_file(tmp_path):
         load_section(PrepareConfig, "prepare", empty_section)
 
 
+def test_the_evaluate_stage_names_a_missing_section(tmp_path):
+    """The sections the evaluate stage reads besides its own (which cells, which units) fail
+    naming the file and the section, not with a KeyError or a silent default."""
+    from rnnsearch.stages.evaluate import read_grid, read_tokenize
+
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({"evaluate": {}}))
+    for read, section in ((read_grid, "train"), (read_tokenize, "tokenize")):
+        with pytest.raises(ConfigError, match=f"p.yaml: missing section '{section}'"):
+            read(str(params))
+
+
 def test_every_float_param_refuses_nan_and_infinity_naming_the_key():
     """NaN compares False with every bound, so a range check alone lets it through."""
     from rnnsearch.config.base import read_params

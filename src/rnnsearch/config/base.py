@@ -125,6 +125,13 @@ def parse_params(text: str, where: str) -> dict[str, Any]:
     return data
 
 
+def required_section(params: dict[str, Any], section: str, origin: str | Path) -> Any:
+    """``params[section]``; a params file without it fails naming the file and the section."""
+    if section not in params:
+        raise ConfigError(f"{origin}: missing section '{section}'")
+    return params[section]
+
+
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
     """Load ``section`` of the params file at ``path`` into the dataclass ``cls``, for use here.
 
@@ -132,9 +139,7 @@ def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) 
     machine-dependent ``check_runtime`` methods, if any (see the module docstring).
     """
     params = read_params(path)
-    if section not in params:
-        raise ConfigError(f"{path}: missing section '{section}'")
-    obj = from_dict(cls, params[section], section)
+    obj = from_dict(cls, required_section(params, section, path), section)
     check_params(obj, section, params)
     check_runtime(obj, section)
     return obj

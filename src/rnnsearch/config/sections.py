@@ -5,7 +5,8 @@ from pathlib import Path
 from typing import Any
 
 from rnnsearch.config.align import AlignConfig
-from rnnsearch.config.base import check_params, check_runtime, from_dict, read_params
+from rnnsearch.config.base import (check_params, check_runtime, from_dict, read_params,
+                                   required_section)
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig
@@ -39,9 +40,7 @@ def validate_params(params: dict[str, Any], origin: str = "params.yaml",
         raise ConfigError(f"{origin}: unknown section '{unknown[0]}' (known: {', '.join(SECTIONS)})")
     configs = {}
     for name, cls in SECTIONS.items():
-        if name not in params:
-            raise ConfigError(f"{origin}: missing section '{name}'")
-        configs[name] = from_dict(cls, params[name], name)
+        configs[name] = from_dict(cls, required_section(params, name, origin), name)
     for name, config in configs.items():
         check_params(config, name, params)
         if runtime:

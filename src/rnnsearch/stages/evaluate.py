@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rnnsearch.config.base import from_dict, read_params
+from rnnsearch.config.base import from_dict, read_params, required_section
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import GridConfig
@@ -28,13 +28,14 @@ from rnnsearch.stages.runner import Stage, StageContext
 
 def read_grid(params_path: str) -> GridConfig:
     """The ``train.grid`` section (which cells exist)."""
-    return from_dict(GridConfig, read_params(params_path).get("train", {}).get("grid", {}),
-                     "train.grid")
+    train = required_section(read_params(params_path), "train", params_path)
+    return from_dict(GridConfig, train.get("grid", {}), "train.grid")
 
 
 def read_tokenize(params_path: str) -> TokenizeConfig:
     """The ``tokenize`` section (the units and the word-level vocabulary's size)."""
-    return from_dict(TokenizeConfig, read_params(params_path).get("tokenize", {}), "tokenize")
+    return from_dict(TokenizeConfig,
+                     required_section(read_params(params_path), "tokenize", params_path), "tokenize")
 
 
 def read_training_words(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfig
