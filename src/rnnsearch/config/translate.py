@@ -56,7 +56,8 @@ class TranslateConfig:
     """Decoding of ``data/tokenized/test.src`` for each grid cell."""
 
     search: SearchOptions = field(default_factory=SearchOptions)
-    methods: tuple[str, ...] = field(default_factory=method_names)  # of DECODING_METHODS
+    # names of DECODING_METHODS (default: all), each written as its own system
+    methods: tuple[str, ...] = field(default_factory=method_names)
     device: Device = "auto"                  # auto (cuda when torch sees a GPU, else cpu) | cpu | cuda
     batch_size: int = 64                     # sentences decoded together on the CPU
     batch_size_cuda: int = 512               # ... and on a CUDA GPU (launch-bound: wider is faster)

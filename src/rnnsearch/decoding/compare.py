@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", required=True, type=Path,
                         help="tokenised sentences, one a line (e.g. data/tokenized/test.src)")
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
-    parser.add_argument("--methods", nargs="+", choices=method_names(), default=list(method_names()))
+    parser.add_argument("--methods", nargs="+", choices=method_names(),
+                        default=list(method_names()))
     parser.add_argument("--max-sentences", type=at_least(0), default=0,
                         help="the first N only (0: all)")
     parser.add_argument("--seconds", type=at_least(0, float), default=0.0,
