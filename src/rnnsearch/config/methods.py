@@ -3,7 +3,7 @@
 ``translate.methods`` and ``report.method`` are validated against it, the command lines offer
 its names (``--method``, ``--methods``), and :func:`rnnsearch.decoding.corpus.translate_corpus`
 decodes with the function an entry names. A new method is an entry here plus its module
-(docs/contributing.md, "Adding a decoder").
+(docs/contributing.md, "Adding a decoder or an architecture").
 """
 from __future__ import annotations
 

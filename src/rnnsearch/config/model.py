@@ -10,8 +10,8 @@ plus a cell, sizes and an attention score:
 * ``luong``: Luong et al. 2015: attention queried with the new state ``h_t``, attentional state
   ``tanh(W_c [c_t; h_t])``, optional input feeding; ``attention`` global, local_m or local_p.
 
-A new architecture is an entry of :data:`ARCHITECTURES` plus the module of its decoder
-(docs/contributing.md, "Adding an architecture").
+A new architecture is an entry of :data:`ARCHITECTURES` plus the module of its encoder or
+decoder (docs/contributing.md, "Adding a decoder or an architecture").
 """
 from __future__ import annotations
 
