@@ -4,11 +4,17 @@ Every ``import`` and ``from ... import`` of a file counts, at any depth: inside 
 ``if TYPE_CHECKING:``, in ``try`` blocks. An import a function makes at call time ties the two
 modules together as firmly as one at the top of the file does, so the layout checks see both.
 
+A registry entry names its code as a string, ``"package.module:attribute"``, that
+``<package>.config.registry.load`` imports when the entry is used (the registries sit below the
+code they name): a module that imports that loader imports, besides what it writes, every module
+named by an entry of the modules it imports (:func:`registry_imports`).
+
 Used by ``test_layout.py`` (cycles, layers) and ``test_dvc_deps.py`` (what each stage runs).
 """
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -52,11 +58,35 @@ def file_imports(path: Path, name: str, files: dict[str, Path]) -> set[str]:
     return {module for module in found if module in files}
 
 
+REFERENCE = re.compile(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*")
+LOADER = "config.registry"      # the module of ``load``, below the package
+
+
+def references(path: Path, files: dict[str, Path]) -> set[str]:
+    """The modules of ``files`` that registry entries in ``path`` name: string constants
+    ``"module:attribute"``."""
+    return {match.group(1) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (match := REFERENCE.fullmatch(node.value)) and match.group(1) in files}
+
+
+def registry_imports(imports: dict[str, set[str]], named: dict[str, set[str]], loader: str
+                     ) -> dict[str, set[str]]:
+    """``imports`` with, for every module that imports ``loader``, the modules named (``named``)
+    by the modules it imports."""
+    return {module: deps | {target for dep in deps for target in named[dep]}
+                    if loader in deps else deps
+            for module, deps in imports.items()}
+
+
 def read_graph(src: Path, package: str) -> Graph:
-    """The import graph of ``src/<package>`` (every ``.py`` file below it)."""
+    """The import graph of ``src/<package>`` (every ``.py`` file below it), registry entries
+    included."""
     files = {module_name(p, src): p for p in sorted((src / package).rglob("*.py"))}
-    return Graph(package, files, {name: frozenset(file_imports(path, name, files))
-                                  for name, path in files.items()})
+    imports = {name: file_imports(path, name, files) for name, path in files.items()}
+    named = {name: references(path, files) for name, path in files.items()}
+    imports = registry_imports(imports, named, f"{package}.{LOADER}")
+    return Graph(package, files, {name: frozenset(deps) for name, deps in imports.items()})
 
 
 def cycles(graph: Graph) -> list[list[str]]:

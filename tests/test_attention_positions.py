@@ -74,8 +74,9 @@ def test_the_command_reads_local_p_window_centres_and_skips_models_without_atten
     assert rows[1]["window_spread"] == pytest.approx(0.0, abs=1e-7)
     assert rows[2] == {"model": str(models["encdec"]), "error": "no attention (RNNencdec)"}
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith("| model | sentences | centre_error")
-    assert "| no attention (RNNencdec) |" in table[4] and table[3].count("0.500") == 1
+    assert table[:2] == ["### Where attention looks (dev pairs)", ""]
+    assert table[2].startswith("| model | sentences | centre_error") and len(table) == 7
+    assert "| no attention (RNNencdec) |" in table[6] and table[5].count("0.500") == 1
 
 
 def test_a_missing_split_is_named(tmp_path, capsys):

@@ -111,6 +111,24 @@ def test_the_checker_finds_an_upward_import_and_one_between_siblings(tmp_path):
     ]
 
 
+def test_a_registry_entry_is_an_import_of_each_module_that_loads_the_registry(tmp_path):
+    """An entry names its code as ``"module:attribute"``; a module that imports the registry and
+    the loader (``config.registry``) runs that code, one that imports the registry only does
+    not."""
+    src = write_package(tmp_path, {
+        "config/__init__.py": "",
+        "config/registry.py": "def load(reference):\n    return reference\n",
+        "config/names.py": 'NAMES = {"a": "toy.impl:f", "b": "toy.missing:g", "c": "not one"}\n',
+        "impl.py": "def f():\n    return 1\n",
+        "user.py": "from toy.config.names import NAMES\nfrom toy.config.registry import load\n",
+        "reader.py": "from toy.config.names import NAMES\n",
+    })
+    graph = read_graph(src, "toy")
+    assert graph.imports["toy.user"] == {"toy.config.names", "toy.config.registry", "toy.impl"}
+    assert graph.imports["toy.reader"] == {"toy.config.names"}
+    assert graph.imports["toy.config.names"] == frozenset()
+
+
 def test_every_dvc_stage_has_its_module_and_a_one_call_script():
     for stage in STAGES:
         module = SRC / "rnnsearch" / "stages" / f"{stage}.py"

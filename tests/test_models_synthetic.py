@@ -6,7 +6,7 @@ import json
 from rnnsearch.experiments import synthetic
 
 
-def test_synthetic_experiment_reports_both_models_per_length_bucket(tmp_path):
+def test_synthetic_experiment_reports_both_models_per_length_bucket(tmp_path, capsys):
     out = tmp_path / "synthetic.json"
     report = synthetic.main(["--steps", "3", "--hidden", "8", "--embedding", "8", "--min-len", "3",
                              "--max-len", "8", "--test-size", "4", "--threads", "1", "--out", str(out)])
@@ -17,3 +17,13 @@ def test_synthetic_experiment_reports_both_models_per_length_bucket(tmp_path):
         for scores in model["buckets"].values():
             assert 0 <= scores["token_accuracy"] <= 1 and 0 <= scores["exact_match"] <= 1
     assert json.loads(out.read_text())["models"]["search"]["steps"] == 3
+    printed = capsys.readouterr().out
+    table = synthetic.table(report)
+    assert printed.endswith(table.markdown())
+    assert table.header == ("source length", "encdec tok acc", "encdec exact", "search tok acc",
+                            "search exact")
+    buckets = report["models"]["search"]["buckets"]
+    assert [row[0] for row in table.rows] == list(buckets)
+    first = next(iter(buckets.values()))
+    assert table.rows[0][3:] == (f"{first['token_accuracy']:.3f}", f"{first['exact_match']:.3f}")
+    assert printed.startswith("encdec: ") and "### reverse: accuracy by source length" in printed

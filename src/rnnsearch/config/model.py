@@ -1,6 +1,7 @@
 """Typed config of one translation model (one entry of ``train.models`` merged over ``train.base_model``).
 
-A model is ``model`` (the wiring) plus a cell, sizes and an attention score:
+A model is ``model`` (its architecture: an entry of :data:`ARCHITECTURES`, the one list of them)
+plus a cell, sizes and an attention score:
 
 * ``encdec``: RNNencdec (Cho et al. 2014): no attention, the encoder's final state summarises
   the source, initialises the decoder and conditions every step and the output;
@@ -8,6 +9,9 @@ A model is ``model`` (the wiring) plus a cell, sizes and an attention score:
   decoder input ``[y_{i-1}; c_i]``, deep output (optionally maxout);
 * ``luong``: Luong et al. 2015: attention queried with the new state ``h_t``, attentional state
   ``tanh(W_c [c_t; h_t])``, optional input feeding; ``attention`` global, local_m or local_p.
+
+A new architecture is an entry of :data:`ARCHITECTURES` plus the module of its encoder or
+decoder (docs/contributing.md, "Adding a decoder or an architecture").
 """
 from __future__ import annotations
 
@@ -17,17 +21,38 @@ from typing import Any, Literal
 
 from rnnsearch.config.base import check_non_negative, check_positive, from_dict, require
 
-MODELS = ("encdec", "search", "luong")
 CELLS = ("gru", "lstm", "rnn")
 SCORES = ("additive", "concat", "dot", "general", "scaled_dot")
 ATTENTIONS = ("global", "local_m", "local_p")
 
 
 @dataclass(frozen=True)
+class Architecture:
+    """How a model is wired: the classes :class:`rnnsearch.models.seq2seq.Seq2Seq` builds and
+    the attention settings it accepts."""
+
+    # "module:Class" of the decoder, built as Class(tgt_vocab, config) (rnnsearch.models.decoder)
+    decoder: str
+    attention: bool = True                  # attends to the source (False: score etc. unused)
+    scores: tuple[str, ...] = SCORES        # the attention scores it accepts
+    attentions: tuple[str, ...] = ATTENTIONS  # ... and the attentions (global, local)
+    # "module:Class" of the encoder, built as Class(src_vocab, config)
+    encoder: str = "rnnsearch.models.encoder:Encoder"
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "encdec": Architecture("rnnsearch.models.decoder:BahdanauDecoder", attention=False),
+    "search": Architecture("rnnsearch.models.decoder:BahdanauDecoder",
+                           scores=("additive", "concat"), attentions=("global",)),
+    "luong": Architecture("rnnsearch.models.decoder:LuongDecoder"),
+}
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """One translation model; validated on construction through :meth:`check`."""
 
-    model: Literal["encdec", "search", "luong"] = "search"
+    model: str = "search"           # an architecture: a name of ARCHITECTURES
     cell: Literal["gru", "lstm", "rnn"] = "gru"
     embedding_size: int = 256       # E, source and target word vectors
     hidden_size: int = 256          # H, per encoder direction and in the decoder
@@ -46,25 +71,38 @@ class ModelConfig:
 
     def check(self, key: str = "model") -> None:
         """Validate names and values; errors name ``key.<field>``."""
-        for name, allowed in (("model", MODELS), ("cell", CELLS), ("score", SCORES),
-                              ("attention", ATTENTIONS)):
+        for name, allowed in (("model", tuple(ARCHITECTURES)), ("cell", CELLS),
+                              ("score", SCORES), ("attention", ATTENTIONS)):
             value = getattr(self, name)
             require(value in allowed, f"{key}.{name}", f"must be one of {list(allowed)}, got {value!r}")
         check_positive(self, key, "embedding_size", "hidden_size", "encoder_layers",
                        "decoder_layers", "attention_size", "output_size", "window")
         check_non_negative(self, key, "dropout")
         require(self.dropout < 1, f"{key}.dropout", f"must be < 1, got {self.dropout}")
-        if self.model == "luong" and self.score in ("dot", "scaled_dot"):
+        if self.architecture.attention:
+            self._check_attention(key)
+
+    def _check_attention(self, key: str) -> None:
+        """The score and attention the architecture accepts; a dot score's widths."""
+        for name, accepted in (("score", self.architecture.scores),
+                               ("attention", self.architecture.attentions)):
+            value = getattr(self, name)
+            others = [model for model, arch in ARCHITECTURES.items()
+                      if arch.attention and value in getattr(arch, f"{name}s")]
+            hint = f" (models that accept it: {', '.join(others)})" if others else ""
+            require(value in accepted, f"{key}.{name}",
+                    f"model {self.model} accepts {list(accepted)}, got {value!r}{hint}")
+        if self.score in ("dot", "scaled_dot"):
             width = self.encoder_output_size
             require(width == self.hidden_size, f"{key}.score",
                     f"'{self.score}' compares the decoder state (hidden_size {self.hidden_size}) with "
                     f"the encoder annotations ({width} wide); use bidirectional: false or "
                     "score general/concat")
-        if self.model == "search":
-            require(self.score in ("additive", "concat"), f"{key}.score",
-                    f"search uses Bahdanau's additive score, got {self.score!r} (use model: luong)")
-            require(self.attention == "global", f"{key}.attention",
-                    "local attention is a Luong variant (use model: luong)")
+
+    @property
+    def architecture(self) -> Architecture:
+        """The entry of :data:`ARCHITECTURES` this model is built by."""
+        return ARCHITECTURES[self.model]
 
     @property
     def encoder_output_size(self) -> int:

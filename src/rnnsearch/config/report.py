@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rnnsearch.config.base import check_positive, require
+from rnnsearch.config.methods import system_names
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,6 @@ class ReportConfig:
     alignment_sentences: int = 3      # sentences per attention model in Figure 3
 
     def check(self, key: str) -> None:
-        require(self.method in ("greedy", "beam", "greedy_unk", "beam_unk"), f"{key}.method",
-                f"must be greedy, beam, greedy_unk or beam_unk, got {self.method!r}")
+        require(self.method in system_names(), f"{key}.method",
+                f"must be one of {list(system_names())}, got {self.method!r}")
         check_positive(self, key, "alignment_sentences")

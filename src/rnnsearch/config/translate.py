@@ -1,12 +1,13 @@
 """The ``translate`` section of params.yaml: how the test set is decoded."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from rnnsearch.config.base import check_non_negative, check_positive, require
+from rnnsearch.config.methods import DECODING_METHODS, method_names
 
-METHODS = ("greedy", "beam")
 LengthPenalty = Literal["none", "mean", "gnmt"]
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = get_args(Device)
@@ -55,7 +56,8 @@ class TranslateConfig:
     """Decoding of ``data/tokenized/test.src`` for each grid cell."""
 
     search: SearchOptions = field(default_factory=SearchOptions)
-    methods: tuple[str, ...] = METHODS       # greedy and/or beam (search.beam_size wide)
+    # names of DECODING_METHODS (default: all), each written as its own system
+    methods: tuple[str, ...] = field(default_factory=method_names)
     device: Device = "auto"                  # auto (cuda when torch sees a GPU, else cpu) | cpu | cuda
     batch_size: int = 64                     # sentences decoded together on the CPU
     batch_size_cuda: int = 512               # ... and on a CUDA GPU (launch-bound: wider is faster)
@@ -69,8 +71,8 @@ class TranslateConfig:
 
     def check(self, key: str) -> None:
         for i, method in enumerate(self.methods):
-            require(method in METHODS, f"{key}.methods[{i}]",
-                    f"must be one of {list(METHODS)}, got {method!r}")
+            require(method in DECODING_METHODS, f"{key}.methods[{i}]",
+                    f"must be one of {list(DECODING_METHODS)}, got {method!r}")
         require(len(set(self.methods)) == len(self.methods) and self.methods, f"{key}.methods",
                 "must list each method once, at least one")
         check_positive(self, key, "batch_size", "batch_size_cuda", "sample_max_len")
@@ -83,3 +85,11 @@ class TranslateConfig:
     def batch_size_for(self, device: str) -> int:
         """Sentences decoded together on ``device`` (``cpu`` or ``cuda``)."""
         return self.batch_size_cuda if device == "cuda" else self.batch_size
+
+
+def method_options(search: SearchOptions, method: str) -> SearchOptions:
+    """The options ``method`` decodes with: ``search`` as given, or, for a method that keeps one
+    hypothesis (greedy), ``search`` with ``beam_size`` 1 and ``nbest`` 1."""
+    if DECODING_METHODS[method].one_hypothesis:
+        return dataclasses.replace(search, beam_size=1, nbest=1)
+    return search

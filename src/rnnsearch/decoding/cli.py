@@ -25,7 +25,8 @@ import numpy as np
 
 from rnnsearch.command import entry_point
 from rnnsearch.config.base import DEFAULT_PARAMS, at_least, from_dict, read_params
-from rnnsearch.config.translate import DEVICES, TranslateConfig, resolve_device
+from rnnsearch.config.methods import method_names
+from rnnsearch.config.translate import DEVICES, TranslateConfig, method_options, resolve_device
 from rnnsearch.data.textio import decode_lines
 from rnnsearch.data.subword import TextUnits
 from rnnsearch.data.tokenize import tokenize_line
@@ -88,9 +89,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, int] = {"nbest": args.nbest or 1}
     if args.beam_size:
         overrides["beam_size"] = args.beam_size
-    if args.method == "greedy":
-        overrides.update(beam_size=1, nbest=1)
-    search = dataclasses.replace(search, **overrides)
+    search = method_options(dataclasses.replace(search, **overrides), args.method)
     search.check("command line")
     return Settings(prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
                     bool(tokenize.get("lowercase", False)), translate.source_eos, search, device,
@@ -119,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, type=Path, help="a model.pt of the train stage")
     parser.add_argument("--vocab-dir", type=Path, default=Path("data/tokenized"))
     parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
-    parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
+    parser.add_argument("--method", choices=method_names(), default="beam")
     parser.add_argument("--beam-size", type=at_least(0), default=0, help="override translate.search")
     parser.add_argument("--nbest", type=at_least(0), default=0,
                         help="print the N best translations of each line (default: the best)")

@@ -32,16 +32,13 @@ import numpy as np
 
 from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least, from_dict, read_params
-from rnnsearch.config.translate import DEVICES, METHODS, TranslateConfig, resolve_device
+from rnnsearch.config.methods import method_names
+from rnnsearch.config.translate import (DEVICES, TranslateConfig, method_options,
+                                        resolve_device)
 from rnnsearch.data.textio import read_lines, write_json
 from rnnsearch.decoding.corpus import CorpusResult
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
-
-
-def method_options(options: SearchOptions, method: str) -> SearchOptions:
-    """Greedy keeps one hypothesis; beam uses ``options`` as given."""
-    return dataclasses.replace(options, beam_size=1, nbest=1) if method == "greedy" else options
 
 
 def differences(first: CorpusResult, second: CorpusResult, examples: int = 5) -> dict[str, Any]:
@@ -97,13 +94,16 @@ def decode_within(translators: Sequence[Translator], batch_sizes: Sequence[int],
 def compare_devices(model_path: str | Path, vocab_dir: str | Path,
                     sentences: Sequence[Sequence[str]], devices: Sequence[str],
                     config: TranslateConfig = TranslateConfig(),
-                    methods: Sequence[str] = METHODS, seconds: float = 0.0) -> dict[str, Any]:
+                    methods: Sequence[str] | None = None, seconds: float = 0.0
+                    ) -> dict[str, Any]:
     """Decode ``sentences`` (lists of words) with the model at ``model_path`` on both
     ``devices`` (``cpu`` / ``cuda``, resolved), each at its batch size of ``config``; returns
     the speeds and, per method, :func:`differences` of the second device against the first.
     With ``seconds`` > 0 the methods share that time (what one leaves, the next may use), each
     decoding its leading sentences a chunk (the largest batch size) at a time while its share
-    lasts (the first chunk always): its ``differences`` say how many sentences it compared."""
+    lasts (the first chunk always): its ``differences`` say how many sentences it compared.
+    ``methods``: default every decoding method."""
+    methods = method_names() if methods is None else methods
     translators = [Translator.load(model_path, vocab_dir, config.source_eos, device)
                    for device in devices]
     batch_sizes = [config.batch_size_for(device) for device in devices]
@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", required=True, type=Path,
                         help="tokenised sentences, one a line (e.g. data/tokenized/test.src)")
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--methods", nargs="+", choices=method_names(),
+                        default=list(method_names()))
     parser.add_argument("--max-sentences", type=at_least(0), default=0,
                         help="the first N only (0: all)")
     parser.add_argument("--seconds", type=at_least(0, float), default=0.0,

@@ -13,14 +13,20 @@ from typing import Any, Callable, Sequence
 import torch
 from tqdm import tqdm
 
+from rnnsearch.config.methods import DECODING_METHODS
+from rnnsearch.config.registry import load
 from rnnsearch.data.vocab import EOS_ID, UNK_ID, Vocabulary
-from rnnsearch.decoding.beam import beam_search
-from rnnsearch.decoding.greedy import greedy
 from rnnsearch.decoding.hypothesis import Translation
 from rnnsearch.decoding.options import SearchOptions
 
+# (model, src batch x src_len ids, src_len batch, options) -> one Translation per sentence
 Decoder = Callable[[Any, torch.Tensor, torch.Tensor, SearchOptions], list[Translation]]
-DECODERS: dict[str, Decoder] = {"greedy": greedy, "beam": beam_search}
+
+
+def decoder(method: str) -> Decoder:
+    """The search function of ``method``, an entry of
+    :data:`~rnnsearch.config.methods.DECODING_METHODS`."""
+    return load(DECODING_METHODS[method].function)
 
 
 def encode_source(tokens: Sequence[str], vocab: Vocabulary, add_eos: bool) -> list[int]:
@@ -56,8 +62,8 @@ class CorpusResult:
 def translate_corpus(model: Any, sources: Sequence[Sequence[int]], method: str,
                      options: SearchOptions, batch_size: int,
                      device: str | torch.device = "cpu", progress: bool = True) -> CorpusResult:
-    """Decode every source (lists of ids) with ``method`` (``greedy`` or ``beam``)."""
-    decode = DECODERS[method]
+    """Decode every source (lists of ids) with ``method`` (a name of ``DECODING_METHODS``)."""
+    decode = decoder(method)
     order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
     results: list[Translation | None] = [None] * len(sources)
     model.eval()

@@ -30,6 +30,7 @@ from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
 from rnnsearch.data.textio import read_parallel
 from rnnsearch.errors import DataError
+from rnnsearch.reporting.tables import Table, fmt
 
 STATS = ("centre_error", "centre_correlation", "window_centre", "window_spread", "window_error",
          "window_correlation")
@@ -116,16 +117,14 @@ def measure(model_path: Path, data: Path, sources: list[list[str]], targets: lis
     return {"model": str(model_path), "sentences": len(matrices), **summarise(matrices, centres)}
 
 
-def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as a Markdown table (– where a statistic does not apply)."""
-    head = ["model", "sentences", *STATS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        cells = [row.get("error", "–") if name == "sentences" and "error" in row else
-                 f"{row[name]:.3f}" if isinstance(row.get(name), float) else str(row.get(name, "–"))
-                 for name in head]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def table(rows: Sequence[dict[str, Any]], split: str) -> Table:
+    """The rows as a table (– where a statistic does not apply; a model without attention has
+    its reason in the sentences column)."""
+    header = ("model", "sentences", *STATS)
+    cells = tuple(tuple(row["error"] if name == "sentences" and "error" in row
+                        else fmt(row.get(name), 3) for name in header)
+                  for row in rows)
+    return Table(f"Where attention looks ({split} pairs)", header, cells)
 
 
 @entry_point("attention_positions")
@@ -148,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         raise DataError(f"{args.data}/{args.split}.src: no pair with a source of "
                         f"{args.min_len}-{args.max_len} words")
     rows = [measure(path, args.data, sources, targets, args.batch_size) for path in args.models]
-    print(markdown(rows))
+    print(table(rows, args.split).markdown(), end="")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -31,6 +31,7 @@ from rnnsearch.config.base import at_least, load_section
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.data.vocab import PAD_ID
+from rnnsearch.reporting.tables import fmt, markdown_head, markdown_row
 from rnnsearch.training.data import Batch
 from rnnsearch.training.harness import train_step
 
@@ -94,9 +95,9 @@ def _train_and_trace(task: Any, loader: Any, inputs: list[Tensor], steps: int, e
 
 
 def format_row(row: dict[str, float]) -> str:
-    """One Markdown table row."""
-    cells = [str(int(row["step"]))] + [f"{row[name]:.3f}" for name in COLUMNS[1:]]
-    return "| " + " | ".join(cells) + " |"
+    """One Markdown table row (printed as training goes, under :func:`markdown_head`)."""
+    cells = [str(int(row["step"]))] + [fmt(float(row[name]), 3) for name in COLUMNS[1:]]
+    return markdown_row(cells)
 
 
 @entry_point("local_p_trace")
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=at_least(1), default=50)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
-    print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
+    print(markdown_head(COLUMNS))
     config = load_section(TrainConfig, "train", args.params)
     rows = trace(config, args.model, args.max_len, args.data, args.embed_dir, args.lm,
                  args.steps, args.every)

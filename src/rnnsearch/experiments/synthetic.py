@@ -25,6 +25,7 @@ from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
 from rnnsearch.models.seq2seq import Seq2Seq, build_model
+from rnnsearch.reporting.tables import Table, fmt
 from rnnsearch.training.data import Batch, collate
 from rnnsearch.training.harness import train_step
 from rnnsearch.training.module import TranslationTask
@@ -144,24 +145,25 @@ def main(argv: list[str] | None = None) -> dict:
                                args.max_minutes, torch.Generator().manual_seed(args.seed))
         scores = evaluate(model, task, buckets, args.test_size, args.seed + 1)
         report["models"][name] = {"steps": steps, "seconds": round(seconds, 1), "buckets": scores}
-    print(format_table(report))
+    print(table(report).markdown(), end="")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
-def format_table(report: dict) -> str:
-    """Markdown: one row per length bucket, token accuracy / exact match per model."""
+def table(report: dict) -> Table:
+    """One row per length bucket, token accuracy / exact match per model; the steps each model
+    trained under it."""
     models = report["models"]
     buckets = next(iter(models.values()))["buckets"]
-    lines = ["| source length | " + " | ".join(f"{m} tok acc | {m} exact" for m in models) + " |",
-             "|---|" + "---|---|" * len(models)]
-    for bucket in buckets:
-        cells = [f"{models[m]['buckets'][bucket]['token_accuracy']:.3f} | "
-                 f"{models[m]['buckets'][bucket]['exact_match']:.3f}" for m in models]
-        lines.append(f"| {bucket} | " + " | ".join(cells) + " |")
-    lines.append("steps: " + ", ".join(f"{m} {v['steps']} in {v['seconds']} s" for m, v in models.items()))
-    return "\n".join(lines)
+    header = ("source length", *(f"{m} {what}" for m in models for what in ("tok acc", "exact")))
+    rows = tuple((bucket, *(fmt(models[m]["buckets"][bucket][name], 3) for m in models
+                            for name in ("token_accuracy", "exact_match")))
+                 for bucket in buckets)
+    steps = "steps: " + ", ".join(f"{m} {v['steps']} in {v['seconds']} s"
+                                  for m, v in models.items())
+    return Table(f"{report['settings']['task']}: accuracy by source length", header, rows,
+                 (steps,))
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ class BahdanauDecoder(RecurrentDecoder):
 
     def __init__(self, vocab_size: int, config: ModelConfig) -> None:
         annotations, hidden = config.encoder_output_size, config.hidden_size
-        attend = config.model == "search"
+        attend = config.architecture.attention
         context = annotations if attend else hidden
         super().__init__(vocab_size, config, extra_size=context,
                          summary_size=annotations if attend else hidden,

@@ -12,26 +12,26 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.model import ARCHITECTURES, ModelConfig
+from rnnsearch.config.registry import load
 from rnnsearch.data.savefile import save_atomically
 from rnnsearch.errors import DataError
-from rnnsearch.models.decoder import BahdanauDecoder, LuongDecoder
-from rnnsearch.models.encoder import Encoder
 from rnnsearch.models.files import check_state_dict, read_torch_dict
 from rnnsearch.models.rnn import orthogonal_init_
 from rnnsearch.models.state import DecoderState, Memory
 
 
 class Seq2Seq(nn.Module):
-    """RNNencdec, RNNsearch or Luong attention, chosen by ``config.model``."""
+    """The encoder and decoder of ``config.model``'s entry of
+    :data:`~rnnsearch.config.model.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention)."""
 
     def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
         config.check("model")
         self.config, self.src_vocab, self.tgt_vocab = config, src_vocab, tgt_vocab
-        self.encoder = Encoder(src_vocab, config)
-        decoder_class = LuongDecoder if config.model == "luong" else BahdanauDecoder
-        self.decoder = decoder_class(tgt_vocab, config)
+        architecture = ARCHITECTURES[config.model]
+        self.encoder = load(architecture.encoder)(src_vocab, config)
+        self.decoder = load(architecture.decoder)(tgt_vocab, config)
         if config.orthogonal_init:
             orthogonal_init_(self.encoder.rnn)
             orthogonal_init_(self.decoder.rnn)

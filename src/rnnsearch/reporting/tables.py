@@ -34,9 +34,8 @@ class Table:
     notes: tuple[str, ...] = ()
 
     def markdown(self) -> str:
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
-                 "|" + "|".join("---" for _ in self.header) + "|"]
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        lines = [f"### {self.title}", "", markdown_head(self.header)]
+        lines += [markdown_row(row) for row in self.rows]
         for note in self.notes:
             lines += ["", note]
         return "\n".join(lines) + "\n"
@@ -48,6 +47,17 @@ class Table:
                  " & ".join(_tex(h) for h in self.header) + r" \\", r"\hline", *body, r"\hline",
                  r"\end{tabular}", rf"\caption{{{_tex(self.title)}}}", r"\end{table}"]
         return "\n".join(lines) + "\n"
+
+
+def markdown_head(header: Sequence[str]) -> str:
+    """A Markdown table's header line and the rule under it (two lines, no final newline)."""
+    return markdown_row(header) + "\n|" + "|".join("---" for _ in header) + "|"
+
+
+def markdown_row(cells: Sequence[str]) -> str:
+    """One Markdown table row: for a table printed a row at a time (:class:`Table` prints a
+    whole one)."""
+    return "| " + " | ".join(cells) + " |"
 
 
 def _tex(text: str) -> str:

@@ -131,7 +131,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     metrics: dict[str, Any] = {"sentences": len(gold.pairs), "threshold": cfg.attention_threshold,
                                "cells": {}}
     for cell in cells:
-        if train.model_config(cell.rpartition("-")[0]).model == "encdec":
+        if not train.model_config(cell.rpartition("-")[0]).architecture.attention:
             metrics["cells"][cell] = {"attention": False}      # nothing to read: not loaded
             continue
         model = load_model(args.models / cell / "model.pt")

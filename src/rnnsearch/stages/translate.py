@@ -37,11 +37,11 @@ import numpy as np
 
 from rnnsearch import tracking
 from rnnsearch.config.prepare import PrepareConfig
-from rnnsearch.config.translate import TranslateConfig, resolve_device
+from rnnsearch.config.methods import UNK_SUFFIX
+from rnnsearch.config.translate import TranslateConfig, method_options, resolve_device
 from rnnsearch.data.textio import read_lines, write_json, write_lines
 from rnnsearch.data.subword import TextUnits
 from rnnsearch.decoding.corpus import CorpusResult
-from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
 from rnnsearch.stages.runner import Stage, StageContext
 
@@ -49,8 +49,9 @@ from rnnsearch.stages.runner import Stage, StageContext
 def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig,
                batch_size: int) -> dict[str, CorpusResult]:
     """Each method of ``cfg.methods`` over every source, ``batch_size`` sentences at a time
-    (beam: ``cfg.search`` as given)."""
-    return {method: translator.translate(sources, method, _options(cfg, method), batch_size)
+    (each with its :func:`~rnnsearch.config.translate.method_options`)."""
+    return {method: translator.translate(sources, method, method_options(cfg.search, method),
+                                         batch_size)
             for method in cfg.methods}
 
 
@@ -60,14 +61,8 @@ def warm_up(translator: Translator, sources: Sequence[Sequence[str]], cfg: Trans
     (on a GPU: the CUDA context, cuBLAS handles, kernels loaded on first use) is not counted in
     the decode speed."""
     for method in cfg.methods:
-        translator.translate(sources[:1], method, _options(cfg, method), 1, progress=False)
-
-
-def _options(cfg: TranslateConfig, method: str) -> SearchOptions:
-    """Greedy keeps one hypothesis; beam uses the configured width and n-best."""
-    if method == "greedy":
-        return dataclasses.replace(cfg.search, beam_size=1, nbest=1)
-    return cfg.search
+        translator.translate(sources[:1], method, method_options(cfg.search, method), 1,
+                             progress=False)
 
 
 def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
@@ -82,7 +77,8 @@ def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
                          "seconds": round(result.seconds, 2), "sentences": len(sources),
                          "batch_size": batch_size}
         if subset:
-            alone = translator.translate(subset, method, _options(cfg, method), 1, progress=False)
+            alone = translator.translate(subset, method, method_options(cfg.search, method), 1,
+                                         progress=False)
             speed[f"{method}_unbatched"] = {
                 "sentences_per_s": round(alone.sentences_per_second, 2),
                 "seconds": round(alone.seconds, 2), "sentences": len(subset), "batch_size": 1}
@@ -111,7 +107,7 @@ def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[
     systems = []
     for method, result in results.items():
         for unk in variants:
-            name = f"{method}_unk" if unk else method
+            name = f"{method}{UNK_SUFFIX}" if unk else method
             words = [translator.target_words(t.best, src, unk)
                      for t, src in zip(result.translations, sources)]
             write_lines(out / f"{name}.tok.txt", [" ".join(w) for w in words])

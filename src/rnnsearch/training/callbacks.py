@@ -62,12 +62,13 @@ def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: V
     if sentences <= 0:
         return None
     try:
+        from rnnsearch.config.translate import method_options
         from rnnsearch.decoding.greedy import greedy
         from rnnsearch.decoding.options import SearchOptions
     except ImportError:
         return None
     sample, refs = list(pairs[:sentences]), list(references[:sentences])
-    options = SearchOptions(beam_size=1)
+    options = method_options(SearchOptions(), "greedy")
 
     def score(model: Seq2Seq) -> float:
         training = model.training
