@@ -1,4 +1,4 @@
-"""The device benchmark (``python -m rnnsearch.bench --device ...``) and the GPU check
+"""The benchmark (``python -m rnnsearch.bench --device ...``) and the GPU check
 (``scripts/gpu_check.sh``, ``make gpu-check``), run here on the CPU at tiny sizes: the same code a
 GPU runs.
 
