@@ -10,7 +10,7 @@
 #      CUDA GPU (a CPU build of torch, or no driver)                 -> check.log
 #   2. the CUDA tests: pytest -m cuda on the test files that hold them (decoding on the GPU, the
 #      bench, CUDA graphs of the decoder loop against the eager loop) -> pytest-cuda.xml
-#   3. the GPU benchmark: python -m rnnsearch.bench --device cuda     -> bench_gpu.{json,md}
+#   3. the benchmark: python -m rnnsearch.bench --device cuda  -> bench_gpu.{json,md} (cpu: bench.*)
 #      (eager and train.trainer.cuda_graphs, and torch.profiler's account of a step; copy
 #      them to reports/ to keep them with the project)
 #   4. a tiny trained model (python -m rnnsearch.experiments.tiny), its test sentences decoded
@@ -153,7 +153,7 @@ for path in filter(Path.is_file, compared):
     for method, m in report["methods"].items():
         print(f"- {path.name}: {method}: {m['differing']} of {m['sentences']} best hypotheses"
               f" differ ({' vs '.join(report['devices'])})")
-bench = next(out.glob("bench_*.md"), None)
+bench = next(out.glob("bench*.md"), None)
 if bench is not None and bench.read_text().count("failed: "):
     print(f"\n{bench.name}: {bench.read_text().count('failed: ')} failed measurement(s)")
 if status:

@@ -24,9 +24,9 @@ SHARED_CORPORA = (REPO.parent / "shared" / "corpora").resolve()
 # The files that take minutes, longest first. ``make test`` hands test files to its workers in
 # collection order (pytest-xdist ``--dist loadfile --no-loadscope-reorder``), so these start
 # first and the short files fill the other worker meanwhile, instead of one of them starting
-# last and running alone at the end. (Approximate minutes on 2 cores: 5, 3, 1.5, 1.5, 1.5, 1.)
+# last and running alone at the end. (Approximate minutes on 2 cores: 5, 3, 2, 1.5, 1.)
 SLOW_FILES = ("test_pipeline_e2e.py", "test_faults.py", "test_bench_device.py",
-              "test_bench_run.py", "test_resume_exact.py", "test_own_corpus.py")
+              "test_resume_exact.py", "test_own_corpus.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

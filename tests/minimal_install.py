@@ -1,6 +1,6 @@
 """Run code here as it runs with a minimal install: torch, Lightning, numpy, sacrebleu and pytest
 but not mlflow, dvc, gensim or sacremoses, which is all the GPU check (scripts/gpu_check.sh)
-and the device bench need. In subprocesses for which those are absent
+and the bench need. In subprocesses for which those are absent
 (``import mlflow`` raises ModuleNotFoundError, ``importlib.util.find_spec`` finds nothing, and no
 package metadata names them), so that those commands cannot come to need one of them unnoticed.
 A ``sitecustomize`` module on PYTHONPATH does it at start-up, so every python that a script under

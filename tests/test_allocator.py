@@ -48,10 +48,10 @@ def test_freed_memory_is_reused_without_faulting_it_in_again():
 
 
 def test_every_stage_and_the_bench_set_it_before_their_work():
-    """The stage runner sets it before it imports the stage, the bench's measurement
-    processes before they measure."""
+    """The stage runner sets it before it imports the stage, the bench before it measures."""
     runner = (REPO / "src/rnnsearch/stages/runner.py").read_text()
     body = runner[runner.index("def main(name: str)"):]
     assert body.index("keep_freed_memory()") < body.index("importlib.import_module")
-    worker = (REPO / "src/rnnsearch/bench/worker.py").read_text()
-    assert "keep_freed_memory()" in worker[worker.index("def start("):]
+    bench = (REPO / "src/rnnsearch/bench/__main__.py").read_text()
+    body = bench[bench.index("def main("):]
+    assert body.index("keep_freed_memory()") < body.index("bench(device, args)")

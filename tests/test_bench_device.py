@@ -1,4 +1,4 @@
-"""The device benchmark (``python -m rnnsearch.bench --device ...``) and the GPU check
+"""The benchmark (``python -m rnnsearch.bench --device ...``) and the GPU check
 (``scripts/gpu_check.sh``, ``make gpu-check``), run here on the CPU at tiny sizes: the same code a
 GPU runs.
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,16 +23,20 @@ import torch
 
 from conftest import REPO
 from minimal_install import minimal_install_env, run_with_minimal_install
-from rnnsearch.bench.device import (TEST_BUCKETS, bench_models, best_rows, plan_for, run,
-                                     stratified_sources, train_speed, training_lengths,
-                                     training_runs, write_synthetic_corpus)
-from rnnsearch.bench import device as bench_device
-from rnnsearch.bench.device_report import markdown_report
+from rnnsearch.bench import measure, training
+from rnnsearch.bench.data import (TEST_BUCKETS, stratified_sources, training_lengths,
+                                  write_synthetic_corpus)
+from rnnsearch.bench.measure import bench_models, plan_for, run, training_runs
+from rnnsearch.bench.report import markdown_report
+from rnnsearch.bench.training import SIDE_BY_SIDE, train_speed
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.experiments.tiny import make_tiny
 
+PARAMS = REPO / "params.yaml"
+
+
 def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
-    """The tiny device bench in a subprocess with a minimal install."""
+    """The tiny bench in a subprocess with a minimal install."""
     return run_with_minimal_install(out / "site", "rnnsearch.bench", "--device", device,
                                      "--tiny", "--threads", "1", "--out", str(out))
 
@@ -39,27 +44,53 @@ def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
 def check_report(out: Path, name: str) -> dict:
     """The report files are there and hold every part of the bench."""
     results = json.loads((out / f"{name}.json").read_text())
+    cpu = results["machine"]["device"] == "cpu"
     assert {r["model"] for r in results["training"]} == {"default", "paper"}
     assert all(r["tokens_per_s"] > 0 and r["peak_memory_mib"] > 0 for r in results["training"])
     assert {(r["model"], r["batch"]) for r in results["training"]} >= {("default", 64),
                                                                        ("paper", 80)}
-    assert all(a["mflop_per_token"] > 0 and a["roofline_tokens_per_s_fp32"] > 0
-               for a in results["arithmetic"])
-    assert results["card"]["tflops_fp32"] > 0
+    assert all(a["mflop_per_token"] > 0 and a["gemm_gflops_fp32"] > 0 for a in results["arithmetic"])
+    # a roofline of small products timed alone is a bound on a CPU only
+    assert all(("roofline_tokens_per_s_fp32" in a) is cpu for a in results["arithmetic"])
+    assert results["card"]["tflops_fp32"] > 0 and 0 < results["padding"]["default"] < 1
     assert {(d["model"], d["method"]) for d in results["decoding"]} == {
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
-    assert set(results["agreement"]) == {"greedy", "beam5"}
-    report = (out / f"{name}.md").read_text()
     assert {p["model"] for p in results["profile"]} == {"default", "paper"}
     assert all(p["wall_ms_per_step"] > 0 for p in results["profile"] + results["profile_decoding"])
     assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
-    for heading in ("## Targets", "## Training", "## Arithmetic", "## Decoding",
-                    "## Where a training step's time goes", "## Where a decoding batch's time",
-                    "## Same hypotheses as on the CPU?"):
+    report = (out / f"{name}.md").read_text()
+    for heading in ("### Targets", "### Training", "### Arithmetic", "### Decoding",
+                    "### Where a training step's time goes", "### Where a decoding batch's time"):
         assert heading in report
-    assert "--device" in report
+    assert "--device" in report and "| bucketed batch padding | <= 10% |" in report
+    if cpu:
+        check_cpu_parts(results, report)
     return results
+
+
+def check_cpu_parts(results: dict, report: str) -> None:
+    """A CPU's own parts: the variants side by side (bf16 only where the CPU runs it natively),
+    the fastest variants profiled, the speed by thread count, the profile's categories."""
+    side, native = results["side_by_side"], results["bf16_native"]
+    assert list(side) == (list(SIDE_BY_SIDE) if native else
+                          ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
+    assert all(len(r["windows"]) == 2 and r["tokens_per_s"] > 0 for r in side.values())
+    assert side["fp32"]["speedup"] == 1.0
+    variants = [p.get("variant") for p in results["profile"] if p["model"] == "default"]
+    assert variants == ["fp32", "fused_loss_fused_adam"] + (
+        ["bf16_cross_entropy_fused_adam"] if native else [])
+    profile = results["profile"][0]
+    assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
+    assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
+    for c in profile["categories"].values():    # each names its largest operators, largest first
+        top = [ms for _, ms in c["top"]]
+        assert 1 <= len(top) <= 3 and top == sorted(top, reverse=True)
+    assert [r["threads"] for r in results["threads"]] == sorted({1, os.cpu_count()})
+    assert all(r["tokens_per_s"] > 0 for r in results["threads"])
+    for heading in ("### Side by side (default model)", "### Threads", "by operator category",
+                    "Load average (1, 5, 15 min)"):
+        assert heading in report
 
 
 def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
@@ -77,23 +108,24 @@ def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
     assert all(4 <= i < 50 for s in sources for i in s)
 
 
-def test_plans_and_best_rows():
+def test_plans():
     full, quick, tiny = plan_for("full"), plan_for("quick"), plan_for("tiny")
+    cpu = plan_for("full", "cpu")               # the default run's three kinds, batch 1 and 64
+    assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general"]
+    assert cpu.decode_batches == (1, 64) and cpu.side_by_side[0] > 1 and plan_for("quick", "cpu") == cpu
     assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
     assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
     assert tiny.steps < full.steps and tiny.tiny_width
-    for model in bench_models(quick, REPO / "params.yaml"):   # the targets' measurements
+    for model in bench_models(quick, PARAMS):   # the targets' measurements
         own = model.train.data.batch_size                      # default 64, paper 80
         runs = training_runs(model, quick, "cuda")
         assert {(own, "32-true", False), (1024, "bf16-mixed", False),
                 (1024, "bf16-mixed", True)} <= set(runs) and len(runs) == 6
     assert quick.per_bucket * len(TEST_BUCKETS) == 2100 and len(quick.decode_batches) == 2
-    rows = [{"model": "a", "x": 1}, {"model": "a", "x": 3}, {"model": "b", "x": 2}, {"model": "b"}]
-    assert best_rows(rows, "x", "model") == [{"model": "a", "x": 3}, {"model": "b", "x": 2}]
 
 
 CHECK_STEPS = ["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny", "compare-test"]
-CHECK_FILES = ["bench_device_cpu.json", "bench_device_cpu.md", "check.log", "compare_test.json",
+CHECK_FILES = ["bench.json", "bench.md", "check.log", "compare_test.json",
                "compare_tiny.json", "pytest-cuda.xml", "summary.md"]
 
 
@@ -102,17 +134,16 @@ CHECK_FILES = ["bench_device_cpu.json", "bench_device_cpu.md", "check.log", "com
 def test_gpu_check_dry_run_on_the_cpu(tmp_path):
     """``scripts/gpu_check.sh --cpu``: every step at tiny sizes with a minimal install, a tiny
     model standing for the default run's search-50, and a summary with a verdict. Its bench
-    step is the device bench (``python -m rnnsearch.bench --device cpu --tiny``) with a minimal
-    install, whose report holds every part."""
+    step is the bench (``python -m rnnsearch.bench --device cpu --tiny``) with a minimal
+    install, whose report holds every part, the CPU's own included."""
     out = tmp_path / "gpu-check"
     make_tiny(tmp_path / "model", steps=2, sentences=12)
     done = run_check(tmp_path, out, COMPARE_MODEL=str(tmp_path / "model/model.pt"),
                      COMPARE_DATA=str(tmp_path / "model"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == CHECK_FILES
-    bench = check_report(out, "bench_device_cpu")
+    bench = check_report(out, "bench")
     assert bench["machine"]["device"] == "cpu"
-    assert all(d["differing"] == 0 for d in bench["agreement"].values())   # CPU against CPU
     log = (out / "check.log").read_text()
     for name in CHECK_STEPS:
         assert f"== {name}: exit 0" in log, log[-3000:]
@@ -123,6 +154,14 @@ def test_gpu_check_dry_run_on_the_cpu(tmp_path):
     assert "- bench: exit 0" in summary and "CUDA tests: " in summary
     assert "compare_test.json: greedy: 0 of 12 best hypotheses differ (cpu vs cpu)" in summary
     assert summary.rstrip().endswith("Verdict: every step ran (a dry run on the CPU, at tiny sizes).")
+
+
+def test_bench_tiny_on_the_cpu_writes_every_part(tmp_path):
+    """``python -m rnnsearch.bench --device cpu --tiny`` with a minimal install: the same code
+    as on a GPU, and the CPU's own parts."""
+    done = run_bench(tmp_path, "cpu")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert check_report(tmp_path, "bench")["machine"]["device"] == "cpu"
 
 
 def test_gpu_check_without_a_gpu_stops_at_once_saying_why(tmp_path):
@@ -191,83 +230,69 @@ def test_device_bench_runs_tiny_on_the_gpu(tmp_path):
     assert "gpu" in results["machine"]
 
 
-def test_a_failed_training_run_is_a_row_with_its_error_not_the_end_of_the_bench(tmp_path,
-                                                                                monkeypatch):
-    """Out of memory at a large batch, or a CUDA failure in one configuration, costs that row
-    only: the bench goes on to the next configuration."""
-    def fail(self, *args, **kwargs):
-        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-
-    monkeypatch.setattr(pl.Trainer, "fit", fail)
-    plan = plan_for("tiny")
-    model = bench_models(plan, REPO / "params.yaml")[0]
-    write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
-    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
-    assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
-    assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0
-
-
-def test_a_training_runs_model_is_gone_when_its_row_is_written(tmp_path, monkeypatch):
-    """Each training configuration's model (and with it any CUDA graphs and their memory
-    pool) is freed before the next one starts: on the GPU, graphs kept alive past their run
-    left the next configurations out of memory."""
+def test_a_failed_training_run_is_a_row_and_its_model_is_gone(tmp_path, monkeypatch):
+    """Out of memory at a large batch costs that row only; and each run's model (and with it
+    any CUDA graphs and their memory pool) is freed before the next one starts: on the GPU,
+    graphs kept alive past their run left the next configurations out of memory."""
     built = []
-    real_build = bench_device.build_model
+    real_build = training.build_model
 
     def build(*args, **kwargs):
         net = real_build(*args, **kwargs)
         built.append(weakref.ref(net))
         return net
 
-    monkeypatch.setattr(bench_device, "build_model", build)
+    monkeypatch.setattr(training, "build_model", build)
     plan = plan_for("tiny")
-    model = bench_models(plan, REPO / "params.yaml")[0]
+    model = bench_models(plan, PARAMS)[0]
     write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
-    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", 1, 2, tmp_path)
     assert row["tokens_per_s"] > 0 and len(built) == 1
     assert built[0]() is None
 
+    def fail(self, *args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-def test_every_partial_result_the_bench_saves_makes_a_report():
-    """A bench cut by its time limit leaves the last save: after each training configuration
-    and each later part, every one of them a complete report of what was measured so far."""
-    snapshots: list[dict] = []
-    final = run("cpu", "tiny", save=lambda results: snapshots.append(copy.deepcopy(results)))
-    per_model = len(training_runs(bench_models(plan_for("tiny"), REPO / "params.yaml")[0],
-                                  plan_for("tiny"), "cpu")) + 3
-    assert len(snapshots) == 2 * per_model and snapshots[-1] == final
-    assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
-    for snapshot in snapshots:
-        assert "## Training" in markdown_report(snapshot)
+    monkeypatch.setattr(pl.Trainer, "fit", fail)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", 1, 2, tmp_path)
+    assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0
 
 
-def test_a_failed_decoding_profile_or_roofline_costs_its_row_only(monkeypatch):
+def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(monkeypatch):
     """Out of memory decoding at the largest batch, a profiler that fails, a GEMM rate that
     cannot be measured: each is a row with its error in the results and the report, and the
-    bench goes on to the next measurement and the next model."""
+    bench goes on. A bench cut by its time limit leaves its last save: one after each training
+    run and each later part, every one of them a complete report of what was measured so far."""
     oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
-    real_decode = bench_device.decode
+    real_decode = measure.decode
 
-    def decode(net, sources, beam, batch, device):
+    def decode(net, sources, beam, batch, device, warmup=True):
         if beam > 1 and batch == 16:
             raise oom
-        return real_decode(net, sources, beam, batch, device)
+        return real_decode(net, sources, beam, batch, device, warmup)
 
     def fail(*args, **kwargs):
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
-    monkeypatch.setattr(bench_device, "decode", decode)
-    monkeypatch.setattr(bench_device, "profile_decode_batch", fail)
-    monkeypatch.setattr(bench_device, "arithmetic", fail)
-    results = run("cpu", "tiny")
+    monkeypatch.setattr(measure, "decode", decode)
+    monkeypatch.setattr(measure, "profile_decode_batch", fail)
+    monkeypatch.setattr(measure, "arithmetic", fail)
+    snapshots: list[dict] = []
+    results = run("cpu", "tiny", PARAMS, save=lambda r: snapshots.append(copy.deepcopy(r)))
+    per_model = len(training_runs(bench_models(plan_for("tiny"), PARAMS)[0], plan_for("tiny"),
+                                  "cpu")) + 2
+    assert len(snapshots) == 2 * per_model + 1 and snapshots[-1] == results
+    assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
+    assert all("### Training" in markdown_report(s) for s in snapshots)
     failed = {(d["model"], d["method"], d["batch"]) for d in results["decoding"] if "error" in d}
     assert failed == {("default", "beam5", 16), ("paper", "beam5", 16)}
     assert {p["error"] for p in results["profile_decoding"] + results["arithmetic"]} == {
         "CUPTI_ERROR_NOT_INITIALIZED"}
     assert {r["model"] for r in results["training"] if "tokens_per_s" in r} == {"default",
                                                                                   "paper"}
-    assert set(results["agreement"]) == {"greedy", "beam5"}       # beam5 at batch 4
     report = markdown_report(results)
+    assert "default beam5: batch 4" in report           # the fastest that decoded
     assert "| default | beam5 | 16 | failed: out of memory: CUDA out of memory." in report
     assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * 2 + 2 * 2   # models x
-    # (methods profiled + batch sizes with a roofline)
+    # (methods profiled + batch sizes with arithmetic)

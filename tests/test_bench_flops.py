@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
-from rnnsearch.bench.gemm import GemmRate, roofline_tokens_per_second
+from rnnsearch.bench.gemm import roofline_tokens_per_second
 from rnnsearch.config.model import ModelConfig
 
 SHAPE = Shape(batch=1, src_len=2, tgt_len=4, tgt_vocab=5)  # half a source token per target token
@@ -39,7 +39,7 @@ def test_luong_general_has_combine_and_no_deep_output():
 def test_roofline_is_flops_over_rate():
     cfg = ModelConfig(model="encdec", embedding_size=2, hidden_size=3, bidirectional=False,
                       output_size=4)
-    rates = [GemmRate(g, gflops=1.0) for g in model_gemms(cfg, SHAPE)]
+    rates = [(g, 1.0) for g in model_gemms(cfg, SHAPE)]          # (product, GFLOP/s)
     assert roofline_tokens_per_second(rates) == pytest.approx(1e9 / (3 * 293))
 
 

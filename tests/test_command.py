@@ -103,6 +103,6 @@ def test_every_command_runs_through_run_command():
     guarded (pipeline scripts through rnnsearch.stages.runner.run)."""
     modules = [p for p in (REPO / "src/rnnsearch").rglob("*.py")
                if "__name__ == \"__main__\"" in p.read_text(encoding="utf-8")]
-    assert len(modules) > 10
+    assert len(modules) >= 8
     unguarded = [str(p.relative_to(REPO)) for p in modules if not main_is_guarded(p)]
     assert unguarded == []

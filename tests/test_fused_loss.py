@@ -202,22 +202,3 @@ def test_fused_loss_is_refused_beside_the_bf16_cross_entropy():
                       bf16_cross_entropy=True).check("train.trainer")
     TrainerConfig(fused_loss=True).check("train.trainer")
     TrainerConfig(precision="bf16-mixed", fused_loss=True).check("train.trainer")
-
-
-def test_the_output_layer_bench_shows_the_memory_the_fused_loss_saves(capsys):
-    """``python -m rnnsearch.bench.output_layer``: both ways, each in its own process; without
-    the batch x vocabulary logits and their log-probabilities (153 MiB each here) and their
-    gradients, the fused way's peak is a fraction of the eager one's. Each way's peak is its own
-    process's, however large the process that starts it (here 300 MB more)."""
-    from rnnsearch.bench import output_layer
-
-    ballast = torch.ones(300 * 2**20 // 4)
-    assert output_layer.main(["--positions", "2000", "--width", "32", "--vocab", "20000",
-                              "--steps", "1"]) == 0
-    table = capsys.readouterr().out
-    rows = [line.split("|") for line in table.splitlines() if line.startswith("| eager")
-            or line.startswith("| fused")]
-    assert len(rows) == 2, table
-    eager_mb, fused_mb = (float(row[2].replace(",", "")) for row in rows)
-    assert eager_mb > 2 * 153 * 0.9 and fused_mb < eager_mb / 3, table
-    del ballast

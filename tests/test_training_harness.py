@@ -12,7 +12,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
-from rnnsearch.bench import workload
+from rnnsearch.bench.data import Batches
+from rnnsearch.bench.training import Variant
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig, TrainConfig
 from rnnsearch.models.seq2seq import build_model
@@ -31,12 +32,16 @@ def tiny_train(clip_norm: float) -> TrainConfig:
                        optim=OptimConfig(lr=0.01, clip_norm=clip_norm))
 
 
-def random_batch(seed: int = 0, pairs: int = 6) -> Batch:
+def random_pairs(seed: int = 0, pairs: int = 6) -> list:
     """``pairs`` random sentence pairs of 2-9 words (ids of the model's vocabulary)."""
     rng = random.Random(seed)
     words = range(4, VOCAB)
-    return collate([([rng.choice(words) for _ in range(rng.randint(2, 9))],
-                     [rng.choice(words) for _ in range(rng.randint(2, 9))]) for _ in range(pairs)])
+    return [([rng.choice(words) for _ in range(rng.randint(2, 9))],
+             [rng.choice(words) for _ in range(rng.randint(2, 9))]) for _ in range(pairs)]
+
+
+def random_batch(seed: int = 0, pairs: int = 6) -> Batch:
+    return collate(random_pairs(seed, pairs))
 
 
 def seeded_task(config: TrainConfig, seed: int = 0) -> TranslationTask:
@@ -81,7 +86,8 @@ def test_the_bench_step_computes_the_train_stage_step(tmp_path):
     assert same_weights(weights, stage_weights)
     # the bench's step is this step; it counts the batch's target tokens
     task = seeded_task(config)
-    assert workload.train_step(task, task.configure_optimizers(), batch) == batch.target_tokens
+    one = Batches(random_pairs(), [list(range(6))])
+    assert Variant().step(task, task.configure_optimizers(), one, 0) == batch.target_tokens
 
 
 def test_the_step_clips_at_the_configured_norm_only():
@@ -116,7 +122,7 @@ def test_the_bench_steps_in_bf16_as_the_train_stage_steps_in_bf16_mixed(tmp_path
 
     uncached = partial(mixed_autocast, "cpu", "bf16-mixed", cache=False)
     stage = lightning_step(config, batch, tmp_path, steps=3)[1]
-    assert same_weights(weights_after_three_steps(workload.Variant(bf16=True).autocast), stage)
+    assert same_weights(weights_after_three_steps(Variant(bf16=True).autocast), stage)
     assert not same_weights(weights_after_three_steps(uncached), stage)
     assert not same_weights(weights_after_three_steps(nullcontext, mixed_autocast(
         "cpu", "bf16-mixed")), stage)

@@ -12,8 +12,8 @@ that is about 15,000 page faults per step.
 is mapped on its own: the largest mmap threshold glibc accepts is 32 MB, and the reference
 step's logits and their gradients reach 45 MB, so mapping is turned off instead), and the heap
 is not trimmed, so a freed block is reused as it is. Nothing computed changes (the same
-numbers, bit for bit); the process keeps the heap it grew until it ends. ``python -m
-rnnsearch.bench.allocator`` (and ``make bench``) measures the difference on your machine.
+numbers, bit for bit); the process keeps the heap it grew until it ends (docs/performance.md,
+"Memory allocator", has the difference measured).
 ``RNNSEARCH_MALLOC=system`` leaves glibc's settings as they are; with another C library (musl,
 macOS) there is nothing to set.
 """

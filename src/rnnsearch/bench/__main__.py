@@ -1,17 +1,8 @@
-"""``python -m rnnsearch.bench`` (``make bench``): speed and memory of training and decoding.
-
-Writes ``reports/bench.json`` and ``reports/bench.md`` and prints the table. Each measurement
-runs in a fresh process so that its peak memory is its own. ``--tiny`` runs a seconds-long
-version (few steps, small sets) used by the tests; its numbers mean nothing. Unless
-``--skip-hansard``, the Hansard train split is Moses-tokenised and the subword preset's models
-(joint BPE, and unigram) are learnt on its tokens and applied to them
-(:mod:`rnnsearch.bench.subwords`); the tokens are kept in ``<cache>/hansard``.
-
-Where torch sees a GPU, the device benchmark follows on its own. ``--device cuda`` (or
-``cpu``, or ``auto``) runs only the device benchmark
-(:mod:`rnnsearch.bench.device`: the train stage's Trainer at the default and the paper's width,
-GEMM rates, decoding on the device) and writes ``reports/bench_gpu.{json,md}`` on a GPU; it needs
-neither the corpora mirror nor sacremoses.
+"""``python -m rnnsearch.bench`` (``make bench``): training and decoding speed, by
+:mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` for the CPU and
+``reports/bench_gpu.{json,md}`` for a GPU (``--out DIR``: there); without ``--device``, the CPU
+then a GPU if torch sees one. ``--tiny``: seconds, numbers that mean nothing; ``--quick``: a
+GPU's shorter plan. A full CPU run refuses numbers the machine changed under (:func:`problems`).
 """
 from __future__ import annotations
 
@@ -21,161 +12,112 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any
 
 import torch
 
 from rnnsearch.allocator import keep_freed_memory
-from rnnsearch.bench import parts, trust
-from rnnsearch.bench.allocator import allocator_side_by_side, start_measurement
-from rnnsearch.bench.table import markdown_report
-from rnnsearch.bench.trust import load_average
-from rnnsearch.bench.workload import tokenized_multi30k
+from rnnsearch.bench import measure
+from rnnsearch.bench.report import markdown_report
 from rnnsearch.command import entry_point
 from rnnsearch.config.base import at_least
+from rnnsearch.config.repository import repo_root
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
-from rnnsearch.config.repository import repo_root
+from rnnsearch.device import machine as device_machine
+from rnnsearch.environment import cpu_model
+from rnnsearch.errors import StageError
 
-MODELS = ("search", "encdec", "luong")
-
-
-class Part(Protocol):
-    """Runs one named measurement, ``function(*args, **kwargs)``, timing it."""
-
-    def __call__(self, name: str, function: Callable[..., dict[str, Any]], *args: Any,
-                 **kwargs: Any) -> dict[str, Any]: ...
+REFUSED_NAME = "bench.refused.json"   # where a refused run's numbers go, beside the reports
+MAX_GEMM_DRIFT = 0.20     # the largest accepted change of the GEMM rate over a measurement
 
 
-def _in_fresh_process(function: Callable[..., dict[str, Any]], *args: Any,
-                      threads: int | None = None, uses_torch: bool = True) -> dict[str, Any]:
-    """``function(*args)`` in a new process with ``threads`` torch threads (default: ours);
-    with ``uses_torch=False`` the process never imports torch (so its peak memory is the
-    function's own). The process ends with this one (:mod:`rnnsearch.bench.worker`)."""
-    threads = (threads or torch.get_num_threads()) if uses_torch else None
-    return start_measurement(function, *args, threads=threads).result()
+class UnreliableBench(StageError):
+    """The machine changed during the measurement."""
 
 
-def machine() -> dict[str, Any]:
-    """What the numbers were measured on."""
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
-                  if line.startswith("model name")), platform.processor()) \
-        if os.path.exists("/proc/cpuinfo") else platform.processor()
-    return {"cpu": model, "cores": os.cpu_count(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "python": platform.python_version(),
+def machine(device: str) -> dict[str, Any]:
+    """What the numbers were measured on: the device, the CPU, the software, the load."""
+    return {**device_machine(device), "cpu": cpu_model(), "cores": os.cpu_count(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "command": " ".join(["python -m rnnsearch.bench", *sys.argv[1:]]),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
+            "python": platform.python_version(), "load_average_before": load_average(),
+            "command": " ".join(["python -m rnnsearch.bench", *sys.argv[1:]])}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Every measurement; the reference (search) model also decodes. ``seconds``: per part."""
-    tiny = args.tiny
-    data = str(tokenized_multi30k(Path(args.cache), args.mirror))
-    windows, steps = (2, 2) if tiny else (5, 30)
-    results: dict[str, Any] = {"machine": machine(), "models": {}, "seconds": {}}
-
-    def part(name: str, function: Callable[..., dict[str, Any]], *part_args: Any,
-             **part_kwargs: Any) -> dict[str, Any]:
-        print(f"bench: {name} ...", flush=True)
-        start = time.perf_counter()
-        result = function(*part_args, **part_kwargs)
-        results["seconds"][name] = round(time.perf_counter() - start, 1)
-        return result
-
-    for model in MODELS:
-        single = (5 if tiny else 100) if model == "search" else 0
-        window_steps = steps if model == "search" else max(2, steps // 2)
-        results["models"][model] = part(f"training {model}", _in_fresh_process, parts.training_part,
-                                        data, model, windows, window_steps, single, tiny)
-    results["threads"] = [part(f"training search, {n} thread(s)", _in_fresh_process,
-                               parts.threads_part, data, windows, steps, tiny, threads=n)
-                          for n in sorted({1, torch.get_num_threads(), os.cpu_count() or 1})]
-    results["allocator"] = part("allocator settings side by side", allocator_side_by_side,
-                                data, windows, steps, tiny)
-    results["scaling"] = part("epoch scaling", _in_fresh_process, parts.epoch_scaling, data,
-                              [16, 32] if tiny else [1500, 3000, 6000])
-    results["scaling"].update(part("attention scaling", parts.attention_scaling,
-                                   [5, 10] if tiny else [10, 20, 40, 80]))
-    if not args.skip_hansard:
-        results.update(hansard(part, args.mirror, Path(args.cache) / "hansard"))
-    return results
+def load_average() -> list[float] | None:
+    try:   # not every OS has one
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
-def hansard(part: Part, mirror: str, cache: Path, lines: int = 0,
-            vocab_size: int | None = None) -> dict[str, Any]:
-    """The Hansard train split (its first ``lines`` pairs when given) Moses-tokenised
-    (``tokenize``), then each subword model of the subword preset learnt on the tokens and
-    applied to them, each in its own torch-free process (``subwords``: bpe, unigram);
-    ``vocab_size`` replaces the preset's (a small split cannot fill it). Imported here: the
-    subword models need sacremoses and sentencepiece, which the device bench goes without."""
-    from rnnsearch.bench import subwords
-    from rnnsearch.data.subword import SUBWORD_UNITS
+def problems(results: dict[str, Any]) -> list[str]:
+    """Why a CPU run's numbers cannot be trusted: the products' fp32 rate moved by more than
+    :data:`MAX_GEMM_DRIFT` over a model's training runs, or training beat its roofline."""
+    found = []
+    for a in results["arithmetic"]:
+        before, after = a.get("gemm_gflops_fp32_before"), a.get("gemm_gflops_fp32")
+        if before and after and abs(after - before) / before > MAX_GEMM_DRIFT:
+            found.append(f"training {a['model']}: the fp32 GEMM rate moved from {before:.0f} to "
+                         f"{after:.0f} GFLOP/s during the measurement (more than "
+                         f"{MAX_GEMM_DRIFT:.0%})")
+    bound = {(a["model"], a["batch"]): a.get("roofline_tokens_per_s_fp32")
+             for a in results["arithmetic"]}
+    for r in results["training"]:
+        share = r.get("tokens_per_s", 0) / (bound.get((r["model"], r["batch"])) or float("inf"))
+        if r["precision"] == "32-true" and share > 1:
+            found.append(f"training {r['model']}: {share:.0%} of the fp32 GEMM roofline, which "
+                         "no training step can reach")
+    return found
 
-    out = {"tokenize": part("tokenising the Hansard train split", parts.hansard_tokenization,
-                            mirror, out=str(cache), lines=lines)}
-    out["subwords"] = {units: part(f"learning and applying {units} on the Hansard train split",
-                                   _in_fresh_process, subwords.subword_part, str(cache),
-                                   parts.HANSARD_LANGS, units, vocab_size, uses_torch=False)
-                       for units in SUBWORD_UNITS}
-    return out
 
+def bench(device: str, args: argparse.Namespace) -> str:
+    """One device's run: a GPU's or a tiny run's results saved after each measurement (a run cut
+    by a time limit leaves what it had); a full CPU run's checked first (:func:`problems`)."""
+    start, size = time.perf_counter(), "tiny" if args.tiny else "quick" if args.quick else "full"
+    out = (args.out or repo_root() / "reports") / ("bench_gpu" if device == "cuda" else "bench")
+    checked, refused = device == "cpu" and not args.tiny, out.with_name(REFUSED_NAME)
 
-def run_device(args: argparse.Namespace) -> int:
-    """The device benchmark: ``reports/bench_gpu.{json,md}`` (``bench_device_cpu`` on a CPU)."""
-    from rnnsearch.bench import device, device_report    # only when the device bench is asked for
-
-    name = resolve_device(args.device, "--device")
-    start = time.perf_counter()
-    out = (args.out or repo_root() / "reports") / device.report_name(name)
-
-    def save(results: dict[str, Any]) -> str:
-        results["machine"].update(command=" ".join(["python -m rnnsearch.bench", *sys.argv[1:]]),
-                                  bench_seconds=round(time.perf_counter() - start, 1))
-        report = device_report.markdown_report(results)
-        write_json(out.with_suffix(".json"), results)
-        atomic_write_text(out.with_suffix(".md"), report)
+    def save(results: dict[str, Any], final: bool = False) -> str:
+        results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)
+        report = markdown_report(results)
+        if final or not checked:
+            write_json(out.with_suffix(".json"), results)
+            atomic_write_text(out.with_suffix(".md"), report)
         return report
 
-    size = "tiny" if args.tiny else "quick" if args.quick else "full"
-    print(save(device.run(name, size, save=save)))
-    return 0
+    results = measure.run(device, size, repo_root() / "params.yaml", machine(device), save)
+    results["machine"]["load_average_after"] = load_average()
+    found = problems(results) if checked else []
+    if found:
+        write_json(refused, {**results, "refused": found})
+        raise UnreliableBench("; ".join(found) + f". The machine was busy (load average "
+                              f"{results['machine']['load_average_before']} at the start, "
+                              f"{os.cpu_count()} cores): the reports are left as they were, "
+                              f"this run's numbers are in {refused}; rerun make bench with the "
+                              "machine to itself")
+    if checked:
+        refused.unlink(missing_ok=True)
+    return save(results, final=True)
 
 
 @entry_point("bench")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="default: <repo>/reports")
-    parser.add_argument("--cache", default=".cache/bench")
-    parser.add_argument("--mirror", default=os.environ.get("RNNSEARCH_CORPORA", "../shared/corpora"))
+    parser.add_argument("--device", choices=DEVICES, default=None,
+                        help="measure this device only (default: the CPU, then a GPU if any)")
     parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1)
-    parser.add_argument("--skip-hansard", action="store_true",
-                        help="skip the 1M-pair tokenisation and subword parts")
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
     parser.add_argument("--quick", action="store_true",
-                        help="with --device: the shorter plan (what the targets need, about "
-                             "half the full plan's time)")
-    parser.add_argument("--device", choices=DEVICES, default=None,
-                        help="run the device benchmark there (bench_gpu.* on a GPU)")
+                        help="on a GPU: the shorter plan (what the targets need)")
     args = parser.parse_args(argv)
     keep_freed_memory()
     torch.set_num_threads(args.threads)
-    if args.device:
-        return run_device(args)
-    start = time.perf_counter()
-    results = run(args)
-    results["machine"].update(bench_seconds=round(time.perf_counter() - start, 1),
-                              load_average_after=load_average())
-    out = args.out or repo_root() / "reports"
-    if not args.tiny:             # a seconds-long run's numbers mean nothing either way
-        trust.check(results, out)
-    report = markdown_report(results)
-    write_json(out / "bench.json", results)
-    atomic_write_text(out / "bench.md", report)
-    print(report)
-    if torch.cuda.is_available():      # a GPU machine: its GPU is measured too (bench_gpu.*)
-        args.device = "cuda"
-        return run_device(args)
+    devices = ([resolve_device(args.device, "--device")] if args.device else
+               ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+    for device in devices:
+        print(bench(device, args))
     return 0
 
 

@@ -1,15 +1,9 @@
-"""Arithmetic of a translation model, counted from its layer shapes.
-
-A model's cost is a list of :class:`Gemm` terms: a matrix product ``[m x k] @ [k x n]`` that
-runs ``per_token`` rows for every *target* token of a batch (encoder terms are scaled by the
-source/target length ratio, attention terms by the source length). One multiply-add is two
-FLOPs; the backward pass of a product costs two more products of the same size, so training
-costs three times the forward FLOPs (the usual count; element-wise work, softmax and the
-embedding lookups are left out, they are a few per cent).
-
-``m`` is the number of rows the product runs with in one call (batch for a decoder step,
-batch x length for the batched encoder input projection and output layer): the measured GEMM
-rate depends on it (see :mod:`rnnsearch.bench.gemm`).
+"""Arithmetic of a translation model, counted from its layer shapes: a list of :class:`Gemm`
+terms, each a product ``[m x k] @ [k x n]`` run ``per_token`` times per *target* token (encoder
+terms scaled by the source/target length ratio, attention terms by the source length; ``m``, the
+rows of one call, decides the measured rate: :mod:`rnnsearch.bench.gemm`). A multiply-add is two
+FLOPs; training costs three times the forward (the backward is two more products of the same
+size); element-wise work, softmax and embedding lookups, a few per cent, are left out.
 """
 from __future__ import annotations
 
@@ -23,8 +17,6 @@ TRAIN_FACTOR = 3  # forward + backward (two products per forward product)
 
 @dataclass(frozen=True)
 class Gemm:
-    """``per_token`` rows of an ``[m x k] @ [k x n]`` product per target token."""
-
     name: str
     m: int
     k: int
@@ -39,8 +31,6 @@ class Gemm:
 
 @dataclass(frozen=True)
 class Shape:
-    """Batch geometry the count is made for."""
-
     batch: int = 64          # sentences per batch
     src_len: float = 13.0    # mean source length (tokens)
     tgt_len: float = 14.0    # mean target length (tokens, with </s>)

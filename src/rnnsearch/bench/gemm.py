@@ -1,38 +1,30 @@
-"""The machine's matrix-multiply rate on a model's own GEMM shapes, and the roofline it implies.
-
-For every product of :func:`rnnsearch.bench.flops.model_gemms` the rate of ``torch.mm`` on that
-exact ``[m x k] @ [k x n]`` shape is measured (median of several timed windows after warm-up).
-The roofline is the training throughput the model would reach if it did nothing but those
-products at those rates: ``1 / sum_i(3 * flops_i / rate_i)`` target tokens per second.
-
-On a GPU (``device="cuda"``) products are queued asynchronously: each timed window ends when the
-device has finished every product queued in it, so the rate counts execution, launches included.
+"""The device's matrix-multiply rate on a model's own GEMM shapes (``torch.mm`` on each exact
+shape, the median of timed windows after warm-up, the device drained at each window's end), and
+the roofline it implies: the tokens/s of a step that did nothing but those products at those
+rates, ``1 / sum_i(3 * flops_i / rate_i)``. It bounds training only where a product timed alone
+runs as fast as inside a step: on a CPU. A GPU runs a small product alone bound by its launch,
+and training read 160% of such a "roofline" in the first GPU check, so on a GPU
+:func:`arithmetic` gives none (the report uses the card's large-product rate instead).
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
-from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 
-from rnnsearch.bench.flops import TRAIN_FACTOR, Gemm
+from rnnsearch.bench.flops import TRAIN_FACTOR, Gemm, Shape, model_gemms, training_flops_per_token
+from rnnsearch.config.model import ModelConfig
 from rnnsearch.device import synchronize
-
-
-@dataclass(frozen=True)
-class GemmRate:
-    """Measured rate of one GEMM shape."""
-
-    gemm: Gemm
-    gflops: float  # achieved GFLOP/s
 
 
 def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
                  window_s: float = 0.05, windows: int = 5, device: str = "cpu",
                  warmup: int = 3) -> float:
-    """Median GFLOP/s of ``torch.mm`` on ``[m x k] @ [k x n]`` in ``dtype`` on ``device``,
-    after ``warmup`` untimed calls."""
+    """Median GFLOP/s of ``[m x k] @ [k x n]`` in ``dtype`` on ``device``."""
     a = torch.randn(m, k, device=device).to(dtype)
     b = torch.randn(k, n, device=device).to(dtype)
     for _ in range(warmup):
@@ -51,44 +43,48 @@ def measure_gemm(m: int, k: int, n: int, dtype: torch.dtype = torch.float32,
 
 def measure_model_gemms(gemms: list[Gemm], dtype: torch.dtype = torch.float32,
                         window_s: float = 0.05, windows: int = 5, device: str = "cpu",
-                        warmup: int = 3) -> list[GemmRate]:
-    """The rate of each distinct GEMM shape of a model on ``device`` (shapes measured once)."""
+                        warmup: int = 3) -> list[tuple[Gemm, float]]:
     cache: dict[tuple[int, int, int], float] = {}
-    rates = []
     for gemm in gemms:
         key = (gemm.m, gemm.k, gemm.n)
         if key not in cache:
             cache[key] = measure_gemm(*key, dtype=dtype, window_s=window_s, windows=windows,
                                       device=device, warmup=warmup)
-        rates.append(GemmRate(gemm, cache[key]))
-    return rates
+    return [(g, cache[(g.m, g.k, g.n)]) for g in gemms]   # (product, GFLOP/s)
 
 
-def roofline_tokens_per_second(rates: list[GemmRate]) -> float:
-    """Training target tokens/s if the step were only these products at these rates."""
-    seconds = sum(TRAIN_FACTOR * r.gemm.flops_per_token / (r.gflops * 1e9) for r in rates)
-    return 1.0 / seconds
+def roofline_tokens_per_second(rates: list[tuple[Gemm, float]]) -> float:
+    return 1.0 / sum(TRAIN_FACTOR * g.flops_per_token / (rate * 1e9) for g, rate in rates)
 
 
-def effective_gflops(rates: list[GemmRate]) -> float:
+def effective_gflops(rates: list[tuple[Gemm, float]]) -> float:
     """The FLOP-weighted rate of the model's products (GFLOP/s)."""
-    flops = sum(r.gemm.flops_per_token for r in rates)
-    seconds = sum(r.gemm.flops_per_token / r.gflops for r in rates)
-    return flops / seconds
+    return sum(g.flops_per_token for g, _ in rates) / sum(g.flops_per_token / r for g, r in rates)
 
 
 def bf16_supported() -> bool:
-    """Whether this CPU runs bf16 matrix products natively (AVX512-BF16 or AMX)."""
-    try:
-        return "bf16" in torch.backends.cpu.get_cpu_capability().lower() or _cpu_flag("avx512_bf16") \
-            or _cpu_flag("amx_bf16")
-    except Exception:  # noqa: BLE001 - capability probing must never break the benchmark
-        return False
+    """Whether this CPU runs bf16 products natively (AVX512-BF16 or AMX)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = cpuinfo.read_text(encoding="ascii", errors="ignore") if cpuinfo.is_file() else ""
+    return "avx512_bf16" in flags or "amx_bf16" in flags or \
+        "bf16" in torch.backends.cpu.get_cpu_capability().lower()
 
 
-def _cpu_flag(flag: str) -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="ignore") as handle:
-            return any(flag in line for line in handle if line.startswith("flags"))
-    except OSError:
-        return False
+def arithmetic(config: ModelConfig, shape: Shape, device: str, window_s: float,
+               batch: int | None = None, kinds: tuple[str, ...] = ("fp32", "bf16")
+               ) -> dict[str, Any]:
+    """FLOPs per target token at ``batch``, the effective rate of the model's products in each
+    of ``kinds`` and (on a CPU) the roofline they imply."""
+    shape = dataclasses.replace(shape, batch=batch or shape.batch)
+    gemms = model_gemms(config, shape)
+    result: dict[str, Any] = {"batch": shape.batch, "src_len": shape.src_len, "tgt_len": shape.tgt_len,
+                              "mflop_per_token": training_flops_per_token(config, shape) / 1e6}
+    emulated = device == "cpu" and not bf16_supported()
+    for name in kinds:
+        dtype = torch.float32 if name == "fp32" else torch.bfloat16
+        repeats = 1 if emulated and name == "bf16" else 3   # emulated: one window tells enough
+        rates = measure_model_gemms(gemms, dtype, window_s, repeats, device, repeats)
+        result[f"gemm_gflops_{name}"] = effective_gflops(rates)
+        if device == "cpu":
+            result[f"roofline_tokens_per_s_{name}"] = roofline_tokens_per_second(rates)
+    return result

@@ -74,16 +74,6 @@ def f1_by_rank_figure(curves: Mapping[str, Curve], vocabulary_words: int, title:
     return _finish(fig, ax, title, legend_size=7)
 
 
-def dev_loss_figure(curves: Mapping[str, Sequence[tuple[int, float]]], title: str) -> Figure:
-    """One line per run: the dev loss (y) at each validated training step (x)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, points in curves.items():
-        ax.plot([step for step, _ in points], [loss for _, loss in points], marker="o", label=name)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("dev loss (token cross-entropy)")
-    return _finish(fig, ax, title)
-
-
 def _plot_curves(ax: Any, curves: Mapping[str, Curve], rotation: float = 0) -> None:
     """A line with markers per curve (points without a value left out); x ticks at every
     point, labelled by its label."""

@@ -1,0 +1,296 @@
+"""Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
+per model (on a GPU the default run's and the paper's width, on a CPU the default run's RNNsearch,
+RNNencdec and Luong) training the train stage's way, the arithmetic, decoding at each batch size
+and the profiler's accounts; on a CPU also the variants side by side and the thread counts. Data
+are synthetic (:mod:`rnnsearch.bench.data`); untrained models rarely end a sentence, so outputs
+stop at the source length + 1. No mlflow, dvc, gensim or sacremoses: a minimal install runs it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from rnnsearch.bench.data import (load_batches, stratified_sources,
+                                  write_synthetic_corpus)
+from rnnsearch.bench.gemm import arithmetic, bf16_supported, measure_gemm
+from rnnsearch.bench.profile import profile_steps
+from rnnsearch.bench.training import (FASTEST, FASTEST_FP32, SIDE_BY_SIDE, Variant,
+                                      measure_side_by_side, side_by_side_part, train_speed)
+from rnnsearch.config.base import from_dict, read_params
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.repository import load_preset
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.config.trees import merge
+from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
+from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.device import failure, machine, peak_memory_mib, release, reset_peak_memory
+from rnnsearch.models.seq2seq import build_model
+from rnnsearch.training.graphs import enable_cuda_graphs
+from rnnsearch.training.harness import shrink, train_step
+from rnnsearch.training.data import pad_batch
+
+METHODS = {"greedy": 1, "beam5": 5}            # name -> beam size
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    models: tuple[tuple[str, str], ...]   # (width: default or paper, grid model of params.yaml)
+    batches: tuple[int, ...]          # training batch sizes besides each model's own
+    precisions: tuple[str, ...]       # Lightning precisions
+    graph_precisions: tuple[str, ...] # precisions also run with train.trainer.cuda_graphs
+    profile_steps: int                # steps under the profiler
+    warmup_steps: int                 # untimed steps before the timed ones
+    steps: int                        # timed training steps
+    train_pairs: int                  # synthetic training pairs per vocabulary
+    per_bucket: int                   # decode sentences per source-length bucket
+    decode_batches: tuple[int, ...]   # decode batch sizes (1: one sentence at a time)
+    gemm_size: int                    # n of the n x n x n product that measures the device
+    gemm_window_s: float              # timing window of each GEMM measurement
+    side_by_side: tuple[int, int] = (0, 0)  # CPU: rounds and steps per window of the variants
+    tiny_width: int = 0               # > 0: every model this wide (the smoke run)
+    tiny_vocab: int = 0               # > 0: every vocabulary this large
+
+
+GPU_MODELS = (("default", "search"), ("paper", "search"))
+PLANS = {
+    # a GPU, about four minutes: every batch size in both precisions, eager and graphed
+    "full": Plan(GPU_MODELS, (80, 256, 1024), ("32-true", "bf16-mixed"),
+                 ("32-true", "bf16-mixed"), 5, 5, 20, 40_000, 300, (64, 256, 512, 1024), 8192,
+                 0.05),
+    # a GPU, what the targets need: each model's own batch and 1024, bf16 graphed
+    "quick": Plan(GPU_MODELS, (1024,), ("32-true", "bf16-mixed"), ("bf16-mixed",), 3, 3, 12,
+                  20_000, 300, (512, 1024), 8192, 0.03),
+    # a CPU: the default run's three kinds of model, decoding one at a time and batched
+    "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general")),
+                (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05, (5, 10)),
+    # seconds, on either device (numbers mean nothing): the same code
+    "tiny": Plan(GPU_MODELS, (16,), ("32-true",), (), 1, 1, 2, 200, 2, (4, 16), 64, 0.002,
+                 (2, 1), tiny_width=16, tiny_vocab=64),
+}
+
+
+def plan_for(size: str, device: str = "cuda") -> Plan:
+    return PLANS["tiny" if size == "tiny" else "cpu" if device == "cpu" else size]
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchModel:
+    name: str
+    train: TrainConfig
+    vocab: int
+    kind: str = "search"
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.train.model_config(self.kind)
+
+
+def bench_models(plan: Plan, params_path: Path) -> list[BenchModel]:
+    """The plan's models (the paper's width: ``presets/paper.yaml``), tiny for the smoke run."""
+    params = read_params(params_path)
+    models = []
+    for width, kind in plan.models:
+        merged = params if width == "default" else merge(params, load_preset(width))
+        train = from_dict(TrainConfig, merged["train"], f"{width}.train")
+        if plan.tiny_width:
+            train = dataclasses.replace(train, base_model=shrink(train.base_model,
+                                                                 plan.tiny_width))
+        vocab = plan.tiny_vocab or merged["tokenize"]["vocab_size_tgt"]
+        models.append(BenchModel(width if kind == "search" else kind, train, vocab, kind))
+    return models
+
+
+def measured(row: dict[str, Any], measure: Callable[..., dict[str, Any]], *args: Any
+             ) -> dict[str, Any]:
+    """``row`` with ``measure(*args)``, or with the error that stopped it (that row only)."""
+    try:
+        row.update(measure(*args))
+    except RuntimeError as err:
+        row["error"] = failure(err)
+    return row
+
+
+def training_runs(model: BenchModel, plan: Plan, device: str) -> list[tuple[int, str, bool]]:
+    """(batch, precision, CUDA graphs): each batch and precision, eager and (GPU) graphed."""
+    graphed = plan.graph_precisions if device == "cuda" and model.config.model == "search" else ()
+    return [(batch, precision, graphs) for batch in sorted({model.train.data.batch_size,
+                                                            *plan.batches})
+            for precision, graphs in [(p, False) for p in plan.precisions]
+            + [(p, True) for p in graphed]]
+
+
+def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
+                     variant: Variant | None = None) -> list[dict[str, Any]]:
+    """The profiler's account of steps on a batch of median length (one untimed step first),
+    eagerly and (on a GPU) with CUDA graphs; with ``variant``, trained that way (CPU)."""
+    batch = load_batches(data_dir, model.vocab, model.train.data.batch_size).median()
+    rows = []
+    for graphs in (False, True) if device == "cuda" and variant is None else (False,):
+        way = variant or Variant()
+        task, optimizer = way.new_training(model.config, model.vocab, model.train.optim)
+        task.to(device)
+        if graphs:
+            enable_cuda_graphs(task.model)
+        on_device = (pad_batch(batch, model.train.data.batch_size,
+                               model.train.trainer.graph_length_multiple)
+                     if graphs else batch).to(device)
+        row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
+               "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1),
+               "variant": next(k for k, v in SIDE_BY_SIDE.items() if v == way)}
+
+        def step() -> None:
+            train_step(task, optimizer, on_device, way.autocast())
+
+        rows.append(measured(row, lambda: (step(), profile_steps(step, plan.profile_steps,
+                                                                  device))[1]))
+        task = optimizer = None   # the profiled model's memory goes before the next
+        release(device)
+    return rows
+
+
+def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
+           device: str, warmup: bool = True) -> CorpusResult:
+    """Decode ``sources`` (greedy for ``beam`` 1), one batch as warm-up first; outputs at most
+    one token longer than the source."""
+    options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1)
+    method = "greedy" if beam == 1 else "beam"
+    with torch.inference_mode():
+        if warmup:
+            translate_corpus(model, sources[:batch], method, options, batch, device,
+                             progress=False)
+        return translate_corpus(model, sources, method, options, batch, device, progress=False)
+
+
+def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan: Plan
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each method at each decode batch size with its peak memory, and the profiler's account
+    of one batch."""
+    torch.manual_seed(0)
+    net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
+    rows = []
+    for method, beam in METHODS.items():
+        for batch in plan.decode_batches:
+            reset_peak_memory(device)
+            row = measured({"model": model.name, "method": method, "batch": batch},
+                           lambda: {"result": decode(net, sources, beam, batch, device)})
+            row["peak_memory_mib"] = peak_memory_mib(device)
+            rows.append(row)
+            if "error" not in row:
+                result = row.pop("result")
+                tokens = sum(len(t.best.tokens) for t in result.translations)
+                row.update(sentences_per_s=result.sentences_per_second,
+                           tokens_per_s=tokens / result.seconds if result.seconds else 0.0,
+                           mean_output_tokens=tokens / max(len(result.translations), 1))
+    batch = max(plan.decode_batches)          # profiled: one batch of sentences of every length
+    subset = sources[:: max(1, len(sources) // batch)][:batch]
+    profiles = [measured({"model": model.name, "method": method, "sentences": len(subset)},
+                         profile_decode_batch, net, subset, beam, device)
+                for method, beam in METHODS.items()]
+    net = None
+    release(device)
+    return rows, profiles
+
+
+def profile_decode_batch(net: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int,
+                         device: str) -> dict[str, Any]:
+    """``sources`` decoded as one batch to warm up, then the profiler's account of it again."""
+    one_batch = partial(decode, net, sources, beam, len(sources), device, False)
+    one_batch()
+    return profile_steps(one_batch, 1, device)
+
+
+def threads_part(model: BenchModel, batches: Any, rounds: int, steps: int) -> list[dict]:
+    """The default model's fp32 speed at 1 thread and at one per core."""
+    own, rows = torch.get_num_threads(), []
+    for threads in sorted({1, os.cpu_count() or 1}):
+        torch.set_num_threads(threads)
+        speed = measure_side_by_side(model.config, model.vocab, model.train.optim, batches,
+                                     {"fp32": Variant()}, rounds, steps)["fp32"]
+        rows.append({"threads": threads, "tokens_per_s": speed["tokens_per_s"]})
+    torch.set_num_threads(own)
+    return rows
+
+
+def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None = None,
+        save: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+    """Every measurement of the plan on ``device`` (``about``: the machine); ``save`` gets the
+    results so far after each part, so that a run stopped by a time limit leaves what it had."""
+    plan = plan_for(size, device)
+    n = plan.gemm_size
+    results: dict[str, Any] = {
+        "machine": about or machine(device), "plan": dataclasses.asdict(plan),
+        "card": {f"tflops_{name}": measure_gemm(n, n, n, dtype, plan.gemm_window_s, 3, device)
+                 / 1e3 for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))},
+        "training": [], "arithmetic": [], "decoding": [], "profile": [],
+        "profile_decoding": [], "padding": {}, "seconds": {}}
+
+    def checkpoint() -> None:
+        if save:
+            save(results)
+
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        models = bench_models(plan, params_path)
+        for model in models:
+            bench_model(model, plan, device, Path(tmp), results, checkpoint)
+        if device == "cpu":
+            cpu_parts(models[0], plan, Path(tmp), results)
+            checkpoint()
+    return results
+
+
+def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: dict[str, Any],
+                checkpoint: Callable[[], None]) -> None:
+    """Every measurement of one model, ``checkpoint()`` after each training run and each later
+    part; on a CPU the products' fp32 rate before the training runs too (the trust check's)."""
+    start = time.perf_counter()
+    print(f"bench: {model.name} model on {device} ...", flush=True)
+    data_dir = tmp / f"data-{model.vocab}"
+    shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
+    shape = dataclasses.replace(shape, batch=model.train.data.batch_size)
+    before = (arithmetic(model.config, shape, device, plan.gemm_window_s, kinds=("fp32",))
+              if device == "cpu" and not plan.tiny_width else {})
+    results["padding"][model.name] = load_batches(data_dir, model.vocab,
+                                                  shape.batch).padding_fraction()
+    for batch, precision, graphs in training_runs(model, plan, device):
+        row = train_speed(model, data_dir, device, batch, precision, plan.warmup_steps,
+                          plan.steps, tmp, graphs)
+        print(f"bench:   batch {batch} {precision}{' graphs' if graphs else ''}: "
+              f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
+        results["training"].append(row)
+        checkpoint()
+    results["profile"] += profile_training(model, data_dir, device, plan)
+    batches = sorted({model.train.data.batch_size, *plan.batches})
+    for batch in sorted({batches[0], batches[-1]}):
+        row = measured({"model": model.name, "batch": batch}, arithmetic, model.config, shape,
+                       device, plan.gemm_window_s, batch)
+        if before and batch == shape.batch:
+            row["gemm_gflops_fp32_before"] = before["gemm_gflops_fp32"]
+        results["arithmetic"].append(row)
+    checkpoint()
+    sources = stratified_sources(model.vocab, plan.per_bucket)
+    rows, profiles = decode_speed(model, sources, device, plan)
+    results["decoding"] += rows
+    results["profile_decoding"] += profiles
+    results["seconds"][model.name] = round(time.perf_counter() - start, 1)
+    checkpoint()
+
+
+def cpu_parts(model: BenchModel, plan: Plan, tmp: Path, results: dict[str, Any]) -> None:
+    """The default model's variants side by side (and profiles of the fastest), its speed at 1
+    thread and at one per core."""
+    start, data_dir = time.perf_counter(), tmp / f"data-{model.vocab}"
+    batches = load_batches(data_dir, model.vocab, model.train.data.batch_size)
+    native = bf16_supported()
+    results.update(bf16_native=native, side_by_side=side_by_side_part(
+        model.config, model.vocab, model.train.optim, batches, native, *plan.side_by_side))
+    for name in (FASTEST_FP32, FASTEST) if native else (FASTEST_FP32,):
+        results["profile"] += profile_training(model, data_dir, "cpu", plan, SIDE_BY_SIDE[name])
+    results["threads"] = threads_part(model, batches, *plan.side_by_side)
+    results["seconds"]["side by side and threads"] = round(time.perf_counter() - start, 1)

@@ -1,0 +1,226 @@
+"""The bench's results as one Markdown report (:class:`rnnsearch.reporting.tables.Table`)."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rnnsearch.bench.training import SIDE_BY_SIDE
+from rnnsearch.reporting.tables import Table
+
+JOEY = {"train": 1670, "greedy": 244, "beam5": 77}   # Joey NMT 2.3.0, 2-core CPUs (x1.5: target)
+# on one H200-class GPU: (what, model, batch (0: its best), required tokens/s)
+GPU_TRAINING = (("paper width, batch 80", "paper", 80, 100_000),
+                ("paper width, best batch", "paper", 0, 300_000),
+                ("default h256, batch 64", "default", 64, 100_000))
+GPU_DECODING = (("beam 5, 2,100 sentences", "beam5", 3_000), ("greedy", "greedy", 10_000))
+
+def table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]],
+          *notes: str) -> list[str]:
+    return ["", Table(title, tuple(header), tuple(tuple(map(str, r)) for r in rows),
+                      notes).markdown().rstrip("\n")]
+
+
+def _best(rows: list[dict[str, Any]], key: str, **match: Any) -> dict[str, Any] | None:
+    fits = [r for r in rows if key in r and all(r.get(k) == v for k, v in match.items())]
+    return max(fits, key=lambda r: r[key]) if fits else None
+
+
+def _target(what: str, required: float, row: dict[str, Any] | None, key: str,
+            lower: bool = False, unit: str = "") -> list[str]:
+    """One target's row: required, measured (with the run that measured it), met."""
+    wanted = f"{'<=' if lower else '>='} {required:,.0f}{unit}"
+    if row is None:
+        return [what, wanted, "not measured", "-"]
+    value, where = row[key], ""
+    if "batch" in row:
+        where = (f" (batch {row['batch']}" + (f", {row['precision']}" if "precision" in row
+                                              else "")
+                 + (", CUDA graphs)" if row.get("cuda_graphs") else ")"))
+    met = value <= required if lower else value >= required
+    return [what, wanted, f"{value:,.0f}{unit}{where}", "yes" if met else "**no**"]
+
+
+def target_rows(results: dict[str, Any]) -> list[list[str]]:
+    """Today's targets: on a GPU the speeds aimed for on one H200-class card, on a CPU 1.5x
+    Joey NMT's speeds and bucketing's padding."""
+    train, decoding = results["training"], results["decoding"]
+    if results["machine"]["device"] == "cuda":
+        return [_target(f"training tokens/s, {what}", required, _best(
+                    train, "tokens_per_s", model=model, **({"batch": batch} if batch else {})),
+                    "tokens_per_s") for what, model, batch, required in GPU_TRAINING] + \
+               [_target(f"decoding sentences/s, {what}", required, _best(
+                    decoding, "sentences_per_s", model="default", method=method),
+                    "sentences_per_s") for what, method, required in GPU_DECODING]
+    rows = [_target("training tokens/s, default model, fp32 (1.5x Joey NMT)", 1.5 * JOEY["train"],
+                    _best(train, "tokens_per_s", model="default", precision="32-true"),
+                    "tokens_per_s")]
+    for method in ("greedy", "beam5"):
+        rows.append(_target(f"{method} sentences/s, batched (1.5x Joey NMT)", 1.5 * JOEY[method],
+                            _best([d for d in decoding if d["batch"] > 1], "sentences_per_s",
+                                  model="default", method=method), "sentences_per_s"))
+    padding = results["padding"].get("default")
+    return rows + [_target("bucketed batch padding", 10, None if padding is None else
+                           {"p": 100 * padding}, "p", lower=True, unit="%")]
+
+
+def _failed(row: dict[str, Any], columns: int) -> list[str]:
+    return [f"failed: {row['error']}", *[""] * (columns - 1)]
+
+
+def training_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """Speed per run; achieved GFLOP/s, against the device's large-product rate and (on a CPU)
+    the roofline of the model's own products."""
+    arithmetic = {(a["model"], a["batch"]): a for a in results["arithmetic"] if "error" not in a}
+    flops = {model: a["mflop_per_token"] * 1e6 for (model, _), a in arithmetic.items()}
+    rows = []
+    for r in results["training"]:
+        head = [r["model"], r["batch"], r["precision"], "yes" if r.get("cuda_graphs") else "no"]
+        if "tokens_per_s" not in r:
+            rows.append(head + _failed(r, 6) + [f"{r['peak_memory_mib']:,.0f}"])
+            continue
+        kind = "bf16" if r["precision"].startswith("bf16") else "fp32"
+        bound = arithmetic.get((r["model"], r["batch"]), {}).get(f"roofline_tokens_per_s_{kind}")
+        captured = (f"{r['cuda_graph_shapes']} in {r['cuda_graph_capture_seconds']:.1f} s"
+                    if "cuda_graph_shapes" in r else "-")
+        if r.get("cuda_graph_error"):
+            captured += f" (capture failed, eager after: {r['cuda_graph_error'][:80]})"
+        rate = ["-", "-"]
+        if r["model"] in flops:
+            achieved = r["tokens_per_s"] * flops[r["model"]] / 1e9
+            rate = [f"{achieved:,.1f}", f"{achieved / 1e3 / results['card'][f'tflops_{kind}']:.1%}"]
+        rows.append(head + [f"{r['tokens_per_s']:,.0f}", f"{r['ms_per_step']:.1f}", captured,
+                            *rate, f"{r['tokens_per_s'] / bound:.0%}" if bound else "-",
+                            f"{r['peak_memory_mib']:,.0f}"])
+    return rows
+
+
+def _profile_row(p: dict[str, Any], *head: Any) -> list[Any]:
+    if "error" in p:
+        return [*head, *_failed(p, 6)]
+    idle, busy = p["gpu_idle_share"], f"{p['gpu_busy_ms_per_step']:,.1f}"
+    top = (p["top_kernels_ms"] and "; ".join(f"{k['name']} {k['ms']:.2f}" for k in
+                                              p["top_kernels_ms"][:3])) or "; ".join(
+        f"{name} {c['ms']:.1f}" for name, c in list(p["categories"].items())[:3])
+    phases = ", ".join(f"{name} {ms:.0f}" for name, ms in p["phases_ms"].items()) or "-"
+    return [*head, f"{p['wall_ms_per_step']:,.1f}", phases, f"{p['kernels_per_step']:,.0f}",
+            busy, "-" if idle is None else f"{idle:.0%}", top]
+
+
+def _categories(title: str, p: dict[str, Any] | None) -> list[str]:
+    """One profile's host time by operator category, each with its largest operators."""
+    if not p or "error" in p:
+        return []
+    return table(title, ["category", "ms", "share", "largest operators (ms)"],
+                 [[name, f"{c['ms']:.1f}", f"{c['share']:.0%}", ", ".join(
+                     f"{op.removeprefix('aten::')} {ms:.1f}" for op, ms in c["top"])]
+                  for name, c in p["categories"].items()])
+
+
+PROFILE = ["wall ms", "phases (ms)", "kernels", "GPU busy ms", "GPU idle", "top kernels, or "
+           "categories (ms)"]
+
+
+def profile_lines(results: dict[str, Any]) -> list[str]:
+    """The profiler's accounts of training steps and decoding batches (torch.profiler)."""
+    training, decoding = results.get("profile", []), results.get("profile_decoding", [])
+    lines = table("Where a training step's time goes (torch.profiler)",
+                  ["model", "trained as", "batch", "padded src x tgt", "CUDA graphs", *PROFILE],
+                  [_profile_row(p, p["model"], SIDE_BY_SIDE[p["variant"]].label,
+                                p["batch"], f"{p['src_len']} x {p['tgt_len']}",
+                                "yes" if p["cuda_graphs"] else "no") for p in training],
+                  "A bucketed batch of median length, the train stage's step, per step after "
+                  "one untimed step. A GPU idle most of the step waits for the host to launch "
+                  "kernels (launch-bound).") if training else []
+    if decoding:
+        lines += table("Where a decoding batch's time goes (torch.profiler)",
+                       ["model", "method", "sentences", *PROFILE],
+                       [_profile_row(p, p["model"], p["method"], p["sentences"])
+                        for p in decoding], "One batch of the largest decode batch size.")
+    for p in training[:1] + [p for p in training if p.get("variant", "fp32") != "fp32"]:
+        lines += _categories(f"{p['model']}, trained as {SIDE_BY_SIDE[p['variant']].label}: "
+                             "a step by operator category", p)
+    return lines + _categories("default, beam 5: a batch by operator category", _best(
+        decoding, "wall_ms_per_step", method="beam5", model="default"))
+
+
+def cpu_lines(results: dict[str, Any]) -> list[str]:
+    """The default model's variants side by side, and by thread count (a CPU's bench)."""
+    if "side_by_side" not in results:
+        return []
+    side, native = results["side_by_side"], results["bf16_native"]
+    lines = table("Side by side (default model)", ["training", "target tokens/s", "x fp32"],
+                  [[SIDE_BY_SIDE[name].label, f"{r['tokens_per_s']:,.0f}", f"{r['speedup']:.2f}x"]
+                   for name, r in side.items()],
+                  f"Taking turns window by window ({len(side['fp32']['windows'])} rounds), each "
+                  "way first trained once on the batches its windows take; x fp32: the median "
+                  "of the per-round ratios. Native bf16 instructions: " + (
+                      "yes." if native else "no: the bf16 ways are left out (emulated, a step "
+                      "takes ~16x fp32's): train in fp32 here."))
+    return lines + table(
+        "Threads (train.trainer.threads)", ["threads", "default model, target tokens/s"],
+        [[r["threads"], f"{r['tokens_per_s']:,.0f}"] for r in results["threads"]],
+        "Alone on the machine; beside other work one thread per process is faster than one "
+        "per core (docs/performance.md).")
+
+
+def _arithmetic_row(a: dict[str, Any]) -> list[Any]:
+    if "error" in a:
+        return [a["model"], a["batch"], *_failed(a, 5)]
+    fp32 = " / ".join(f"{a[k]:,.0f}" for k in ("gemm_gflops_fp32_before", "gemm_gflops_fp32")
+                      if k in a)
+    roofline = [f"{a[k]:,.0f}" if k in a else "-" for k in ("roofline_tokens_per_s_fp32",
+                                                          "roofline_tokens_per_s_bf16")]
+    return [a["model"], a["batch"], f"{a['mflop_per_token']:.1f}", fp32, roofline[0],
+            f"{a['gemm_gflops_bf16']:,.0f}", roofline[1]]
+
+
+def _decoding_row(d: dict[str, Any]) -> list[Any]:
+    return [d["model"], d["method"], d["batch"], *(_failed(d, 3) if "error" in d else [
+        f"{d['sentences_per_s']:,.0f}", f"{d['tokens_per_s']:,.0f}",
+        f"{d['mean_output_tokens']:.1f}"]), f"{d['peak_memory_mib']:,.0f}"]
+
+
+def markdown_report(results: dict[str, Any]) -> str:
+    """The whole report."""
+    m, plan, card, decoding = (results[k] for k in ("machine", "plan", "card", "decoding"))
+    where = (f"{m['gpu']} ({m['gpu_memory_gib']} GiB, {m['multiprocessors']} SMs), CUDA "
+             f"{m['cuda']}" if "gpu" in m else
+             f"{m.get('cpu', 'CPU')}, {m.get('cores', '?')} cores ({m.get('cpu_capability', '?')})")
+    lines = [f"# Benchmark ({'GPU' if 'gpu' in m else m['device']})", "",
+             f"Device: {where}; torch {m['torch']}, Lightning {m['lightning']}, {m['threads']} "
+             f"threads. Command: `{m.get('command', 'python -m rnnsearch.bench')}` ({m['date']}, "
+             f"{m.get('bench_seconds', '?')} s). Load average (1, 5, 15 min): "
+             f"{m.get('load_average_before')} at the start, {m.get('load_average_after')} at the "
+             "end.", "", "Training runs the train stage's Trainer on synthetic pairs shaped like "
+             f"the default Hansard sample: {plan['warmup_steps']} warm-up steps, then "
+             f"{plan['steps']} timed ones, wall clock. Decoding: {7 * plan['per_bucket']:,} "
+             "synthetic sentences stratified like the default test set (1-80 words), outputs "
+             "one token longer than the source (`rnnsearch/bench/data.py` says why these stand "
+             "for the real ones)."]
+    lines += table("Targets", ["target", "required", "measured", "met"], target_rows(results))
+    lines += table("Training (target tokens/s)", [
+        "model", "batch", "precision", "CUDA graphs", "tokens/s", "ms/step",
+        "shapes captured (time left out)", "achieved GFLOP/s", "of the device's GEMM peak",
+        "of the model's GEMM roofline", "peak memory MiB"], training_rows(results),
+        "Padding of the bucketed batches: " + ", ".join(
+            f"{name} {p:.1%}" for name, p in results["padding"].items()) + ".")
+    lines += cpu_lines(results) + profile_lines(results)
+    lines += table("Arithmetic", ["model", "batch", "MFLOP/token (fwd+bwd)",
+                                  "GEMM GFLOP/s fp32 (before training / after)",
+                                  "roofline tokens/s fp32", "GEMM GFLOP/s bf16",
+                                  "roofline tokens/s bf16"],
+                   map(_arithmetic_row, results["arithmetic"]),
+                   f"The device's GEMM rate (a {plan['gemm_size']}^3 product): fp32 "
+                   f"{card['tflops_fp32']:,.2f} TFLOP/s, bf16 {card['tflops_bf16']:,.2f} TFLOP/s. "
+                   "Roofline (a CPU's only): the tokens/s if a step were nothing but the model's "
+                   "own products at the rates measured for their shapes; a GPU runs such small "
+                   "products alone bound by their launches, so there it would be no bound.")
+    fastest = [_best(decoding, "sentences_per_s", model=m, method=k) for m, k in dict.fromkeys(
+        (d["model"], d["method"]) for d in decoding if "sentences_per_s" in d)]
+    lines += table("Decoding", ["model", "method", "batch", "sentences/s", "output tokens/s",
+                                "mean output tokens", "peak memory MiB"],
+                   map(_decoding_row, results["decoding"]),
+                   "Fastest decode batch (on a GPU the candidate for `translate.batch_size_cuda`): "
+                   + "; ".join(f"{d['model']} {d['method']}: batch {d['batch']}" for d in fastest)
+                   + ".")
+    return "\n".join(lines + ["", "Bench time by part: " + ", ".join(
+        f"{name} {s:.0f} s" for name, s in results["seconds"].items()) + "."]) + "\n"
