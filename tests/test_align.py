@@ -11,10 +11,13 @@ import torch
 from rnnsearch.alignment.aer import alignment_scores, diagonal_links
 from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
 from rnnsearch.alignment.gold import read_gold, read_sentences
-from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, train_model1, viterbi
+from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, normalise, train_model1, viterbi
 from rnnsearch.alignment.mapping import NgramCounts, map_corpus, map_sentence
-from rnnsearch.alignment.symmetrize import grow_diag_final, links_from_choices, symmetrise
-from rnnsearch.errors import DataError
+from rnnsearch.alignment.symmetrize import (grow_diag, grow_diag_final, grow_diag_final_and,
+                                            links_from_choices, symmetrise)
+from rnnsearch.config.align import AlignConfig
+from rnnsearch.config.base import from_dict
+from rnnsearch.errors import ConfigError, DataError
 from rnnsearch.data.vocab import BOS_ID, PAD_ID
 
 CORPUS = [("the house", "la maison"), ("the book", "le livre"), ("a book", "un livre"),
@@ -48,6 +51,42 @@ def test_em_table_is_a_distribution_per_source_word():
     assert np.allclose(totals[totals > 0], 1.0)
 
 
+def test_variational_m_step_equals_a_hand_computation():
+    """alpha = 1/2 and counts ending in .5 make every digamma argument a whole number, where
+    digamma(n + 1) = digamma(n) + 1/n: source 0 has counts 2.5 and 0.5 (+ alpha: 3 and 1, total
+    4), source 1 a single count 1.5 (+ alpha: 2, total 2)."""
+    counts = np.array([2.5, 0.5, 1.5])
+    pair_src = np.array([0, 0, 1])
+    t = normalise(counts, pair_src, 2, alpha=0.5)
+    # digamma(3) - digamma(4) = -1/3; digamma(1) - digamma(4) = -(1 + 1/2 + 1/3); 2 - 2: 0
+    assert t == pytest.approx([np.exp(-1 / 3), np.exp(-11 / 6), 1.0], rel=1e-12)
+    assert t[:2].sum() < 1.0                       # the prior takes mass from the table
+    assert normalise(counts, pair_src, 2) == pytest.approx([2.5 / 3, 0.5 / 3, 1.0])   # EM
+
+
+def test_variational_training_of_one_pair_equals_a_hand_computation():
+    """Source "a" (plus NULL) and target "x y": from uniform t each target word's posterior is
+    1/2 on NULL and 1/2 on a, so every (e, f) count is 1/2. With alpha = 1/2 the M-step gives
+    t = exp(digamma(1) - digamma(2)) = exp(-1) to all four pairs, and the next E-step's
+    per-token value log(1/2 e^-1 + 1/2 e^-1) = -1; plain EM gives t = 1/2 and log(1/2)."""
+    vb, _ = train_model1([["a"]], [["x", "y"]], iterations=0, progress=False, alpha=0.5)
+    assert vb.table() == pytest.approx({(e, f): np.exp(-1.0) for e in ("<null>", "a")
+                                        for f in ("x", "y")}, rel=1e-12)
+    assert vb.log_likelihood == pytest.approx([-1.0], rel=1e-12)
+    em, _ = train_model1([["a"]], [["x", "y"]], iterations=0, progress=False)
+    assert em.log_likelihood == pytest.approx([np.log(0.5)], rel=1e-12)
+
+
+def test_variational_bayes_still_learns_the_obvious_translations():
+    e, f = split(CORPUS)
+    model, groups = train_model1(e, f, iterations=10, prior=DiagonalPrior(), progress=False,
+                                 alpha=0.01)
+    table = model.table()
+    for src, tgt in (("house", "maison"), ("book", "livre")):
+        assert max((p, word) for (s, word), p in table.items() if s == src)[1] == tgt
+    assert viterbi(model, groups, 1) == [[0, 1]]
+
+
 def test_dense_ids_agree_with_numpy_unique():
     rng = np.random.default_rng(0)
     for high in (50, 2 ** 60):
@@ -78,11 +117,51 @@ def test_symmetrisations_on_a_hand_made_example():
     f2e = {(0, 0), (1, 1), (1, 2), (3, 3)}
     assert symmetrise("intersection", e2f, f2e) == {(0, 0), (1, 1)}
     assert symmetrise("union", e2f, f2e) == e2f | f2e
-    # grow: (1, 2) neighbours (1, 1) and French word 2 is unaligned; final adds (2, 3) (both
-    # unaligned) and then (3, 3) (English word 3 still unaligned)
-    assert grow_diag_final(e2f, f2e) == {(0, 0), (1, 1), (1, 2), (2, 3), (3, 3)}
+    # grow: (1, 2) neighbours (1, 1) and French word 2 is unaligned; then (2, 3), diagonal to
+    # (1, 2), English word 2 unaligned; then (3, 3) next to (2, 3), English word 3 unaligned:
+    # grow-diag alone takes the whole union, so the final steps have nothing left to add
+    union = {(0, 0), (1, 1), (1, 2), (2, 3), (3, 3)}
+    assert grow_diag(e2f, f2e)[0] == union
+    assert grow_diag_final(e2f, f2e) == symmetrise("grow-diag-final-and", e2f, f2e) == union
     assert links_from_choices([1, -1, 0], target_is_f=True) == {(1, 0), (0, 2)}
     assert links_from_choices([1, -1, 0], target_is_f=False) == {(0, 1), (2, 0)}
+
+
+def test_grow_diag_final_and_on_a_hand_made_grid():
+    """6 x 6 words, one direction A and the other B (links (e, f)):
+
+        A = (0,0) (1,1) (3,4) (5,5)        B = (0,0) (2,2) (4,4) (5,3)
+
+    grow-diag from the intersection {(0,0)}: (1,1) is its diagonal neighbour with both words
+    unaligned, then (2,2) the diagonal neighbour of (1,1); no other union point touches these.
+    final-and, A first in (e, f) order: (3,4) and (5,5) join (all four words unaligned); then
+    B: (4,4) does not (French 4 was taken by (3,4) a moment before, although both its words
+    were free when the final step began), nor (5,3) (English 5 taken by (5,5)). grow-diag-final
+    adds those two (one word unaligned is enough), giving the union."""
+    a = {(0, 0), (1, 1), (3, 4), (5, 5)}
+    b = {(0, 0), (2, 2), (4, 4), (5, 3)}
+    grown, aligned_e, aligned_f = grow_diag(a, b)
+    assert grown == {(0, 0), (1, 1), (2, 2)} and aligned_e == aligned_f == {0, 1, 2}
+    assert grow_diag_final_and(a, b) == {(0, 0), (1, 1), (2, 2), (3, 4), (5, 5)}
+    assert grow_diag_final(a, b) == a | b
+    # the final step's order matters: B first takes (4,4) and (5,3), and then A's (3,4) and
+    # (5,5) share a word with them
+    assert grow_diag_final_and(b, a) == {(0, 0), (1, 1), (2, 2), (4, 4), (5, 3)}
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("alpha", 0, r"align.alpha: must be a finite number > 0 \(fast_align_vb's Dirichlet prior\)"),
+    ("alpha", -0.01, "align.alpha: must be a finite number > 0"),
+    ("alpha", float("inf"), "align.alpha: must be a finite number"),
+    ("symmetrize", ["gdfa"], "align.symmetrize"),
+    ("models", ["fast_align_v"], "align.models"),
+])
+def test_align_config_refuses_bad_new_values_naming_the_key(key, value, message):
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        from_dict(AlignConfig, {key: value}, "align")
+    cfg = from_dict(AlignConfig, {"models": ["fast_align_vb"], "alpha": 0.01,
+                                  "symmetrize": ["grow-diag-final-and"]}, "align")
+    assert cfg.models == ("fast_align_vb",) and cfg.symmetrize == ("grow-diag-final-and",)
 
 
 def write_gold(folder: Path, links: str) -> dict[str, Path]:
@@ -204,8 +283,9 @@ def test_align_stage_without_gold_trains_and_says_why_there_is_no_aer(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     metrics = json.loads((tmp_path / "align.json").read_text())
     assert metrics["gold"] == "no gold alignments for en-de (only English-French)"
-    assert set(metrics["models"]) == {"ibm1", "fast_align"}
-    assert len(metrics["models"]["ibm1"]["log_likelihood"]["de|en"]) == 6   # 5 iterations + start
+    assert set(metrics["models"]) == {"ibm1", "fast_align", "fast_align_vb"}
+    for model in metrics["models"].values():                                # 5 iterations + start
+        assert [len(curve) for curve in model["log_likelihood"].values()] == [6, 6]
     assert json.loads((tmp_path / "align/gold.json").read_text()) == []
     result = run_script("align_attention.py", "--gold", str(tmp_path / "align/gold.json"),
                         "--meta", str(tmp_path / "meta.json"),

@@ -75,13 +75,14 @@ class EMJob:
     iterations: int
     prior: DiagonalPrior | None
     keep: int                       # Viterbi alignments of the first ``keep`` sentences
+    alpha: float | None = None      # Dirichlet prior: variational Bayes (None: EM)
 
 
 def run_job(job: EMJob) -> dict[str, Any]:
     """Train by EM; the log-likelihood curve, the kept sentences' Viterbi choices, seconds."""
     started = time.perf_counter()
     model, groups = train_model1(job.src, job.tgt, job.iterations, job.prior,
-                                 desc=f"EM {job.model} {job.direction}")
+                                 desc=f"EM {job.model} {job.direction}", alpha=job.alpha)
     choices = viterbi(model, groups, job.keep)
     return {"model": job.model, "direction": job.direction, "choices": choices,
             "log_likelihood": model.log_likelihood, "parameters": len(model.t),

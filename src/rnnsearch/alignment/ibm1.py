@@ -11,6 +11,17 @@ E-step: the posterior of each link is ``p(a_j = i) t(f_j | e_i)`` normalised ove
 M-step: ``t(f | e)`` = expected link counts of (e, f) normalised over ``f``. The alignment prior
 is fixed, so every iteration is an exact EM step: the log-likelihood never decreases.
 
+With a symmetric Dirichlet prior ``alpha`` on each ``t(. | e)`` (fast_align's ``-v``: mean-field
+variational Bayes, Riley & Gildea 2012, Dyer et al. 2013) the M-step is instead::
+
+    t(f | e) = exp(digamma(c(e, f) + alpha)) / exp(digamma(sum_f' (c(e, f') + alpha)))
+
+the sum running over the target words ``f'`` that co-occur with ``e`` (the table's entries, as
+fast_align's ``NormalizeVB``). A small ``alpha`` (0.01) pushes rare pairs' weights well below
+their EM estimates, which keeps rare source words from "garbage collecting" many target words.
+The weights no longer sum to one, so the recorded curve is the same formula's per-token mean
+but not a likelihood, and it need not increase.
+
 Layout: sentences are grouped by source length ``l``; a group is a dense matrix of candidate
 ``(e_i, f_j)`` parameter ids, one row per target token and ``l + 1`` columns (NULL first), so an
 iteration is a gather, a row sum and one ``bincount`` over every link of the corpus.
@@ -21,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from scipy.special import digamma
 from tqdm import tqdm
 
 NULL = "<null>"
@@ -156,18 +168,26 @@ def expected_counts(groups: list[LengthGroup], t: np.ndarray, ids: np.ndarray,
     return np.bincount(ids, posts, minlength=len(t)), log_likelihood, tokens
 
 
-def normalise(counts: np.ndarray, pair_src: np.ndarray, n_src: int) -> np.ndarray:
-    """M-step: ``t(f | e) = c(e, f) / sum_f c(e, f)``."""
+def normalise(counts: np.ndarray, pair_src: np.ndarray, n_src: int,
+              alpha: float | None = None) -> np.ndarray:
+    """M-step: ``t(f | e) = c(e, f) / sum_f c(e, f)``; with a Dirichlet prior ``alpha`` the
+    variational-Bayes update ``exp(digamma(c(e, f) + alpha) - digamma(sum_f (c(e, f) + alpha)))``
+    (``f`` over the target words co-occurring with ``e``)."""
+    if alpha is not None:
+        totals = np.bincount(pair_src, counts + alpha, minlength=n_src)
+        return np.exp(digamma(counts + alpha) - digamma(totals)[pair_src])
     totals = np.bincount(pair_src, counts, minlength=n_src)
     return counts / np.where(totals > 0, totals, 1.0)[pair_src]
 
 
 def train_model1(src_sentences: Sequence[Sequence[str]], tgt_sentences: Sequence[Sequence[str]],
                  iterations: int, prior: DiagonalPrior | None = None, desc: str = "EM",
-                 progress: bool = True) -> tuple[Model1, list[LengthGroup]]:
+                 progress: bool = True, alpha: float | None = None
+                 ) -> tuple[Model1, list[LengthGroup]]:
     """EM for ``t(f | e)`` from ``src`` (with NULL) to ``tgt``; returns the model and its groups
     (for :func:`viterbi`). ``log_likelihood[k]``: mean log p(f | e) per target token after k
-    EM steps, k = 0 the co-occurrence initialisation (one step from uniform t)."""
+    EM steps, k = 0 the co-occurrence initialisation (one step from uniform t). ``alpha``: the
+    Dirichlet prior of variational Bayes (every M-step, the first included; None: plain EM)."""
     src, src_words = encode(src_sentences, null=True)
     tgt, tgt_words = encode(tgt_sentences, null=False)
     groups, keys = build_groups(src, tgt, max(len(tgt_words), 1), prior)
@@ -181,7 +201,7 @@ def train_model1(src_sentences: Sequence[Sequence[str]], tgt_sentences: Sequence
         if step > 0:
             model.log_likelihood.append(log_likelihood / max(tokens, 1))
         if step <= iterations:
-            model.t = normalise(counts, pair_src, len(src_words))
+            model.t = normalise(counts, pair_src, len(src_words), alpha)
     return model, groups
 
 

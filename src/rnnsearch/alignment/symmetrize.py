@@ -1,5 +1,6 @@
 """Alignment link sets from the two directions combined: intersection, union, grow-diag-final
-(Koehn, Och & Marcu 2003, as in Moses' ``symal``). Links are ``(e, f)`` 0-based pairs."""
+(Koehn, Och & Marcu 2003, as in Moses' ``symal``) and grow-diag-final-and (its final step adds
+only links between two unaligned words). Links are ``(e, f)`` 0-based pairs."""
 from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
@@ -15,20 +16,14 @@ def links_from_choices(choices: Sequence[int], target_is_f: bool) -> set[Link]:
     return {(i, j) if target_is_f else (j, i) for j, i in enumerate(choices) if i >= 0}
 
 
-def grow_diag_final(e2f: set[Link], f2e: set[Link]) -> set[Link]:
-    """Start from the intersection, grow into union points next to (also diagonally) an
-    alignment point while either word is unaligned, then add union points of each direction
-    whose words are not both aligned yet (``final``)."""
+def grow_diag(e2f: set[Link], f2e: set[Link]) -> tuple[set[Link], set[int], set[int]]:
+    """Start from the intersection and grow into union points next to (also diagonally) an
+    alignment point while either of their words is unaligned; the links and the aligned English
+    and French positions."""
     union = e2f | f2e
     alignment = e2f & f2e
     aligned_e = {e for e, _ in alignment}
     aligned_f = {f for _, f in alignment}
-
-    def add(link: Link) -> None:
-        alignment.add(link)
-        aligned_e.add(link[0])
-        aligned_f.add(link[1])
-
     grown = True
     while grown:
         grown = False
@@ -37,19 +32,41 @@ def grow_diag_final(e2f: set[Link], f2e: set[Link]) -> set[Link]:
                 new = (e + de, f + df)
                 if new in union and new not in alignment and \
                         (new[0] not in aligned_e or new[1] not in aligned_f):
-                    add(new)
+                    alignment.add(new)
+                    aligned_e.add(new[0])
+                    aligned_f.add(new[1])
                     grown = True
+    return alignment, aligned_e, aligned_f
+
+
+def grow_diag_final(e2f: set[Link], f2e: set[Link], both_unaligned: bool = False) -> set[Link]:
+    """:func:`grow_diag`, then add the points of each direction (``e2f`` first, in (e, f)
+    order) whose words are not both aligned yet (``final``); with ``both_unaligned`` only those
+    whose words are both still unaligned (``final-and``: grow-diag-final-and)."""
+    alignment, aligned_e, aligned_f = grow_diag(e2f, f2e)
     for direction in (e2f, f2e):
         for e, f in sorted(direction):
-            if (e not in aligned_e or f not in aligned_f) and (e, f) not in alignment:
-                add((e, f))
+            free_e, free_f = e not in aligned_e, f not in aligned_f
+            if (free_e and free_f if both_unaligned else free_e or free_f) and \
+                    (e, f) not in alignment:
+                alignment.add((e, f))
+                aligned_e.add(e)
+                aligned_f.add(f)
     return alignment
+
+
+def grow_diag_final_and(e2f: set[Link], f2e: set[Link]) -> set[Link]:
+    """grow-diag-final-and (Koehn et al. 2005, Moses' and fast_align's ``atools`` default):
+    like :func:`grow_diag_final`, but the final step adds a point of either direction only when
+    neither of its words is aligned yet."""
+    return grow_diag_final(e2f, f2e, both_unaligned=True)
 
 
 SYMMETRISATIONS: dict[str, Callable[[set[Link], set[Link]], set[Link]]] = {
     "intersection": lambda a, b: a & b,
     "union": lambda a, b: a | b,
     "grow-diag-final": grow_diag_final,
+    "grow-diag-final-and": grow_diag_final_and,
 }
 
 

@@ -11,7 +11,8 @@ from rnnsearch.reporting.figures import gold_overlay_figure
 from rnnsearch.reporting.paper import ALIGNMENT_ANCHORS, display_name
 from rnnsearch.reporting.tables import Table, fmt
 
-ALIGNERS = {"ibm1": "IBM Model 1", "fast_align": "fast_align (diagonal prior)"}
+ALIGNERS = {"ibm1": "IBM Model 1", "fast_align": "fast_align (diagonal prior)",
+            "fast_align_vb": "fast_align -v (diagonal and Dirichlet priors)"}
 LINKS = {"fr|en": "one direction: each French word -> an English word (or none)",
          "en|fr": "one direction: each English word -> a French word (or none)"}
 

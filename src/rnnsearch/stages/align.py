@@ -1,5 +1,7 @@
 """DVC stage ``align``: IBM Model 1 and fast_align trained by EM on the training pairs, in both
 directions, symmetrised, and scored (AER) against the human links of the Hansard gold set.
+``fast_align_vb`` is fast_align with its ``-v``: a Dirichlet prior (``align.alpha``) on the
+translation table, trained by variational Bayes.
 
 The 447 gold sentence pairs (English-French; ``align`` looks them up like a corpus: the mirror,
 the download cache, then upstream) are mapped onto the pipeline's tokens
@@ -80,9 +82,10 @@ def em_jobs(cfg: AlignConfig, e: list[list[str]], f: list[list[str]], names: tup
     f_given_e, e_given_f = directions(names)
     jobs = []
     for model in cfg.models:
-        prior = DiagonalPrior(cfg.p_null, cfg.tension) if model == "fast_align" else None
-        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, keep))
-        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, keep))
+        prior = DiagonalPrior(cfg.p_null, cfg.tension) if model.startswith("fast_align") else None
+        alpha = cfg.alpha if model == "fast_align_vb" else None
+        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, keep, alpha))
+        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, keep, alpha))
     return jobs
 
 
