@@ -283,6 +283,22 @@ def test_cli_refuses_batch_size_zero_and_a_missing_params_file(tmp_path):
     assert_refused(run_cli("--model", model, "--params", missing, cwd=root), missing)
 
 
+def test_cli_refuses_to_guess_the_languages(tmp_path):
+    """Without a params file, or with one that lacks a section it reads, the command names
+    what is missing instead of tokenising as English -> French."""
+    root = translate_workspace(tmp_path)
+    model = str(root / "data/models/search-50/model.pt")
+    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    (root / "params.yaml").unlink()
+    line = assert_refused(run_cli("--model", model, "--vocab-dir", "data/tokenized", cwd=root),
+                          "--params")
+    assert "prepare.src_lang" in line
+    del params["tokenize"]
+    (root / "other.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    assert_refused(run_cli("--model", model, "--vocab-dir", "data/tokenized", "--params",
+                           "other.yaml", cwd=root), "other.yaml: missing section 'tokenize'")
+
+
 @pytest.mark.parametrize("module, args, refusal", [
     ("rnnsearch.decoding.compare", ["--seconds", "-3"], "argument --seconds: must be >= 0, got -3.0"),
     ("rnnsearch.decoding.compare", ["--max-sentences", "-1"],

@@ -24,7 +24,10 @@ from typing import Any, Sequence, TextIO
 import numpy as np
 
 from rnnsearch.command import entry_point
-from rnnsearch.config.base import DEFAULT_PARAMS, at_least, from_dict, read_params
+from rnnsearch.config.base import (DEFAULT_PARAMS, at_least, from_dict, read_params,
+                                   required_section)
+from rnnsearch.config.prepare import PrepareConfig
+from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.methods import method_names
 from rnnsearch.config.translate import DEVICES, TranslateConfig, method_options, resolve_device
 from rnnsearch.data.textio import decode_lines
@@ -33,6 +36,7 @@ from rnnsearch.data.tokenize import tokenize_line
 from rnnsearch.decoding.hypothesis import Hypothesis
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.translator import Translator
+from rnnsearch.errors import ConfigError
 
 
 def format_alignment(source: Sequence[str], target: Sequence[str], attention: np.ndarray) -> str:
@@ -54,12 +58,17 @@ def read_input(path: str) -> list[str]:
         return list(decode_lines(handle, path))
 
 
-def read_cli_params(path: str | None) -> dict[str, Any]:
-    """``--params`` (which must exist), else ./params.yaml where there is one, else ``{}``
-    (every setting at its default)."""
+def read_cli_params(path: str | None) -> tuple[dict[str, Any], str]:
+    """``--params`` (which must exist), else ./params.yaml, and the file's name. Without one
+    the command refuses rather than guess: the params the model was trained with say how text
+    is tokenised (``prepare.src_lang``, ``tokenize.lowercase``)."""
     if path:
-        return read_params(path)
-    return read_params(DEFAULT_PARAMS) if Path(DEFAULT_PARAMS).is_file() else {}
+        return read_params(path), path
+    if not Path(DEFAULT_PARAMS).is_file():
+        raise ConfigError(f"no {DEFAULT_PARAMS} here: --params names the params file the model "
+                          f"was trained with (its prepare.src_lang, prepare.tgt_lang and "
+                          f"tokenize.lowercase say how your text is tokenised)")
+    return read_params(DEFAULT_PARAMS), str(DEFAULT_PARAMS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +87,11 @@ class Settings:
 def _settings(args: argparse.Namespace) -> Settings:
     """Languages, lowercasing, source </s>, search options, device and batch size:
     params.yaml, then the command line."""
-    params = read_cli_params(args.params)
-    prepare, tokenize = params.get("prepare", {}), params.get("tokenize", {})
-    translate = from_dict(TranslateConfig, params.get("translate", {}), "translate")
+    params, origin = read_cli_params(args.params)
+    prepare, tokenize, translate = (
+        from_dict(cls, required_section(params, name, origin), name)
+        for cls, name in ((PrepareConfig, "prepare"), (TokenizeConfig, "tokenize"),
+                          (TranslateConfig, "translate")))
     device = (resolve_device(args.device, "--device") if args.device
               else resolve_device(translate.device))
     search = translate.search
@@ -91,8 +102,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["beam_size"] = args.beam_size
     search = method_options(dataclasses.replace(search, **overrides), args.method)
     search.check("command line")
-    return Settings(prepare.get("src_lang", "en"), prepare.get("tgt_lang", "fr"),
-                    bool(tokenize.get("lowercase", False)), translate.source_eos, search, device,
+    return Settings(prepare.src_lang, prepare.tgt_lang, tokenize.lowercase,
+                    translate.source_eos, search, device,
                     args.batch_size or translate.batch_size_for(device))
 
 
