@@ -13,6 +13,7 @@ from sacrebleu.metrics import BLEU
 
 from conftest import run_script
 from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.data.clean import sentence_length, stratified_indices
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.evaluation.cell import TestSet as Sentences, compare_systems
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
@@ -94,9 +95,33 @@ def test_no_unk_bootstrap_is_sacrebleus_paired_bootstrap_within_the_subset(tmp_p
     assert ours["all"]["p_value"] == everything
 
 
+def test_evaluate_scores_the_length_buckets_prepare_drew(tmp_path):
+    """One length definition: the test split's buckets, drawn by prepare from the untokenised
+    source's white-space words, are the buckets BLEU by length scores, sentence for sentence,
+    though Moses splits punctuation and clitics off (more tokens than words)."""
+    words = ["Yes, it's here.", "No.", "Well, we'll see, won't we?", "I agree, sir.",
+             "The House adjourned at six o'clock.", "Hear, hear!", "Order, please.",
+             "The member's question, Mr. Speaker, is fair."]
+    tokens = [re.sub(r"([,.!?])", r" \1", re.sub(r"'", " '", line)) for line in words]
+    edges = [2, 4, 8]
+    lengths = [sentence_length(line) for line in words]
+    chosen, per_bucket = stratified_indices(lengths, edges, per_bucket=2, seed=3)
+    for folder, lines in (("prepared", words), ("tokenized", tokens)):
+        (tmp_path / folder).mkdir()
+        for side in ("src", "tgt"):
+            (tmp_path / folder / f"test.{side}").write_text("".join(lines[i] + "\n" for i in chosen))
+    for side in ("src", "tgt"):
+        Vocabulary(SPECIALS, (0,) * 4).save(tmp_path / "tokenized" / f"vocab.{side}.txt")
+    test = Sentences.load(tmp_path / "prepared", tmp_path / "tokenized", edges)
+    assert [len(b.indices) for b in test.buckets] == per_bucket + [0] == [2, 2, 2, 0]
+    by_tokens = length_buckets([len(tokens[i].split()) for i in chosen], edges)
+    assert [len(b.indices) for b in by_tokens] != per_bucket + [0]    # what Moses tokens give
+
+
 def _workspace(root: Path) -> Path:
     (root / "data/prepared").mkdir(parents=True)
     (root / "data/prepared/test.tgt").write_text("\n".join(REFS) + "\n")
+    (root / "data/prepared/test.src").write_text("\n".join(REFS) + "\n")
     tok = root / "data/tokenized"
     tok.mkdir(parents=True)
     (tok / "test.src").write_text("\n".join(r.replace(".", " .") for r in REFS) + "\n")

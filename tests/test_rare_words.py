@@ -111,6 +111,7 @@ def write_test_set(root: Path, subwords: bool) -> None:
     unit = pieces if subwords else (lambda line: line)
     (root / "data/prepared").mkdir(parents=True)
     (root / "data/prepared/test.tgt").write_text("".join(r + "\n" for r in REFS + ["x"]))
+    (root / "data/prepared/test.src").write_text("".join(s + "\n" for s in SOURCES))
     tok = root / "data/tokenized"
     tok.mkdir(parents=True)
     (tok / "test.src").write_text("".join(unit(s) + "\n" for s in SOURCES))

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rnnsearch.config.evaluate import EvaluateConfig
+from rnnsearch.data.clean import sentence_length
 from rnnsearch.data.textio import read_json, read_lines
 from rnnsearch.data.vocab import UNK, Vocabulary
 from rnnsearch.errors import DataError
@@ -64,11 +65,13 @@ class TestSet:
     def load(cls, prepared: Path, tokenized: Path, edges: Sequence[int],
              limit: int | None = None, subwords: bool = False,
              word_vocabs: tuple[Vocabulary, Vocabulary] | None = None) -> "TestSet":
-        """References from ``prepared/test.tgt``; lengths and OOVs from ``tokenized``.
-        ``limit``: only the first N sentences (when translate decoded only those). A
-        sentence's length bucket counts its source words, also when the units are pieces.
-        ``word_vocabs`` (source, target): word-level vocabularies for ``no_unk_words``."""
+        """References from ``prepared/test.tgt``; OOVs from ``tokenized``; a sentence's length
+        bucket from ``prepared/test.src`` by ``sentence_length``, the definition prepare drew
+        the test buckets with (docs/contracts.md). ``limit``: only the first N sentences
+        (when translate decoded only those). ``word_vocabs`` (source, target): word-level
+        vocabularies for ``no_unk_words``."""
         refs = read_lines(prepared / "test.tgt")[:limit]
+        lengths = [sentence_length(line) for line in read_lines(prepared / "test.src")[:limit]]
         src = read_lines(tokenized / "test.src")[:limit]
         tgt = read_lines(tokenized / "test.tgt")[:limit]
         vocabs = [Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")]
@@ -78,7 +81,7 @@ class TestSet:
                         no_unk_indices([" ".join(w) for w in src_words],
                                        [" ".join(w) for w in ref_words], *word_vocabs))
         return cls(refs, no_unk_indices(src, tgt, *vocabs),
-                   length_buckets([len(words) for words in src_words], edges),
+                   length_buckets(lengths, edges),
                    ref_words, subwords, no_unk_words)
 
 
