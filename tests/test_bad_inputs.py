@@ -177,7 +177,8 @@ def evaluate_workspace(root: Path, hyps: list[str], **changes: Any) -> Path:
     """References, tokenised training targets and test set, vocabularies and two cells'
     hypotheses, the same lines as detokenised and as tokenised output."""
     (root / "data/prepared").mkdir(parents=True)
-    (root / "data/prepared/test.tgt").write_text("".join(r + "\n" for r in REFS))
+    for side in ("src", "tgt"):
+        (root / f"data/prepared/test.{side}").write_text("".join(r + "\n" for r in REFS))
     tok = root / "data/tokenized"
     tok.mkdir(parents=True)
     for side in ("src", "tgt"):
