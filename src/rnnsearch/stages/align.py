@@ -12,6 +12,12 @@ unsupervised aligners: their words need translation probabilities. Writes
   each token covers (the attention models' alignments are scored from it; empty without gold);
 * ``data/align/<model>.<links>.wa``: predicted links of every gold sentence in the gold file
   format (``id e f``, 1-based gold positions), for other AER tools;
+* ``data/align_links/``: ``train.links``, the links of ``align.train_links`` for every line of
+  ``train.src``/``train.tgt`` (Pharaoh ``i-j``: 0-based source and target token positions;
+  the train stage's supervised attention reads them), and ``meta.json`` saying which aligner and
+  symmetrisation made them. With ``align.train_links: null`` both stay the same whatever the
+  aligners do (an empty file, ``{"train_links": null, "pairs": 0}``), so that no train cell
+  goes stale when an aligner changes;
 * ``metrics/align.json``: the log-likelihood per EM iteration, AER / precision / recall of each
   direction and symmetrisation, the diagonal baseline, the mapping statistics, the times.
 
@@ -40,7 +46,7 @@ from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.data.meta import read_languages
 from rnnsearch.data.subword import word_lines
-from rnnsearch.data.textio import read_lines
+from rnnsearch.data.textio import read_lines, write_json
 from rnnsearch.stages.runner import Stage, StageContext
 
 
@@ -49,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train.{src,tgt}: the tokenised training pairs")
     parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"))
     parser.add_argument("--out", type=Path, default=Path("data/align"))
+    parser.add_argument("--links-out", type=Path, default=Path("data/align_links"),
+                        help="train.links and meta.json: align.train_links for the train stage")
     parser.add_argument("--metrics", type=Path, default=Path("metrics/align.json"))
     parser.add_argument("--processes", type=int, default=2, help="EM runs in parallel")
 
@@ -78,14 +86,18 @@ def directions(names: tuple[str, str]) -> tuple[str, str]:
 
 def em_jobs(cfg: AlignConfig, e: list[list[str]], f: list[list[str]], names: tuple[str, str],
             keep: int) -> list[EMJob]:
-    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages)."""
+    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages);
+    each keeps the Viterbi links of the first ``keep`` sentences, the aligner of
+    ``align.train_links`` those of every sentence."""
     f_given_e, e_given_f = directions(names)
+    linker = (cfg.train_links_choice or (None,))[0]
     jobs = []
     for model in cfg.models:
         prior = DiagonalPrior(cfg.p_null, cfg.tension) if model.startswith("fast_align") else None
         alpha = cfg.alpha if model == "fast_align_vb" else None
-        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, keep, alpha))
-        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, keep, alpha))
+        kept = len(e) if model == linker else keep
+        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, kept, alpha))
+        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, kept, alpha))
     return jobs
 
 
@@ -119,7 +131,8 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
     if gold is None:
         return models
     for name, entry in models.items():
-        by_direction = {r["direction"]: r["choices"] for r in results if r["model"] == name}
+        by_direction = {r["direction"]: r["choices"][: len(gold.pairs)] for r in results
+                        if r["model"] == name}
         link_sets = symmetrised([by_direction[d] for d in directions(names)], directions(names),
                                 cfg.symmetrize)
         entry["scores"] = {key: gold.score(links) for key, links in link_sets.items()}
@@ -127,6 +140,36 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
             for key, links in link_sets.items():
                 write_links(out / f"{name}.{key.replace('|', '-given-')}.wa", gold, links)
     return models
+
+
+def training_links(results: list[dict[str, Any]], cfg: AlignConfig, names: tuple[str, str],
+                   skip: int) -> list[set[Link]]:
+    """``align.train_links``' ``(e, f)`` links of every training sentence (the sentences after
+    the first ``skip``, the gold ones); [] when it is null."""
+    choice = cfg.train_links_choice
+    if choice is None:
+        return []
+    model, name = choice
+    both = directions(names)
+    by_direction = {r["direction"]: r["choices"][skip:] for r in results if r["model"] == model}
+    return symmetrised([by_direction[d] for d in both], both, (name,))[name]
+
+
+def pharaoh_lines(links: list[set[Link]], e_is_src: bool) -> list[str]:
+    """One line per sentence: ``i-j`` links (0-based source, target positions), sorted."""
+    def ordered(link: Link) -> Link:
+        return link if e_is_src else (link[1], link[0])
+
+    return [" ".join(f"{i}-{j}" for i, j in sorted(map(ordered, sentence)))
+            for sentence in links]
+
+
+def write_train_links(out: Path, cfg: AlignConfig, links: list[set[Link]], e_is_src: bool
+                      ) -> None:
+    """``train.links`` (Pharaoh, one line per training pair) and ``meta.json`` into ``out``."""
+    lines = pharaoh_lines(links, e_is_src)
+    (out / "train.links").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    write_json(out / "meta.json", {"train_links": cfg.train_links, "pairs": len(lines)})
 
 
 def mapping_stats(gold: GoldCorpus) -> dict[str, Any]:
@@ -179,6 +222,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     with ctx.output_dir(args.out) as tmp:
         metrics["models"] = score_results(results, gold, cfg, tmp, names)
         ctx.write_json(tmp / "gold.json", gold.records() if gold is not None else [])
+    with ctx.output_dir(args.links_out) as tmp:
+        write_train_links(tmp, cfg, training_links(results, cfg, names, keep),
+                          e_is_src=names[0] == langs["src"])
     if gold is None:
         metrics["gold"] = f"no gold alignments for {names[0]}-{names[1]} (only English-French)"
     else:
@@ -194,4 +240,4 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     log_metrics(ctx, cfg, metrics)
 
 
-STAGE = Stage("align", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)
+STAGE = Stage("align", __doc__, add_arguments, lambda a: [a.out, a.links_out, a.metrics], body)
