@@ -73,9 +73,9 @@ PAIRS = CORPUS + [("red", "rouge"), ("a red house", "une maison rouge"),
                   ("the red book", "le livre rouge")]
 
 
-def run_align(root: Path, train_links: str | None) -> tuple[str, dict]:
-    """The align stage on :data:`PAIRS` (French words as the German source); its
-    ``train.links`` and ``meta.json``."""
+def run_align(root: Path, train_links: str | None) -> tuple[dict[str, str], dict]:
+    """The align stage on :data:`PAIRS` (French words as the German source; the last two,
+    last first, as dev pairs too); its ``train.links`` and ``dev.links`` and its ``meta.json``."""
     from conftest import REPO, run_script
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -84,47 +84,53 @@ def run_align(root: Path, train_links: str | None) -> tuple[str, dict]:
     tiny_tokenized(root, "de", "en")
     for side, words in (("src", [f for _, f in PAIRS]), ("tgt", [e for e, _ in PAIRS])):
         (root / f"tok/train.{side}").write_text("\n".join(words) + "\n", encoding="utf-8")
+        (root / f"tok/dev.{side}").write_text("\n".join(words[-1:-3:-1]) + "\n",
+                                              encoding="utf-8")
     result = run_script("align.py", "--params", str(root / "params.yaml"), "--data",
                         str(root / "tok"), "--meta", str(root / "meta.json"), "--out",
                         str(root / "align"), "--links-out", str(root / "links"), "--metrics",
                         str(root / "align.json"), "--processes", "1",
                         env={"MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"})
     assert result.returncode == 0, result.stderr[-2000:]
-    return ((root / "links/train.links").read_text(encoding="utf-8"),
-            json.loads((root / "links/meta.json").read_text()))
+    return ({split: (root / f"links/{split}.links").read_text(encoding="utf-8")
+             for split in ("train", "dev")}, json.loads((root / "links/meta.json").read_text()))
 
 
 def test_align_stage_writes_source_target_links_for_every_training_line(tmp_path):
     text, meta = run_align(tmp_path, "ibm1/intersection")
-    assert meta == {"train_links": "ibm1/intersection", "pairs": len(PAIRS)}
-    lines = text.split("\n")[:-1]
+    assert meta == {"train_links": "ibm1/intersection", "pairs": {"train": len(PAIRS), "dev": 2}}
+    lines = text["train"].split("\n")[:-1]
     assert len(lines) == len(PAIRS)
     # la maison / the house; le livre rouge / the red book (source French, target English)
     assert lines[0] == "0-0 1-1" and lines[-1] == "0-0 1-2 2-1"
+    assert text["dev"] == "0-0 1-2 2-1\n0-0 1-2 2-1\n"   # le livre rouge, une maison rouge
 
 
 def test_without_train_links_the_links_output_is_the_same_empty_record(tmp_path):
     text, meta = run_align(tmp_path, None)
-    assert text == "" and meta == {"train_links": None, "pairs": 0}
+    assert text == {"train": "", "dev": ""}
+    assert meta == {"train_links": None, "pairs": {"train": 0, "dev": 0}}
     with pytest.raises(DataError, match="links/meta.json: the align stage wrote no training links"):
-        read_links(tmp_path / "links", 6)
+        read_links(tmp_path / "links", "train", 6)
 
 
-def write_links(folder: Path, lines: list[str]) -> Path:
+def write_links(folder: Path, lines: dict[str, list[str]]) -> Path:
+    """``<split>.links`` of each split's ``lines`` and their ``meta.json``."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "train.links").write_text("".join(f"{line}\n" for line in lines))
-    (folder / "meta.json").write_text(json.dumps({"train_links": "ibm1/union",
-                                                  "pairs": len(lines)}))
+    for split, rows in lines.items():
+        (folder / f"{split}.links").write_text("".join(f"{line}\n" for line in rows))
+    (folder / "meta.json").write_text(json.dumps({"train_links": "ibm1/union", "pairs": {
+        split: len(rows) for split, rows in lines.items()}}))
     return folder
 
 
 @pytest.mark.parametrize("lines, count, message", [
-    (["0-0"], 2, "train.links has 1 lines but the training text has 2"),
+    (["0-0"], 2, "train.links has 1 lines but train.src has 2"),
     (["0-0", "1:1"], 2, r"train.links:2: '1:1' is not a link 'i-j'"),
 ])
 def test_a_damaged_links_file_is_refused_naming_it(tmp_path, lines, count, message):
     with pytest.raises(DataError, match=message):
-        read_links(write_links(tmp_path / "links", lines), count)
+        read_links(write_links(tmp_path / "links", {"train": lines}), "train", count)
 
 
 # ---- params -----------------------------------------------------------------------------------
@@ -184,9 +190,12 @@ def test_a_grid_with_encdec_supervises_only_its_attention_models():
 
 def reversal_links(data: Path) -> Path:
     """The reversal corpus' true links: target word j translates source word n - 1 - j."""
-    lines = (data / "train.src").read_text().splitlines()
-    rows = [" ".join(f"{len(s.split()) - 1 - j}-{j}" for j in range(len(s.split()))) for s in lines]
-    return write_links(data.parent / "links", rows)
+    def rows(split: str) -> list[str]:
+        lines = (data / f"{split}.src").read_text().split("\n")[:-1]
+        return [" ".join(f"{len(s.split()) - 1 - j}-{j}" for j in range(len(s.split())))
+                for s in lines]
+
+    return write_links(data.parent / "links", {split: rows(split) for split in ("train", "dev")})
 
 
 def weights(path: Path) -> dict[str, torch.Tensor]:
@@ -219,7 +228,7 @@ def attention_distance(model_path: Path, data: Path, links: Path) -> float:
     model = load_model(model_path)
     vocab = [Vocabulary.load(data / f"vocab.{side}.txt") for side in ("src", "tgt")]
     pairs, _ = read_pairs(data, "train", *vocab)
-    items = [(s, t, l) for (s, t), l in zip(pairs, read_links(links, len(pairs))[0])]
+    items = [(s, t, l) for (s, t), l in zip(pairs, read_links(links, "train", len(pairs))[0])]
     batch = collate_linked(items)
     with torch.no_grad():
         _, attention = model(batch.src, batch.src_len, batch.tgt_in)
@@ -236,7 +245,7 @@ def test_supervision_pulls_the_attention_towards_the_links_and_is_logged(corpus,
     metrics = train_cell(supervised, "search", 14, corpus, tmp_path / "sup", links_dir=links)
     report = metrics["supervised_attention"]
     assert report["weight"] == 5.0 and report["decay"] == 1.0 and report["links"] == "ibm1/union"
-    assert report["last_attn_sup_loss"] > 0
+    assert report["last_attn_sup_loss"] > 0 and metrics["val_attn_sup_loss"] > 0
     plain = attention_distance(tmp_path / "plain/model.pt", corpus, links)
     pulled = attention_distance(tmp_path / "sup/model.pt", corpus, links)
     assert pulled < 0.8 * plain, (pulled, plain)

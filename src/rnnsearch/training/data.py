@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -25,8 +25,8 @@ from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from rnnsearch.errors import DataError
 from rnnsearch.training.resume import ResumableLoader
-from rnnsearch.training.supervision import (LINKS_FILE, Links, check_positions,
-                                            link_distribution, read_links)
+from rnnsearch.training.supervision import (Links, check_positions, link_distribution,
+                                            links_file, read_links)
 
 Pair = tuple[list[int], list[int]]
 
@@ -202,8 +202,9 @@ class TranslationDataModule(pl.LightningDataModule):
     def __init__(self, data_dir: str | Path, max_len: int, batch_size: int = 64,
                  max_padding: float = 0.1, dev_max_len: int = 0, seed: int = 1234,
                  links_dir: str | Path | None = None) -> None:
-        """``links_dir``: the align stage's ``train.links`` folder; training batches then carry
-        each pair's links (supervised attention). None: they do not, and nothing is read."""
+        """``links_dir``: the align stage's ``{train,dev}.links`` folder; training and dev
+        batches then carry each pair's links (supervised attention). None: they do not, and
+        nothing is read."""
         super().__init__()
         self.data_dir, self.max_len, self.batch_size = Path(data_dir), max_len, batch_size
         self.max_padding, self.dev_max_len, self.seed = max_padding, dev_max_len, seed
@@ -214,48 +215,55 @@ class TranslationDataModule(pl.LightningDataModule):
         self.train_links: list[Links] | None = None   # aligned with train_pairs (links_dir)
         self.links_meta: dict = {}                     # the links' meta.json (links_dir)
         self.dev_pairs: list[Pair] = []
+        self.dev_links: list[Links] | None = None     # aligned with dev_pairs (links_dir)
         self.dev_references: list[str] = []   # tokenised dev targets, aligned with dev_pairs
 
     def setup(self, stage: str | None = None) -> None:
         if not self.train_pairs:
             self.train_pairs, _, numbers = read_numbered_pairs(
                 self.data_dir, "train", self.src_vocab, self.tgt_vocab, self.max_len)
-            if self.links_dir is not None:
-                self.train_links = self._kept_links(self.links_dir, numbers)
-            self.dev_pairs, self.dev_references = read_pairs(
+            self.dev_pairs, self.dev_references, dev_numbers = read_numbered_pairs(
                 self.data_dir, "dev", self.src_vocab, self.tgt_vocab, self.dev_max_len)
+            if self.links_dir is not None:
+                self.train_links = self._kept_links(self.links_dir, "train", numbers,
+                                                    self.train_pairs)
+                self.dev_links = self._kept_links(self.links_dir, "dev", dev_numbers,
+                                                  self.dev_pairs)
             if not self.train_pairs:
                 raise DataError(f"{self.data_dir}/train.*: no pair of at most {self.max_len} tokens")
 
-    def _kept_links(self, links_dir: Path, numbers: list[int]) -> list[Links]:
-        """The links of the kept training pairs (``numbers``: their line numbers), checked
+    def _kept_links(self, links_dir: Path, split: str, numbers: list[int], pairs: list[Pair]
+                    ) -> list[Links]:
+        """The links of ``split``'s kept ``pairs`` (``numbers``: their line numbers), checked
         against each pair's length."""
-        lines = len(read_lines(self.data_dir / "train.src"))
-        links, self.links_meta = read_links(links_dir, lines)
+        lines = len(read_lines(self.data_dir / f"{split}.src"))
+        links, self.links_meta = read_links(links_dir, split, lines)
         kept = [links[n] for n in numbers]
-        where = links_dir / LINKS_FILE
-        for number, (src, tgt), pair in zip(numbers, self.train_pairs, kept):
+        where = links_file(links_dir, split)
+        for number, (src, tgt), pair in zip(numbers, pairs, kept):
             check_positions(pair, len(src), len(tgt), f"{where}:{number + 1}")
         return kept
 
-    def _loader(self, pairs: list[Pair], shuffle: bool) -> DataLoader:
+    def _loader(self, pairs: list[Pair], shuffle: bool, links: list[Links] | None = None
+                ) -> DataLoader:
         rank, world = 0, 1
         if self.trainer is not None:
             rank, world = self.trainer.global_rank, self.trainer.world_size
         sampler = BucketBatchSampler([(len(s), len(t)) for s, t in pairs], self.batch_size,
                                      self.max_padding, self.seed, shuffle, rank, world)
-        if shuffle and self.train_links is not None:   # the same batches, with their links
-            items = [(s, t, l) for (s, t), l in zip(pairs, self.train_links)]
-            return ResumableLoader(items, sampler, collate_fn=collate_linked)
+        dataset: Sequence = pairs
+        collate_fn: Callable[[Sequence], Batch] = collate
+        if links is not None:   # the same batches, with their links
+            dataset, collate_fn = [(s, t, l) for (s, t), l in zip(pairs, links)], collate_linked
         if shuffle:   # training: its place in the epoch travels in last.ckpt (exact resume)
-            return ResumableLoader(pairs, sampler, collate_fn=collate)
-        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate)
+            return ResumableLoader(dataset, sampler, collate_fn=collate_fn)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_pairs, shuffle=True)
+        return self._loader(self.train_pairs, shuffle=True, links=self.train_links)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader(self.dev_pairs, shuffle=False)
+        return self._loader(self.dev_pairs, shuffle=False, links=self.dev_links)
 
     def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
         """To a GPU through pinned memory without waiting (the step's kernels queue behind the

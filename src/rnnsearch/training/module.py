@@ -1,8 +1,8 @@
 """The LightningModule: teacher-forced token cross-entropy for a model it receives.
 
 Metric names are namespaced: ``train/loss`` (per step), ``train/tokens_per_s``, ``train/lr``,
-``train/attn_sup_loss`` and ``train/attn_sup_weight`` (supervised attention only),
-``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
+``train/attn_sup_loss`` and ``train/attn_sup_weight`` (supervised attention only, as
+``val/attn_sup_loss``), ``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
 scorer is given, ``val/bleu`` (greedy, tokenised, on a dev sample).
 """
 from __future__ import annotations
@@ -49,6 +49,7 @@ class TranslationTask(pl.LightningModule):
         self.save_hyperparameters(hparams or {})
         self.validated_at_step = -1
         self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
+        self._dev_supervision = torch.zeros(2)     # summed supervision loss, linked words
         self._tokens_seen, self.train_seconds = 0, 0.0
         self._window = (0.0, 0)                     # (train_seconds, tokens) at the last log
         self._batch_started = 0.0
@@ -130,16 +131,23 @@ class TranslationTask(pl.LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self._dev_sums = torch.zeros(2, dtype=torch.float64, device=self.device)
+        self._dev_supervision = torch.zeros(2, dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
-        total, tokens = self.token_losses(batch)
+        total, tokens, attention = self.losses_and_attention(batch)
         self._dev_sums += torch.stack([total.detach().double(),
                                        torch.tensor(float(tokens), device=self.device).double()])
+        if batch.links is not None and attention is not None:
+            loss, linked = supervision_loss(attention, batch.links)
+            self._dev_supervision += torch.stack([loss.detach().double(), linked.double()])
 
     def on_validation_epoch_end(self) -> None:
         sums = self.trainer.strategy.reduce(self._dev_sums, reduce_op="sum")  # over processes
         loss = float(sums[0] / sums[1].clamp(min=1))
         metrics = {"val/loss": loss, "val/ppl": math.exp(min(loss, 50.0))}
+        if self.supervision is not None:   # the dev pairs' supervision loss, unweighted
+            sup = self.trainer.strategy.reduce(self._dev_supervision, reduce_op="sum")
+            metrics["val/attn_sup_loss"] = float(sup[0] / sup[1].clamp(min=1))
         if self.dev_bleu is not None and not self.trainer.sanity_checking:
             bleu = self.dev_bleu(self.model) if self.trainer.is_global_zero else 0.0
             metrics["val/bleu"] = float(self.trainer.strategy.broadcast(bleu, src=0))

@@ -52,7 +52,7 @@ from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.precision import with_weight_cache
 from rnnsearch.training.resume import LastCheckpoint, RngState
-from rnnsearch.training.supervision import LINKS_FILE, META_FILE
+from rnnsearch.training.supervision import META_FILE, links_file
 
 RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
 PARTIAL = "model.pt.partial"   # the running run's best model; becomes model.pt when it finishes
@@ -287,7 +287,9 @@ def supervision_links(config: TrainConfig, model_name: str, links_dir: str | Pat
 
 def links_files(links_dir: Path | None) -> list[Path]:
     """The files of ``links_dir`` the cell's result depends on (none without supervision)."""
-    return [] if links_dir is None else [links_dir / META_FILE, links_dir / LINKS_FILE]
+    if links_dir is None:
+        return []
+    return [links_dir / META_FILE] + [links_file(links_dir, split) for split in ("train", "dev")]
 
 
 def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,

@@ -1,8 +1,8 @@
 """Supervised attention (Liu, Utiyama, Finch & Sumita 2016): the attention weights pulled
 towards the word links of a statistical aligner.
 
-The align stage writes ``train.links``: one line per training pair, Pharaoh ``i-j`` links
-(0-based source position i, target position j, in the tokenised text's words). For target word
+The align stage writes ``train.links`` and ``dev.links``: one line per pair of the split, Pharaoh
+``i-j`` links (0-based source position i, target position j, in the tokenised text's words). For target word
 j with at least one link, its links normalised over the source give the distribution
 ``ã_j`` (``ã_{j,i} = 1 / |links of j|`` for each linked i); the supervision loss is the
 cross-entropy ``-sum_i ã_{j,i} log a_{j,i}`` against the attention ``a_j`` the decoder computed
@@ -22,7 +22,7 @@ from rnnsearch.errors import DataError
 
 Links = tuple[tuple[int, int], ...]   # (source position, target position) pairs of one pair
 
-LINKS_FILE, META_FILE = "train.links", "meta.json"
+META_FILE = "meta.json"
 FLOOR = 1e-6   # attention weights below this count as this (local attention gives exact zeros)
 
 
@@ -38,11 +38,15 @@ def parse_links(line: str, where: str) -> Links:
     return tuple(links)
 
 
-def read_links(folder: str | Path, lines: int) -> tuple[list[Links], dict]:
-    """``folder``'s ``train.links`` (one entry per training line; ``lines`` expected) and its
-    ``meta.json``; refuses links that the align stage wrote without ``align.train_links``."""
-    folder = Path(folder)
-    meta_path, links_path = folder / META_FILE, folder / LINKS_FILE
+def links_file(folder: str | Path, split: str) -> Path:
+    """The links of ``split`` (``train``, ``dev``) in the align stage's ``folder``."""
+    return Path(folder) / f"{split}.links"
+
+
+def read_links(folder: str | Path, split: str, lines: int) -> tuple[list[Links], dict]:
+    """``folder``'s ``<split>.links`` (one entry per line of the split; ``lines`` expected) and
+    its ``meta.json``; refuses links that the align stage wrote without ``align.train_links``."""
+    meta_path, links_path = Path(folder) / META_FILE, links_file(folder, split)
     for path in (meta_path, links_path):
         if not path.is_file():
             raise DataError(f"{path}: missing (run the align stage first)")
@@ -53,7 +57,7 @@ def read_links(folder: str | Path, lines: int) -> tuple[list[Links], dict]:
                         f"align.train_links set")
     text = read_lines(links_path)
     if len(text) != lines:
-        raise DataError(f"{links_path} has {len(text)} lines but the training text has {lines}; "
+        raise DataError(f"{links_path} has {len(text)} lines but {split}.src has {lines}; "
                         f"rerun the align stage")
     return [parse_links(line, f"{links_path}:{n + 1}") for n, line in enumerate(text)], meta
 
