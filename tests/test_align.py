@@ -279,6 +279,7 @@ def test_align_stage_without_gold_trains_and_says_why_there_is_no_aer(tmp_path):
     env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
     result = run_script("align.py", "--data", str(tmp_path / "tok"), "--meta",
                         str(tmp_path / "meta.json"), "--out", str(tmp_path / "align"),
+                        "--links-out", str(tmp_path / "links"),
                         "--metrics", str(tmp_path / "align.json"), "--processes", "1", env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     metrics = json.loads((tmp_path / "align.json").read_text())
@@ -305,11 +306,12 @@ def test_align_stage_refuses_a_bad_param_naming_it(tmp_path):
     tiny_tokenized(tmp_path, "en", "fr")
     result = run_script("align.py", "--params", str(tmp_path / "params.yaml"), "--data",
                         str(tmp_path / "tok"), "--meta", str(tmp_path / "meta.json"),
-                        "--out", str(tmp_path / "align"), "--metrics", str(tmp_path / "a.json"))
+                        "--out", str(tmp_path / "align"), "--links-out", str(tmp_path / "links"),
+                        "--metrics", str(tmp_path / "a.json"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == \
         "align: error: align.p_null: must be in (0, 1), got 1.5"
-    assert not (tmp_path / "align").exists() and not (tmp_path / "a.json").exists()
+    assert not any((tmp_path / name).exists() for name in ("align", "links", "a.json"))
 
 
 @pytest.mark.parametrize("source, attend, figure_links", [

@@ -250,3 +250,18 @@ def test_a_branchs_params_are_read_as_params_yaml_is():
     assert parse_params("train:\n  lr: 1e-3\n", "x")["train"]["lr"] == 0.001
     with pytest.raises(ConfigError, match=r"^preset/x:params.yaml:3: duplicate key 'a'"):
         parse_params("t:\n  a: 1\n  a: 2\n", "preset/x:params.yaml")
+
+
+def test_supervised_preset_supervises_the_attention_cells_with_word_links():
+    merged, cells = presets.resolve("supervised", REPO / "params.yaml")
+    configs = validate_params(merged)
+    train = configs["train"]
+    assert cells == [f"{m}-{n}" for m in ("encdec", "search", "luong_general", "luong_local_p")
+                     for n in (30, 50)]
+    assert [train.supervised(m) for m in train.grid.models] == [False, True, True, True]
+    assert train.supervised_attention.weight == 1.0
+    assert configs["align"].train_links == "fast_align_vb/grow-diag-final-and"
+    assert configs["align"].max_pairs == 0 and configs["tokenize"].units == "word"
+    default = validate_params(presets.read_params(REPO / "params.yaml"))
+    assert default["align"].train_links is None
+    assert not default["train"].supervised_attention.on

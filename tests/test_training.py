@@ -219,17 +219,23 @@ def test_tiny_model_overfits_a_tiny_corpus(corpus, tmp_path):
     assert metrics["steps"] == 150 and float(total) / tokens < 0.1
 
 
+def dying_at_step(step: int):
+    """(the training step, one that raises "killed" at global step ``step`` instead)."""
+    original = TranslationTask.training_step
+
+    def dies(self, batch, batch_idx):
+        if self.global_step == step:
+            raise RuntimeError("killed")
+        return original(self, batch, batch_idx)
+
+    return original, dies
+
+
 def test_killed_run_resumes_from_last_checkpoint_to_the_same_step_count(corpus, tmp_path,
                                                                          monkeypatch):
     cfg = config(budget={"max_steps": 10, "val_every_steps": 3})
     out = tmp_path / "search-12"
-    original = TranslationTask.training_step
-
-    def dies_at_step_7(self, batch, batch_idx):
-        if self.global_step == 7:
-            raise RuntimeError("killed")
-        return original(self, batch, batch_idx)
-
+    original, dies_at_step_7 = dying_at_step(7)
     monkeypatch.setattr(TranslationTask, "training_step", dies_at_step_7)
     with pytest.raises(RuntimeError, match="killed"):
         train_cell(cfg, "search", 12, corpus, out)

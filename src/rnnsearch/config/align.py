@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rnnsearch.config.base import check_non_negative, check_positive, require
 
@@ -28,6 +28,8 @@ class AlignConfig:
     attention_threshold: float = 0.3
     figure_sentence: str | None = "109"     # gold sentence id drawn in the overlay (null: none)
     batch_size: int = 32
+    train_links: str | None = None          # "<model>/<symmetrisation>" written for every
+                                            # training pair (supervised attention); null: none
 
     def check(self, key: str) -> None:
         require(len(self.models) > 0, f"{key}.models",
@@ -42,3 +44,35 @@ class AlignConfig:
                 f"{key}.figure_sentence", "must be a gold sentence id such as '109', or null")
         require(0.0 < self.attention_threshold <= 1.0, f"{key}.attention_threshold",
                 f"must be in (0, 1], got {self.attention_threshold}")
+        self._check_train_links(key)
+
+    def _check_train_links(self, key: str) -> None:
+        """``train_links``: an aligner of ``models`` and a symmetrisation of ``symmetrize``, and
+        every training pair aligned (no ``max_pairs`` sample)."""
+        if self.train_links is None:
+            return
+        model, _, links = self.train_links.partition("/")
+        require(model in self.models and links in self.symmetrize, f"{key}.train_links",
+                f"must be '<model>/<symmetrisation>' with a model of {key}.models "
+                f"({', '.join(self.models)}) and a symmetrisation of {key}.symmetrize "
+                f"({', '.join(self.symmetrize)}), e.g. 'fast_align_vb/grow-diag-final-and'; "
+                f"got {self.train_links!r}")
+        require(self.max_pairs == 0, f"{key}.train_links",
+                f"links every training pair, but {key}.max_pairs ({self.max_pairs}) gives EM only "
+                f"a sample of them; set {key}.max_pairs: 0 or {key}.train_links: null")
+
+    def check_params(self, key: str, params: dict[str, Any]) -> None:
+        """``train_links`` are word links: refused with subword units (``tokenize.units``)."""
+        units = (params.get("tokenize") or {}).get("units", "word")
+        require(self.train_links is None or units == "word", f"{key}.train_links",
+                f"links Moses words, but tokenize.units is {units!r} (the models read subword "
+                f"pieces); supervised attention needs tokenize.units: word, or set "
+                f"{key}.train_links: null")
+
+    @property
+    def train_links_choice(self) -> tuple[str, str] | None:
+        """``(aligner, symmetrisation)`` of ``train_links``, or None."""
+        if self.train_links is None:
+            return None
+        model, _, links = self.train_links.partition("/")
+        return model, links

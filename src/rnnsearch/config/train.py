@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import typing
 import warnings
 from dataclasses import dataclass, field
@@ -203,6 +204,28 @@ class InitConfig:
 
 
 @dataclass(frozen=True)
+class SupervisedAttentionConfig:
+    """Liu et al. (2016)'s supervised attention: ``weight`` x the cross-entropy between the
+    align stage's normalised links (``align.train_links``) and the attention weights, added to
+    the training loss of every grid model with attention; the weight of epoch k is
+    ``weight * decay**k``. ``weight`` 0: off (nothing is read)."""
+
+    weight: float = 0.0
+    decay: float = 1.0              # per epoch (1: a fixed weight)
+
+    def check(self, key: str) -> None:
+        require(0 <= self.weight < math.inf, f"{key}.weight",
+                f"must be a finite number >= 0 (0: off), got {self.weight}")
+        require(0 < self.decay <= 1, f"{key}.decay",
+                f"must be in (0, 1] (1: the weight stays fixed), got {self.decay}")
+
+    @property
+    def on(self) -> bool:
+        """Whether any model is supervised."""
+        return self.weight > 0
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     grid: GridConfig = field(default_factory=GridConfig)
     base_model: ModelConfig = field(default_factory=ModelConfig)
@@ -212,6 +235,8 @@ class TrainConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     init: InitConfig = field(default_factory=InitConfig)
+    supervised_attention: SupervisedAttentionConfig = field(
+        default_factory=SupervisedAttentionConfig)
     seed: int = 1234
 
     def check(self, key: str) -> None:
@@ -225,11 +250,29 @@ class TrainConfig:
         for i, max_len in enumerate(self.grid.max_lens):
             require(max_len > 0, f"{key}.grid.max_lens[{i}]", f"must be > 0, got {max_len}")
         check_seed(self, key, "seed")
+        self._check_supervised_models(key)
+
+    def _check_supervised_models(self, key: str) -> None:
+        """Supervised attention needs a grid model with attention (the others train as usual)."""
+        if not self.supervised_attention.on:
+            return
+        require(any(self.supervised(name, key) for name in self.grid.models),
+                f"{key}.supervised_attention.weight",
+                f"is {self.supervised_attention.weight}, but no model of {key}.grid.models "
+                f"({', '.join(self.grid.models)}) has attention to supervise; add one (e.g. "
+                f"search) or set the weight to 0")
+
+    def supervised(self, name: str, key: str = "train") -> bool:
+        """Whether the variant ``name`` trains with supervised attention."""
+        return (self.supervised_attention.on
+                and self.model_config(name, key).architecture.attention)
 
     def check_params(self, key: str, params: dict[str, Any]) -> None:
         """With ``init.lm``, every grid model's decoder must fit ``pretrain_lm``'s language
         model (:func:`check_lm_fits`), so that a mismatch stops here, not after the LM's
-        training."""
+        training; supervised attention needs the align stage's links (:func:`check_links_given`)."""
+        if self.supervised_attention.on:
+            check_links_given(params, f"{key}.supervised_attention.weight")
         if not self.init.lm:
             return
         lm = params.get("pretrain_lm") or {}
@@ -270,6 +313,19 @@ def check_lm_fits(model: ModelConfig, lm: dict[str, Any], key: str) -> None:
     require(model.decoder_layers >= layers, f"{key}.decoder_layers",
             f"is {model.decoder_layers} but the language model has {layers} "
             f"(pretrain_lm.num_layers); train.init.lm needs a decoder layer for each")
+
+
+def check_links_given(params: dict[str, Any], key: str) -> None:
+    """Supervised attention (``key`` > 0) reads the links of ``align.train_links``: it must
+    name them, and the models must read words (the links are between Moses words)."""
+    align = params.get("align") or {}
+    require(align.get("train_links") is not None, key,
+            "is > 0, but align.train_links is null: name the links to supervise the attention "
+            "with, e.g. align.train_links: fast_align_vb/grow-diag-final-and")
+    units = (params.get("tokenize") or {}).get("units", "word")
+    require(units == "word", key,
+            f"is > 0, but tokenize.units is {units!r}: the align stage's links are between "
+            f"Moses words; supervised attention needs tokenize.units: word")
 
 
 def cell_name(model: str, max_len: int) -> str:

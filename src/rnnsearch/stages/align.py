@@ -12,6 +12,13 @@ unsupervised aligners: their words need translation probabilities. Writes
   each token covers (the attention models' alignments are scored from it; empty without gold);
 * ``data/align/<model>.<links>.wa``: predicted links of every gold sentence in the gold file
   format (``id e f``, 1-based gold positions), for other AER tools;
+* ``data/align_links/``: ``train.links`` and ``dev.links``, the links of ``align.train_links``
+  for every line of ``train.*`` and ``dev.*`` (Pharaoh ``i-j``: 0-based source and target token
+  positions; the train stage's supervised attention reads them; the dev pairs join that
+  aligner's EM corpus, unannotated, as the gold sentences do), and ``meta.json`` saying which
+  aligner and symmetrisation made them. With ``align.train_links: null`` they stay the same
+  whatever the aligners do (empty files, ``"train_links": null``), so that no train cell goes
+  stale when an aligner changes;
 * ``metrics/align.json``: the log-likelihood per EM iteration, AER / precision / recall of each
   direction and symmetrisation, the diagonal baseline, the mapping statistics, the times.
 
@@ -40,15 +47,21 @@ from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.data.meta import read_languages
 from rnnsearch.data.subword import word_lines
-from rnnsearch.data.textio import read_lines
+from rnnsearch.data.textio import read_lines, write_json
 from rnnsearch.stages.runner import Stage, StageContext
+
+Sentences = list[list[str]]   # tokenised sentences of one language
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=Path("data/tokenized"),
-                        help="train.{src,tgt}: the tokenised training pairs")
+                        help="train.{src,tgt}: the tokenised training pairs (and dev.{src,tgt}, "
+                             "linked with align.train_links)")
     parser.add_argument("--meta", type=Path, default=Path("data/prepared/meta.json"))
     parser.add_argument("--out", type=Path, default=Path("data/align"))
+    parser.add_argument("--links-out", type=Path, default=Path("data/align_links"),
+                        help="{train,dev}.links and meta.json: align.train_links for the train "
+                             "stage")
     parser.add_argument("--metrics", type=Path, default=Path("metrics/align.json"))
     parser.add_argument("--processes", type=int, default=2, help="EM runs in parallel")
 
@@ -76,21 +89,42 @@ def directions(names: tuple[str, str]) -> tuple[str, str]:
     return f"{f}|{e}", f"{e}|{f}"
 
 
-def em_jobs(cfg: AlignConfig, e: list[list[str]], f: list[list[str]], names: tuple[str, str],
-            keep: int) -> list[EMJob]:
-    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages)."""
+def em_jobs(cfg: AlignConfig, e: Sentences, f: Sentences, names: tuple[str, str], keep: int,
+            dev: tuple[Sentences, Sentences] = ([], [])) -> list[EMJob]:
+    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages);
+    each keeps the Viterbi links of the first ``keep`` sentences, the aligner of
+    ``align.train_links`` those of every sentence, with the ``dev`` pairs (e, f) added."""
     f_given_e, e_given_f = directions(names)
+    linker = (cfg.train_links_choice or (None,))[0]
     jobs = []
     for model in cfg.models:
         prior = DiagonalPrior(cfg.p_null, cfg.tension) if model.startswith("fast_align") else None
         alpha = cfg.alpha if model == "fast_align_vb" else None
-        jobs.append(EMJob(model, f_given_e, e, f, cfg.iterations, prior, keep, alpha))
-        jobs.append(EMJob(model, e_given_f, f, e, cfg.iterations, prior, keep, alpha))
+        src, tgt, kept = (e + dev[0], f + dev[1], len(e) + len(dev[0])) if model == linker \
+            else (e, f, keep)
+        jobs.append(EMJob(model, f_given_e, src, tgt, cfg.iterations, prior, kept, alpha))
+        jobs.append(EMJob(model, e_given_f, tgt, src, cfg.iterations, prior, kept, alpha))
     return jobs
 
 
+def read_words(data: Path, split: str, subwords: bool) -> dict[str, list[str]]:
+    """``<split>.src``/``.tgt`` of ``data`` as lines of words (``subwords``: pieces joined)."""
+    lines = {side: read_lines(data / f"{split}.{side}") for side in ("src", "tgt")}
+    return {side: word_lines(text) for side, text in lines.items()} if subwords else lines
+
+
+def dev_text(data: Path, cfg: AlignConfig, langs: dict[str, str], subwords: bool
+             ) -> tuple[Sentences, Sentences]:
+    """The dev pairs as (e, f) sentences, to be linked with ``align.train_links``; none when
+    it is null."""
+    if cfg.train_links is None:
+        return [], []
+    e, f, _ = training_text(read_words(data, "dev", subwords), langs, 0)
+    return e, f
+
+
 def training_text(lines: dict[str, list[str]], langs: dict[str, str], max_pairs: int
-                  ) -> tuple[list[list[str]], list[list[str]], tuple[str, str]]:
+                  ) -> tuple[Sentences, Sentences, tuple[str, str]]:
     """(e sentences, f sentences, (e lang, f lang)): English first when the pair has it."""
     first, second = ("src", "tgt") if langs["tgt"] == "fr" or langs["src"] == "en" else ("tgt", "src")
     n = len(lines[first]) if max_pairs == 0 else min(max_pairs, len(lines[first]))
@@ -119,7 +153,8 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
     if gold is None:
         return models
     for name, entry in models.items():
-        by_direction = {r["direction"]: r["choices"] for r in results if r["model"] == name}
+        by_direction = {r["direction"]: r["choices"][: len(gold.pairs)] for r in results
+                        if r["model"] == name}
         link_sets = symmetrised([by_direction[d] for d in directions(names)], directions(names),
                                 cfg.symmetrize)
         entry["scores"] = {key: gold.score(links) for key, links in link_sets.items()}
@@ -127,6 +162,45 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
             for key, links in link_sets.items():
                 write_links(out / f"{name}.{key.replace('|', '-given-')}.wa", gold, links)
     return models
+
+
+def training_links(results: list[dict[str, Any]], cfg: AlignConfig, names: tuple[str, str],
+                   skip: int, train: int) -> dict[str, list[set[Link]]]:
+    """``align.train_links``' ``(e, f)`` links per split: after the first ``skip`` sentences
+    (the gold ones), ``train`` training sentences, then the dev ones; {} when it is null."""
+    choice = cfg.train_links_choice
+    if choice is None:
+        return {}
+    model, name = choice
+    both = directions(names)
+    by_direction = {r["direction"]: r["choices"][skip:] for r in results if r["model"] == model}
+    links = symmetrised([by_direction[d] for d in both], both, (name,))[name]
+    return {"train": links[:train], "dev": links[train:]}
+
+
+def pharaoh_lines(links: list[set[Link]], e_is_src: bool) -> list[str]:
+    """One line per sentence: ``i-j`` links (0-based source, target positions), sorted."""
+    def ordered(link: Link) -> Link:
+        return link if e_is_src else (link[1], link[0])
+
+    return [" ".join(f"{i}-{j}" for i, j in sorted(map(ordered, sentence)))
+            for sentence in links]
+
+
+LINKED_SPLITS = ("train", "dev")
+
+
+def write_train_links(out: Path, cfg: AlignConfig, links: dict[str, list[set[Link]]],
+                      e_is_src: bool) -> None:
+    """``<split>.links`` (Pharaoh, one line per pair; empty without links) and ``meta.json``
+    (``train_links`` and the pairs per split) into ``out``."""
+    pairs = {}
+    for split in LINKED_SPLITS:
+        lines = pharaoh_lines(links.get(split, []), e_is_src)
+        (out / f"{split}.links").write_text("".join(f"{line}\n" for line in lines),
+                                            encoding="utf-8")
+        pairs[split] = len(lines)
+    write_json(out / "meta.json", {"train_links": cfg.train_links, "pairs": pairs})
 
 
 def mapping_stats(gold: GoldCorpus) -> dict[str, Any]:
@@ -164,21 +238,24 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     cfg = ctx.section(AlignConfig)
     started = time.perf_counter()
     langs = read_languages(args.meta)
-    lines = {side: read_lines(args.data / f"train.{side}") for side in ("src", "tgt")}
-    if ctx.section(TokenizeConfig, "tokenize").subwords:
-        lines = {side: word_lines(text) for side, text in lines.items()}
+    subwords = ctx.section(TokenizeConfig, "tokenize").subwords
+    lines = read_words(args.data, "train", subwords)
     gold = load_gold(ctx, langs, lines)
     e, f, names = training_text(lines, langs, cfg.max_pairs)
     if gold is not None:
         e = [list(m.tokens) for m in gold.en] + e
         f = [list(m.tokens) for m in gold.fr] + f
     keep = len(gold.pairs) if gold is not None else 0
-    results = run_jobs(em_jobs(cfg, e, f, names, keep), args.processes)
+    dev = dev_text(args.data, cfg, langs, subwords)
+    results = run_jobs(em_jobs(cfg, e, f, names, keep, dev), args.processes)
     metrics: dict[str, Any] = {"languages": {"e": names[0], "f": names[1]},
                                "training_pairs": len(e) - keep, "gold_pairs_added": keep}
     with ctx.output_dir(args.out) as tmp:
         metrics["models"] = score_results(results, gold, cfg, tmp, names)
         ctx.write_json(tmp / "gold.json", gold.records() if gold is not None else [])
+    with ctx.output_dir(args.links_out) as tmp:
+        write_train_links(tmp, cfg, training_links(results, cfg, names, keep, len(e) - keep),
+                          e_is_src=names[0] == langs["src"])
     if gold is None:
         metrics["gold"] = f"no gold alignments for {names[0]}-{names[1]} (only English-French)"
     else:
@@ -194,4 +271,4 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     log_metrics(ctx, cfg, metrics)
 
 
-STAGE = Stage("align", __doc__, add_arguments, lambda a: [a.out, a.metrics], body)
+STAGE = Stage("align", __doc__, add_arguments, lambda a: [a.out, a.links_out, a.metrics], body)

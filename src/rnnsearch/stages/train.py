@@ -27,13 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, required=True)
     parser.add_argument("--embed-dir", type=Path, help="embed stage output (train.init.embeddings)")
     parser.add_argument("--lm", type=Path, help="pretrain_lm's decoder_init.pt (train.init.lm)")
+    parser.add_argument("--links", type=Path,
+                        help="align's train.links folder (train.supervised_attention)")
 
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Train the cell; the main process writes its metrics."""
     cfg = ctx.section(TrainConfig)
     metrics = train_cell(cfg, args.model, args.max_len, args.data, args.out, args.embed_dir,
-                         args.lm)
+                         args.lm, args.links)
     if is_main_process():
         ctx.write_metrics(args.metrics, metrics)
         if "lm_fraction" in metrics:

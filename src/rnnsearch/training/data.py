@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -25,6 +25,8 @@ from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from rnnsearch.errors import DataError
 from rnnsearch.training.resume import ResumableLoader
+from rnnsearch.training.supervision import (Links, check_positions, link_distribution,
+                                            links_file, read_links)
 
 Pair = tuple[list[int], list[int]]
 
@@ -40,22 +42,35 @@ class Batch:
     tgt_in: torch.Tensor    # batch x tgt_len: <s> y_1 .. y_n (padded)
     tgt_out: torch.Tensor   # batch x tgt_len: y_1 .. y_n </s> (padded)
     target_tokens: int      # real target tokens (``</s>`` included), counted when collated
+    links: torch.Tensor | None = None  # batch x tgt_len x src_len: supervised attention's
+                                       # normalised links (rnnsearch.training.supervision)
+
+    def _tensors(self, *names: str) -> tuple[str, ...]:
+        return names + (("links",) if self.links is not None else ())
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
-        """The id tensors on ``device`` (``non_blocking`` from pinned memory)."""
+        """The id tensors (and links) on ``device`` (``non_blocking`` from pinned memory)."""
         return replace(self, **{name: getattr(self, name).to(device, non_blocking=non_blocking)
-                                for name in ("src", "tgt_in", "tgt_out")})
+                                for name in self._tensors("src", "tgt_in", "tgt_out")})
 
     def pin_memory(self) -> "Batch":
         """Page-locked host copies, so that copies to a GPU run without holding the host."""
         return replace(self, **{name: getattr(self, name).pin_memory()
-                                for name in ("src", "src_len", "tgt_in", "tgt_out")})
+                                for name in self._tensors("src", "src_len", "tgt_in", "tgt_out")})
 
 
 def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
                max_len: int = 0) -> tuple[list[Pair], list[str]]:
     """Encode ``<split>.src``/``<split>.tgt``; drop pairs with an empty side or a side over
     ``max_len`` tokens (0: no limit). Returns the pairs and the kept target lines (references)."""
+    pairs, references, _ = read_numbered_pairs(data_dir, split, src_vocab, tgt_vocab, max_len)
+    return pairs, references
+
+
+def read_numbered_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary,
+                        tgt_vocab: Vocabulary, max_len: int = 0
+                        ) -> tuple[list[Pair], list[str], list[int]]:
+    """:func:`read_pairs`, and the 0-based line number of each kept pair."""
     data_dir = Path(data_dir)
     src_path, tgt_path = data_dir / f"{split}.src", data_dir / f"{split}.tgt"
     for path in (src_path, tgt_path):
@@ -64,14 +79,15 @@ def read_pairs(data_dir: str | Path, split: str, src_vocab: Vocabulary, tgt_voca
     src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)   # split on "\n" only
     if len(src_lines) != len(tgt_lines):
         raise DataError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}")
-    pairs, references = [], []
-    for src_line, tgt_line in zip(src_lines, tgt_lines):
+    pairs, references, numbers = [], [], []
+    for number, (src_line, tgt_line) in enumerate(zip(src_lines, tgt_lines)):
         src, tgt = src_line.split(), tgt_line.split()
         if not src or not tgt or (max_len and max(len(src), len(tgt)) > max_len):
             continue
         pairs.append((src_vocab.encode(src), tgt_vocab.encode(tgt)))
         references.append(" ".join(tgt))
-    return pairs, references
+        numbers.append(number)
+    return pairs, references, numbers
 
 
 def bucket_batches(lengths: Sequence[tuple[int, int]], batch_size: int, max_padding: float,
@@ -145,6 +161,13 @@ def collate(pairs: Sequence[Pair]) -> Batch:
     return Batch(src, src_len, tgt_in, tgt_out, sum(len(t) + 1 for _, t in pairs))
 
 
+def collate_linked(items: Sequence[tuple[list[int], list[int], Links]]) -> Batch:
+    """:func:`collate` of (source, target, links) triples, with the links' distribution."""
+    batch = collate([(s, t) for s, t, _ in items])
+    links = link_distribution([l for _, _, l in items], batch.src.size(1), batch.tgt_in.size(1))
+    return replace(batch, links=links)
+
+
 def round_up(length: int, multiple: int) -> int:
     """``length`` rounded up to a multiple of ``multiple`` (at least one multiple)."""
     return max(multiple, -(-length // multiple) * multiple)
@@ -167,48 +190,80 @@ def pad_batch(batch: Batch, rows: int, multiple: int) -> Batch:
         return F.pad(ids, (0, columns, 0, extra_rows), value=PAD_ID)
 
     lengths = F.pad(batch.src_len, (0, extra_rows), value=0)
+    links = None if batch.links is None else \
+        F.pad(batch.links, (0, src_pad, 0, tgt_pad, 0, extra_rows))   # rows x T' x S'
     return Batch(pad(batch.src, src_pad), lengths, pad(batch.tgt_in, tgt_pad),
-                 pad(batch.tgt_out, tgt_pad), batch.target_tokens)
+                 pad(batch.tgt_out, tgt_pad), batch.target_tokens, links)
 
 
 class TranslationDataModule(pl.LightningDataModule):
     """``<data_dir>/{train,dev}.{src,tgt}`` and ``vocab.{src,tgt}.txt`` as bucketed batches."""
 
     def __init__(self, data_dir: str | Path, max_len: int, batch_size: int = 64,
-                 max_padding: float = 0.1, dev_max_len: int = 0, seed: int = 1234) -> None:
+                 max_padding: float = 0.1, dev_max_len: int = 0, seed: int = 1234,
+                 links_dir: str | Path | None = None) -> None:
+        """``links_dir``: the align stage's ``{train,dev}.links`` folder; training and dev
+        batches then carry each pair's links (supervised attention). None: they do not, and
+        nothing is read."""
         super().__init__()
         self.data_dir, self.max_len, self.batch_size = Path(data_dir), max_len, batch_size
         self.max_padding, self.dev_max_len, self.seed = max_padding, dev_max_len, seed
+        self.links_dir = None if links_dir is None else Path(links_dir)
         self.src_vocab = Vocabulary.load(self.data_dir / "vocab.src.txt")
         self.tgt_vocab = Vocabulary.load(self.data_dir / "vocab.tgt.txt")
         self.train_pairs: list[Pair] = []
+        self.train_links: list[Links] | None = None   # aligned with train_pairs (links_dir)
+        self.links_meta: dict = {}                     # the links' meta.json (links_dir)
         self.dev_pairs: list[Pair] = []
+        self.dev_links: list[Links] | None = None     # aligned with dev_pairs (links_dir)
         self.dev_references: list[str] = []   # tokenised dev targets, aligned with dev_pairs
 
     def setup(self, stage: str | None = None) -> None:
         if not self.train_pairs:
-            self.train_pairs, _ = read_pairs(self.data_dir, "train", self.src_vocab,
-                                             self.tgt_vocab, self.max_len)
-            self.dev_pairs, self.dev_references = read_pairs(
+            self.train_pairs, _, numbers = read_numbered_pairs(
+                self.data_dir, "train", self.src_vocab, self.tgt_vocab, self.max_len)
+            self.dev_pairs, self.dev_references, dev_numbers = read_numbered_pairs(
                 self.data_dir, "dev", self.src_vocab, self.tgt_vocab, self.dev_max_len)
+            if self.links_dir is not None:
+                self.train_links = self._kept_links(self.links_dir, "train", numbers,
+                                                    self.train_pairs)
+                self.dev_links = self._kept_links(self.links_dir, "dev", dev_numbers,
+                                                  self.dev_pairs)
             if not self.train_pairs:
                 raise DataError(f"{self.data_dir}/train.*: no pair of at most {self.max_len} tokens")
 
-    def _loader(self, pairs: list[Pair], shuffle: bool) -> DataLoader:
+    def _kept_links(self, links_dir: Path, split: str, numbers: list[int], pairs: list[Pair]
+                    ) -> list[Links]:
+        """The links of ``split``'s kept ``pairs`` (``numbers``: their line numbers), checked
+        against each pair's length."""
+        lines = len(read_lines(self.data_dir / f"{split}.src"))
+        links, self.links_meta = read_links(links_dir, split, lines)
+        kept = [links[n] for n in numbers]
+        where = links_file(links_dir, split)
+        for number, (src, tgt), pair in zip(numbers, pairs, kept):
+            check_positions(pair, len(src), len(tgt), f"{where}:{number + 1}")
+        return kept
+
+    def _loader(self, pairs: list[Pair], shuffle: bool, links: list[Links] | None = None
+                ) -> DataLoader:
         rank, world = 0, 1
         if self.trainer is not None:
             rank, world = self.trainer.global_rank, self.trainer.world_size
         sampler = BucketBatchSampler([(len(s), len(t)) for s, t in pairs], self.batch_size,
                                      self.max_padding, self.seed, shuffle, rank, world)
+        dataset: Sequence = pairs
+        collate_fn: Callable[[Sequence], Batch] = collate
+        if links is not None:   # the same batches, with their links
+            dataset, collate_fn = [(s, t, l) for (s, t), l in zip(pairs, links)], collate_linked
         if shuffle:   # training: its place in the epoch travels in last.ckpt (exact resume)
-            return ResumableLoader(pairs, sampler, collate_fn=collate)
-        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate)
+            return ResumableLoader(dataset, sampler, collate_fn=collate_fn)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_pairs, shuffle=True)
+        return self._loader(self.train_pairs, shuffle=True, links=self.train_links)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader(self.dev_pairs, shuffle=False)
+        return self._loader(self.dev_pairs, shuffle=False, links=self.dev_links)
 
     def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
         """To a GPU through pinned memory without waiting (the step's kernels queue behind the

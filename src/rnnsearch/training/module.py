@@ -1,7 +1,8 @@
 """The LightningModule: teacher-forced token cross-entropy for a model it receives.
 
 Metric names are namespaced: ``train/loss`` (per step), ``train/tokens_per_s``, ``train/lr``,
-``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
+``train/attn_sup_loss`` and ``train/attn_sup_weight`` (supervised attention only, as
+``val/attn_sup_loss``), ``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
 scorer is given, ``val/bleu`` (greedy, tokenised, on a dev sample).
 """
 from __future__ import annotations
@@ -14,11 +15,12 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 
-from rnnsearch.config.train import OptimConfig
+from rnnsearch.config.train import OptimConfig, SupervisedAttentionConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models.seq2seq import Seq2Seq
 from rnnsearch.training.data import Batch, pad_batch
 from rnnsearch.training.fused_loss import linear_cross_entropy
+from rnnsearch.training.supervision import supervision_loss, supervision_weight
 
 BleuScorer = Callable[[Seq2Seq], float]
 
@@ -29,20 +31,25 @@ class TranslationTask(pl.LightningModule):
     def __init__(self, model: Seq2Seq, optim: OptimConfig, hparams: dict[str, Any] | None = None,
                  dev_bleu: BleuScorer | None = None, log_every_steps: int = 10,
                  pad_to: tuple[int, int] | None = None, bf16_cross_entropy: bool = False,
-                 fused_loss: bool = False) -> None:
+                 fused_loss: bool = False,
+                 supervision: SupervisedAttentionConfig | None = None) -> None:
         """``pad_to``: (rows, length multiple) training batches are padded to, so that their
         shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come.
         ``bf16_cross_entropy`` (``train.trainer.bf16_cross_entropy``): under bf16 autocast, the
         training loss is taken over the bf16 logits as they are (:func:`token_cross_entropy`).
         ``fused_loss`` (``train.trainer.fused_loss``): the training loss applies the output layer
-        itself, chunk by chunk (:func:`~rnnsearch.training.fused_loss.linear_cross_entropy`)."""
+        itself, chunk by chunk (:func:`~rnnsearch.training.fused_loss.linear_cross_entropy`).
+        ``supervision`` (``train.supervised_attention``): the weight of the supervision loss of
+        training batches that carry links (:mod:`rnnsearch.training.supervision`)."""
         super().__init__()
+        self.supervision = supervision
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
         self.log_every_steps, self.pad_to = log_every_steps, pad_to
         self.bf16_cross_entropy, self.fused_loss = bf16_cross_entropy, fused_loss
         self.save_hyperparameters(hparams or {})
         self.validated_at_step = -1
         self._dev_sums = torch.zeros(2)            # summed token NLL, target tokens
+        self._dev_supervision = torch.zeros(2)     # summed supervision loss, linked words
         self._tokens_seen, self.train_seconds = 0, 0.0
         self._window = (0.0, 0)                     # (train_seconds, tokens) at the last log
         self._batch_started = 0.0
@@ -53,14 +60,21 @@ class TranslationTask(pl.LightningModule):
         (``in_logits_dtype``: see :func:`token_cross_entropy`; ``fused``: the output layer and
         the loss in one chunked pass, :func:`linear_cross_entropy`, equal within float
         tolerance)."""
+        total, tokens, _ = self.losses_and_attention(batch, in_logits_dtype, fused)
+        return total, tokens
+
+    def losses_and_attention(self, batch: Batch, in_logits_dtype: bool = False,
+                             fused: bool = False) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+        """:meth:`token_losses` and the attention weights (batch x T x S, or None)."""
         if fused:
-            features, _ = self.model(batch.src, batch.src_len, batch.tgt_in, features=True)
+            features, attention = self.model(batch.src, batch.src_len, batch.tgt_in,
+                                             features=True)
             output = self.model.output_layer                              # features: batch x T x O
             total = linear_cross_entropy(features, output.weight, output.bias, batch.tgt_out)
-            return total, batch.target_tokens
-        logits, _ = self.model(batch.src, batch.src_len, batch.tgt_in)    # batch x T x V
+            return total, batch.target_tokens, attention
+        logits, attention = self.model(batch.src, batch.src_len, batch.tgt_in)  # batch x T x V
         total = token_cross_entropy(logits, batch.tgt_out, in_logits_dtype)
-        return total, batch.target_tokens
+        return total, batch.target_tokens, attention
 
     def training_losses(self, batch: Batch) -> tuple[torch.Tensor, int]:
         """:meth:`token_losses` as the training step takes them (``bf16_cross_entropy``,
@@ -70,11 +84,28 @@ class TranslationTask(pl.LightningModule):
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         if self.pad_to is not None:
             batch = pad_batch(batch, *self.pad_to)
-        total, tokens = self.training_losses(batch)
+        total, tokens, attention = self.losses_and_attention(batch, self.bf16_cross_entropy,
+                                                             self.fused_loss)
         loss = total / max(tokens, 1)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch.src.size(0))
         self._tokens_seen += tokens
+        if batch.links is not None:
+            return loss + self.supervised_loss(attention, batch)
         return loss
+
+    def supervised_loss(self, attention: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        """The weighted supervision loss of ``batch``'s links (``train/attn_sup_loss``, its
+        weight ``train/attn_sup_weight``; ``train/loss`` stays the cross-entropy alone)."""
+        if attention is None or self.supervision is None or batch.links is None:
+            raise ValueError("supervised attention needs a model with attention, the "
+                             "train.supervised_attention settings and batches with links")
+        total, linked = supervision_loss(attention, batch.links)
+        loss = total / linked.clamp(min=1)
+        cfg = self.supervision
+        weight = supervision_weight(cfg.weight, cfg.decay, self.current_epoch)
+        self.log_dict({"train/attn_sup_loss": loss.detach(), "train/attn_sup_weight": weight},
+                      batch_size=batch.src.size(0))
+        return weight * loss
 
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
         self._batch_started = time.perf_counter()
@@ -100,16 +131,23 @@ class TranslationTask(pl.LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self._dev_sums = torch.zeros(2, dtype=torch.float64, device=self.device)
+        self._dev_supervision = torch.zeros(2, dtype=torch.float64, device=self.device)
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
-        total, tokens = self.token_losses(batch)
+        total, tokens, attention = self.losses_and_attention(batch)
         self._dev_sums += torch.stack([total.detach().double(),
                                        torch.tensor(float(tokens), device=self.device).double()])
+        if batch.links is not None and attention is not None:
+            loss, linked = supervision_loss(attention, batch.links)
+            self._dev_supervision += torch.stack([loss.detach().double(), linked.double()])
 
     def on_validation_epoch_end(self) -> None:
         sums = self.trainer.strategy.reduce(self._dev_sums, reduce_op="sum")  # over processes
         loss = float(sums[0] / sums[1].clamp(min=1))
         metrics = {"val/loss": loss, "val/ppl": math.exp(min(loss, 50.0))}
+        if self.supervision is not None:   # the dev pairs' supervision loss, unweighted
+            sup = self.trainer.strategy.reduce(self._dev_supervision, reduce_op="sum")
+            metrics["val/attn_sup_loss"] = float(sup[0] / sup[1].clamp(min=1))
         if self.dev_bleu is not None and not self.trainer.sanity_checking:
             bleu = self.dev_bleu(self.model) if self.trainer.is_global_zero else 0.0
             metrics["val/bleu"] = float(self.trainer.strategy.broadcast(bleu, src=0))

@@ -52,6 +52,7 @@ from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.precision import with_weight_cache
 from rnnsearch.training.resume import LastCheckpoint, RngState
+from rnnsearch.training.supervision import META_FILE, links_file
 
 RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
 PARTIAL = "model.pt.partial"   # the running run's best model; becomes model.pt when it finishes
@@ -95,6 +96,8 @@ def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Pa
     resume."""
     params = dataclasses.asdict(config)
     params.pop("grid")
+    if not config.supervised(model_name):   # as before the setting existed: a run resumes
+        params.pop("supervised_attention")
     params["models"] = {model_name: dataclasses.asdict(config.model_config(model_name))}
     digest = hashlib.sha256(json.dumps([params, model_name, max_len], sort_keys=True).encode())
     names = ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt")
@@ -271,16 +274,36 @@ def graph_padding(config: TrainConfig, graphs: GraphedLoops | None) -> tuple[int
     return (config.data.batch_size, t.graph_length_multiple) if graphs is not None else None
 
 
+def supervision_links(config: TrainConfig, model_name: str, links_dir: str | Path | None
+                      ) -> Path | None:
+    """The links folder when the cell trains with supervised attention (a grid model with
+    attention and ``train.supervised_attention.weight`` > 0), else None: nothing is read."""
+    if not config.supervised(model_name):
+        return None
+    require(links_dir is not None, "train.supervised_attention.weight",
+            f"is {config.supervised_attention.weight}, but no --links folder was given")
+    return Path(links_dir)
+
+
+def links_files(links_dir: Path | None) -> list[Path]:
+    """The files of ``links_dir`` the cell's result depends on (none without supervision)."""
+    if links_dir is None:
+        return []
+    return [links_dir / META_FILE] + [links_file(links_dir, split) for split in ("train", "dev")]
+
+
 def build(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
-          embed_dir: str | Path | None, lm_path: str | Path | None
+          embed_dir: str | Path | None, lm_path: str | Path | None,
+          links_dir: Path | None = None
           ) -> tuple[TranslationDataModule, Seq2Seq, dict[str, float]]:
-    """Data and model (with its optional init): every input check happens here, before training."""
+    """Data and model (with its optional init): every input check happens here, before training.
+    ``links_dir``: training batches carry its links (:func:`supervision_links`)."""
     model_config = config.model_config(model_name)            # fails naming the key
     pl.seed_everything(config.seed, workers=True, verbose=False)
     if config.trainer.threads:
         torch.set_num_threads(config.trainer.threads)
     data = TranslationDataModule(data_dir, max_len, config.data.batch_size, config.data.max_padding,
-                                 config.data.dev_max_len, config.seed)
+                                 config.data.dev_max_len, config.seed, links_dir)
     data.setup("fit")
     model = build_model(model_config, len(data.src_vocab), len(data.tgt_vocab))
     return data, model, initialise(model, config.init, embed_dir, lm_path)
@@ -307,23 +330,29 @@ def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
 
 def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str | Path,
                out_dir: str | Path, embed_dir: str | Path | None = None,
-               lm_path: str | Path | None = None) -> dict[str, Any]:
-    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics."""
+               lm_path: str | Path | None = None, links_dir: str | Path | None = None
+               ) -> dict[str, Any]:
+    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics.
+    ``links_dir``: the align stage's training links, read when the cell trains with
+    supervised attention."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     cell = cell_name(model_name, max_len)
-    data, model, init_report = build(config, model_name, max_len, data_dir, embed_dir, lm_path)
+    links = supervision_links(config, model_name, links_dir)
+    data, model, init_report = build(config, model_name, max_len, data_dir, embed_dir, lm_path,
+                                     links)
     dev_bleu = make_dev_bleu(data.dev_pairs, data.dev_references, data.tgt_vocab,
                              config.data.dev_bleu_sentences)
     require(dev_bleu is not None or config.budget.monitor != "bleu", "train.budget.monitor",
             "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
     fp = fingerprint(config, model_name, max_len, data_dir,
-                     init_files(config.init, embed_dir, lm_path))
+                     init_files(config.init, embed_dir, lm_path) + links_files(links))
     previous, aside = find_resumable(out_dir, fp)
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
         config.trainer.log_every_steps, pad_to=graph_padding(config, graphs),
-        bf16_cross_entropy=config.trainer.bf16_cross_entropy, fused_loss=config.trainer.fused_loss)
+        bf16_cross_entropy=config.trainer.bf16_cross_entropy, fused_loss=config.trainer.fused_loss,
+        supervision=config.supervised_attention if links is not None else None)
     saver, timer, callbacks = make_callbacks(config, out_dir)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
     trainer = make_trainer(config, out_dir, logger, callbacks)
@@ -342,10 +371,21 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                    **init_report}
         if graphs is not None:
             metrics.update(graphs.stats())
+        if links is not None:
+            metrics["supervised_attention"] = supervision_report(config, data, trainer)
         promote_model(out_dir)
     state.drop_aside()
     _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
     return metrics
+
+
+def supervision_report(config: TrainConfig, data: TranslationDataModule, trainer: pl.Trainer
+                       ) -> dict[str, Any]:
+    """A supervised cell's settings, its links and its last logged supervision loss."""
+    last = trainer.callback_metrics.get("train/attn_sup_loss")
+    return {**dataclasses.asdict(config.supervised_attention),
+            "links": data.links_meta.get("train_links"),
+            "last_attn_sup_loss": None if last is None else float(last)}
 
 
 def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: pl.Trainer,
