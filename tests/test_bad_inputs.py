@@ -41,6 +41,8 @@ from rnnsearch.models.lm_transfer import read_decoder_init
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.models.seq2seq import build_model, load_model, save_model
 from rnnsearch.reporting.inputs import ReportInputs
+from rnnsearch.stages import train as train_stage
+from rnnsearch.stages.runner import run as run_stage
 
 TINY_MODEL = {"embedding_size": 8, "hidden_size": 8, "attention_size": 8, "output_size": 8}
 WORDS = "the a cat dog sat on mat . le la chat chien".split()
@@ -158,12 +160,27 @@ def train_params(**sections: dict[str, Any]) -> dict[str, Any]:
     return {"train": train}
 
 
+def train_args(root: Path, data: Path | None, *extra: str) -> list[str]:
+    """The train stage's command line for one tiny RNNsearch cell under ``root``."""
+    return ["--model", "search", "--max-len", "12", "--data", str(data or root / "tokenized"),
+            "--out", "out", "--metrics", "metrics.json", *extra]
+
+
 def run_train(root: Path, params: dict[str, Any], data: Path | None = None, *extra: str
               ) -> subprocess.CompletedProcess:
     write_params(root, params)
-    return run_script("train.py", "--model", "search", "--max-len", "12",
-                      "--data", str(data or root / "tokenized"), "--out", "out",
-                      "--metrics", "metrics.json", *extra, cwd=root)
+    return run_script("train.py", *train_args(root, data, *extra), cwd=root)
+
+
+def run_train_here(root: Path, params: dict[str, Any], data: Path, monkeypatch, capsys
+                   ) -> subprocess.CompletedProcess:
+    """:func:`run_train` in this process, through the stage runner's own ``run`` (what
+    ``pipeline/train.py`` calls), for checks that stop at load: no fresh interpreter each."""
+    write_params(root, params)
+    monkeypatch.chdir(root)
+    code = run_stage(train_stage.STAGE, train_args(root, data))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["train"], code, captured.out, captured.err)
 
 
 def assert_no_train_output(root: Path) -> None:
@@ -213,10 +230,19 @@ def evaluate_workspace(root: Path, hyps: list[str], **changes: Any) -> Path:
     ("trainer", {"strategy": "dpp"}, "train.trainer.strategy"),
     ("seed", -1, "train.seed"),
 ])
-def test_train_stage_refuses_bad_trainer_and_seed(tmp_path, section, value, key):
+def test_train_stage_refuses_bad_trainer_and_seed(tmp_path, monkeypatch, capsys, section, value,
+                                                  key):
+    """In this process; ``test_train_stage_refuses_at_load_as_a_process`` runs the entry point."""
     data = train_corpus(tmp_path)
-    result = run_train(tmp_path, train_params(**{section: value}), data)
+    result = run_train_here(tmp_path, train_params(**{section: value}), data, monkeypatch, capsys)
     assert_refused(result, key)
+    assert_no_train_output(tmp_path)
+
+
+def test_train_stage_refuses_at_load_as_a_process(tmp_path):
+    data = train_corpus(tmp_path)
+    result = run_train(tmp_path, train_params(trainer={"devices": 0}), data)
+    assert_refused(result, "train.trainer.devices")
     assert_no_train_output(tmp_path)
 
 

@@ -156,14 +156,6 @@ def test_gpu_check_dry_run_on_the_cpu(tmp_path):
     assert summary.rstrip().endswith("Verdict: every step ran (a dry run on the CPU, at tiny sizes).")
 
 
-def test_bench_tiny_on_the_cpu_writes_every_part(tmp_path):
-    """``python -m rnnsearch.bench --device cpu --tiny`` with a minimal install: the same code
-    as on a GPU, and the CPU's own parts."""
-    done = run_bench(tmp_path, "cpu")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert check_report(tmp_path, "bench")["machine"]["device"] == "cpu"
-
-
 def test_gpu_check_without_a_gpu_stops_at_once_saying_why(tmp_path):
     """On a machine where torch sees no GPU the check fails in its first step, naming the
     cause, and runs nothing else."""
