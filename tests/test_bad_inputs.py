@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -622,12 +623,33 @@ def test_report_inputs_name_the_missing_key(tmp_path):
 
 # ---- a damaged resume state of an interrupted training ------------------------------------------
 
+@pytest.fixture(scope="module")
+def trained_cell(tmp_path_factory, _empty_mlflow_store) -> Path:
+    """A tiny RNNsearch cell the train stage trained to the end (``tokenized``, ``params.yaml``,
+    ``out``, ``metrics.json``), logged to a store of its own; tests damage a copy of it."""
+    root = tmp_path_factory.mktemp("trained")
+    store = root / "mlflow.db"
+    shutil.copyfile(_empty_mlflow_store, store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+        assert run_train(root, train_params(), train_corpus(root)).returncode == 0
+    return root
+
+
+def copy_of_trained_cell(trained: Path, root: Path) -> Path:
+    """The trained cell's outputs and params copied to ``root``; returns its corpus (read
+    where it was trained, as a rerun of the same command would)."""
+    shutil.copytree(trained / "out", root / "out")
+    for name in ("params.yaml", "metrics.json"):
+        shutil.copyfile(trained / name, root / name)
+    return trained / "tokenized"
+
+
 @pytest.mark.parametrize("damage", ["last.ckpt", "run.json"])
-def test_damaged_resume_state_is_named_and_the_cell_trains_afresh(tmp_path, damage):
+def test_damaged_resume_state_is_named_and_the_cell_trains_afresh(tmp_path, trained_cell, damage):
     """A truncated ``last.ckpt`` or ``run.json``: one warning naming the file, exit 0, a model
     trained afresh; the next rerun does not hit the damaged file again."""
-    data = train_corpus(tmp_path)
-    assert run_train(tmp_path, train_params(), data).returncode == 0
+    data = copy_of_trained_cell(trained_cell, tmp_path)
     run = json.loads((tmp_path / "out/run.json").read_text())
     (tmp_path / "out/run.json").write_text(json.dumps({**run, "finished": False}))  # as if killed
     path = tmp_path / "out" / damage
@@ -641,11 +663,10 @@ def test_damaged_resume_state_is_named_and_the_cell_trains_afresh(tmp_path, dama
     assert json.loads((tmp_path / "out/run.json").read_text())["finished"] is True
 
 
-def test_a_run_that_diverges_to_nan_fails_and_keeps_the_previous_model(tmp_path):
+def test_a_run_that_diverges_to_nan_fails_and_keeps_the_previous_model(tmp_path, trained_cell):
     """A NaN learning rate scale (lr huge) drives the dev loss to NaN: exit 2 naming the output
     folder and the key, and the earlier model.pt is left as it was."""
-    data = train_corpus(tmp_path)
-    assert run_train(tmp_path, train_params(), data).returncode == 0
+    data = copy_of_trained_cell(trained_cell, tmp_path)
     before = (tmp_path / "out/model.pt").read_bytes()
     result = run_train(tmp_path, train_params(optim={"lr": 1e30, "clip_norm": 0.0}), data)
     message = assert_refused(result, "out", "diverged")
