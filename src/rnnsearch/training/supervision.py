@@ -11,13 +11,12 @@ while predicting y_j, averaged over the batch's linked target words. Target word
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
-from rnnsearch.data.textio import read_lines
+from rnnsearch.data.textio import read_json, read_lines
 from rnnsearch.errors import DataError
 
 Links = tuple[tuple[int, int], ...]   # (source position, target position) pairs of one pair
@@ -50,7 +49,7 @@ def read_links(folder: str | Path, split: str, lines: int) -> tuple[list[Links],
     for path in (meta_path, links_path):
         if not path.is_file():
             raise DataError(f"{path}: missing (run the align stage first)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta = read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("train_links") is None:
         raise DataError(f"{meta_path}: the align stage wrote no training links "
                         f"(align.train_links was null when it ran); rerun it with "
