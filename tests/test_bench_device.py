@@ -111,7 +111,8 @@ def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
 def test_plans():
     full, quick, tiny = plan_for("full"), plan_for("quick"), plan_for("tiny")
     cpu = plan_for("full", "cpu")               # the default run's three kinds, batch 1 and 64
-    assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general"]
+    assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general",
+                                                       "transformer"]
     assert cpu.decode_batches == (1, 64) and cpu.side_by_side[0] > 1 and plan_for("quick", "cpu") == cpu
     assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
     assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured

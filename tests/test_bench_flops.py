@@ -1,4 +1,4 @@
-"""The FLOP counter against hand counts of two small models; the profiler's operator categories."""
+"""The FLOP counter against hand counts of three small models; the profiler's operator categories."""
 from __future__ import annotations
 
 import pytest
@@ -28,6 +28,17 @@ def test_search_hand_count():
     # query 2*3*4=24, scores 2*4*2 positions=16, context 2*6*2 positions=24; decoder word input
     # 36, context input 2*6*9=108, recurrence 54, deep output 2*(3+2+6)*4=88, output 40.
     assert training_flops_per_token(cfg, SHAPE) == pytest.approx(3 * 504)
+
+
+def test_transformer_hand_count():
+    cfg = ModelConfig(model="transformer", embedding_size=2, hidden_size=2, heads=1,
+                      feedforward_size=3)
+    # d=2, one layer each side. Encoder, over 0.5 source tokens per target token: projections
+    # q,k,v,o 2*2*8*0.5=16, scores 2*2*(2 keys)*0.5=4, mix 4, feed-forward 2*2*3*0.5 + 2*3*2*0.5
+    # = 12. Decoder: projections (self q,k,v,o; cross q,o) 2*2*12=48, the source's cross keys and
+    # values 2*2*4*0.5=8, self scores 2*2*(4 positions)=16, self mix 16, cross scores
+    # 2*2*(2 source words)=8, cross mix 8, feed-forward 24. Output layer 2*2*5=20: 184 forward.
+    assert training_flops_per_token(cfg, SHAPE) == pytest.approx(3 * 184)
 
 
 def test_luong_general_has_combine_and_no_deep_output():

@@ -17,14 +17,16 @@ VARIANTS = {
     "search": dict(model="search"),
     "luong_local_p": dict(model="luong", score="dot", bidirectional=False, attention="local_p",
                           window=2, cell="lstm"),
+    "transformer": dict(model="transformer", embedding_size=12, hidden_size=12, heads=3,
+                        feedforward_size=16, encoder_layers=2, decoder_layers=2),
 }
 VOCAB = Vocabulary(SPECIALS + tuple("the a cat dog sat on mat . , it".split()), (0,) * 14)
 
 
 def tiny(name: str) -> torch.nn.Module:
     torch.manual_seed(0)
-    config = ModelConfig(embedding_size=12, hidden_size=10, attention_size=8, output_size=10,
-                         **VARIANTS[name])
+    config = ModelConfig(**{**dict(embedding_size=12, hidden_size=10, attention_size=8,
+                                   output_size=10), **VARIANTS[name]})
     return build_model(config, len(VOCAB), 20).eval()
 
 

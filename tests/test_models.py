@@ -148,7 +148,7 @@ def test_orthogonal_recurrent_init():
         assert torch.allclose(block @ block.T, torch.eye(10), atol=1e-5)
 
 
-@pytest.mark.parametrize("field,value", [("model", "transformer"), ("cell", "gruu"),
+@pytest.mark.parametrize("field,value", [("model", "conv_s2s"), ("cell", "gruu"),
                                          ("score", "cosine"), ("attention", "local_x")])
 def test_unknown_names_fail_naming_the_key(field, value):
     with pytest.raises(ConfigError, match=rf"model\.{field}"):

@@ -21,7 +21,7 @@ from conftest import REPO
 from decoding_workspace import SRC, make_workspace
 from rnnsearch.config.base import from_dict
 from rnnsearch.config.methods import DECODING_METHODS, DecodingMethod
-from rnnsearch.config.model import ARCHITECTURES, Architecture, ModelConfig
+from rnnsearch.config.model import ARCHITECTURES, TRANSFORMER_SETTINGS, Architecture, ModelConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.config.translate import TranslateConfig, method_options
 from rnnsearch.data.vocab import EOS_ID
@@ -49,9 +49,10 @@ def register_from_doc(heading: str, registry: dict[str, Any], name: str, cls: ty
     ``module``) in ``registry`` and returns the loaded module. The page's other entries must be
     the registry's own."""
     code, entries = doc_blocks(heading)
-    namespace: dict[str, Any] = {cls.__name__: cls}
+    namespace: dict[str, Any] = {cls.__name__: cls, "TRANSFORMER_SETTINGS": TRANSFORMER_SETTINGS}
     exec(entries, namespace)                             # the page's registry, with the new entry
-    shown = namespace[[key for key in namespace if key.isupper()][0]]
+    shown = next(value for key, value in namespace.items()
+                 if key.isupper() and isinstance(value, dict))
     assert {key: shown[key] for key in registry} == registry
     assert set(shown) - set(registry) == {name}
     local = f"doc_{name}"

@@ -3,7 +3,7 @@ ends: the same weights (every tensor, the optimiser's too), metrics and validati
 translation cell and for the language model. A crafted or truncated ``last.ckpt`` is refused
 without running anything it holds.
 
-This file is also the subprocess that trains: ``python test_resume_exact.py cell|lm WORKDIR``
+This file is also the subprocess that trains: ``python test_resume_exact.py search|transformer|lm WORKDIR``
 writes ``WORKDIR/result.pt``; ``RESUME_SLOW`` (seconds slept after each step) gives the kill
 time to land mid-run and ``RESUME_TAG`` names the file its validation steps go to.
 """
@@ -52,14 +52,20 @@ def write_corpus(root: Path) -> Path:
     return data
 
 
-def cell_config(**budget: Any):
+# the cells a killed run resumes: RNNsearch, and the Transformer (whose decoder has no recurrence)
+CELL_MODELS = {"search": {"model": "search"},
+               "transformer": {"model": "transformer", "heads": 2, "feedforward_size": 16,
+                               "encoder_layers": 2, "decoder_layers": 2}}
+
+
+def cell_config(model: str = "search", **budget: Any):
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.train import TrainConfig
 
-    params = {"grid": {"models": ["search"], "max_lens": [12]},
+    params = {"grid": {"models": [model], "max_lens": [12]},
               "base_model": {"embedding_size": 8, "hidden_size": 8, "attention_size": 8,
                              "output_size": 8, "dropout": 0.3},   # dropout: the RNG matters
-              "models": {"search": {"model": "search"}},
+              "models": {model: CELL_MODELS[model]},
               "data": {"batch_size": 8, "dev_bleu_sentences": 5},
               "budget": {"max_steps": CELL_STEPS, "val_every_steps": CELL_VAL, "max_minutes": 10,
                          "early_stopping_patience": 3, **budget},
@@ -112,15 +118,15 @@ def instrument(task_class: type, workdir: Path) -> None:
     task_class.on_validation_epoch_end = on_validation_epoch_end
 
 
-def run_cell(workdir: Path) -> dict[str, Any]:
+def run_cell(workdir: Path, model: str) -> dict[str, Any]:
     from rnnsearch.training.module import TranslationTask
     from rnnsearch.training.run import train_cell
 
     tasks: list[TranslationTask] = []
     TranslationTask.on_fit_start = lambda self: tasks.append(self)
     instrument(TranslationTask, workdir)
-    out = workdir / "search-12"
-    metrics = train_cell(cell_config(), "search", 12, write_corpus(workdir / "corpus"), out)
+    out = workdir / f"{model}-12"
+    metrics = train_cell(cell_config(model), model, 12, write_corpus(workdir / "corpus"), out)
     last = torch.load(out / "last.ckpt", weights_only=True)
     best = torch.load(out / "model.pt", weights_only=True)
     return {"weights": {**tensors("final", tasks[-1].model.state_dict()),
@@ -147,7 +153,7 @@ def run_lm(workdir: Path) -> dict[str, Any]:
 
 def main(mode: str, workdir: str) -> None:
     torch.set_num_threads(1)
-    result = (run_cell if mode == "cell" else run_lm)(Path(workdir))
+    result = run_lm(Path(workdir)) if mode == "lm" else run_cell(Path(workdir), mode)
     torch.save(result, Path(workdir) / "result.pt")
 
 
@@ -217,15 +223,15 @@ def assert_each_validation_once(unbroken: Path, killed: Path, starts: dict[str, 
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("mode", ["cell", "lm"])
+@pytest.mark.parametrize("mode", ["search", "transformer", "lm"])
 def test_killed_run_resumes_to_the_unbroken_runs_weights_and_metrics(mode, tmp_path):
     """Killed twice: first early enough that the resumed run crosses an epoch boundary, then
     anywhere after the resumed run has written its own checkpoint; then run to the end."""
     seed = int(os.environ.get("RESUME_SEED", time.time_ns() % 2**32))
     rng = random.Random(seed)
-    max_steps, epoch = (CELL_STEPS, CELL_EPOCH) if mode == "cell" else (LM_STEPS, LM_EPOCH)
+    max_steps, epoch = (LM_STEPS, LM_EPOCH) if mode == "lm" else (CELL_STEPS, CELL_EPOCH)
     unbroken_dir, killed_dir = tmp_path / "unbroken", tmp_path / "killed"
-    last = killed_dir / ("search-12" if mode == "cell" else "lm") / "last.ckpt"
+    last = killed_dir / ("lm" if mode == "lm" else f"{mode}-12") / "last.ckpt"
     unbroken = start(mode, unbroken_dir, "unbroken")   # alongside the killed one (1 thread each)
     first, story1 = kill_at_random(mode, killed_dir, "killed", last, (1, max_steps - epoch), rng)
     second, story2 = kill_at_random(mode, killed_dir, "killed-again", last,

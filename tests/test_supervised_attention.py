@@ -236,13 +236,23 @@ def attention_distance(model_path: Path, data: Path, links: Path) -> float:
     return float(total / linked)
 
 
-def test_supervision_pulls_the_attention_towards_the_links_and_is_logged(corpus, tmp_path):
+# A transformer wide enough to tell positions apart (reversal links pair target position j
+# with source position n - 1 - j: what sinusoids 8 wide barely encode), at the lr it trains at.
+TRANSFORMER = {"model": "transformer", "embedding_size": 32, "hidden_size": 32, "heads": 2,
+               "feedforward_size": 16}
+
+
+@pytest.mark.parametrize("model, lr", [("search", 0.03), ("transformer", 0.01)])
+def test_supervision_pulls_the_attention_towards_the_links_and_is_logged(model, lr, corpus,
+                                                                         tmp_path):
     links = reversal_links(corpus)
     budget = {"max_steps": 40, "val_every_steps": 40, "max_epochs": 100}
-    optim = {"lr": 0.03}
-    train_cell(config(budget=budget, optim=optim), "search", 14, corpus, tmp_path / "plain")
-    supervised = config(budget=budget, optim=optim, supervised_attention={"weight": 5.0})
-    metrics = train_cell(supervised, "search", 14, corpus, tmp_path / "sup", links_dir=links)
+    optim, models = {"lr": lr}, {"transformer": TRANSFORMER}
+    train_cell(config(budget=budget, optim=optim, models=models), model, 14, corpus,
+               tmp_path / "plain")
+    supervised = config(budget=budget, optim=optim, models=models,
+                        supervised_attention={"weight": 5.0})
+    metrics = train_cell(supervised, model, 14, corpus, tmp_path / "sup", links_dir=links)
     report = metrics["supervised_attention"]
     assert report["weight"] == 5.0 and report["decay"] == 1.0 and report["links"] == "ibm1/union"
     assert report["last_attn_sup_loss"] > 0 and metrics["val_attn_sup_loss"] > 0

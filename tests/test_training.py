@@ -100,10 +100,11 @@ def test_read_pairs_drops_pairs_over_max_len(corpus):
     assert 0 < len(short) < 80 and all(len(s) <= 6 and len(t) <= 6 for s, t in short)
 
 
-@pytest.mark.parametrize("model", ["encdec", "search", "luong"])
+@pytest.mark.parametrize("model", ["encdec", "search", "luong", "transformer"])
 def test_padding_does_not_change_any_sentence_loss(model):
     torch.manual_seed(0)
-    extra = {"bidirectional": False, "score": "dot"} if model == "luong" else {}
+    extra = {"luong": {"bidirectional": False, "score": "dot"},
+             "transformer": {"heads": 2, "feedforward_size": 16, "decoder_layers": 2}}.get(model, {})
     net = build_model(ModelConfig(model=model, **TINY_MODEL, **extra), 30, 30).eval()
     task = TranslationTask(net, config().optim)
     pairs = [([4, 5, 6, 7, 8, 9], [10, 11, 12]), ([4, 5], [10, 11, 12, 13, 14, 15, 16]), ([7], [20])]

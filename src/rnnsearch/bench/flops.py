@@ -96,8 +96,40 @@ def decoder_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
     return terms
 
 
+def transformer_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
+    """The Transformer's products: per layer the attention projections, its scores and mixes
+    (every head together: ``d`` wide) and the feed-forward block; the output layer. Training
+    runs the decoder's self-attention over every position, as the causal mask is applied."""
+    d, inner = cfg.embedding_size, cfg.feedforward_size
+    src_rows, tgt_rows = round(shape.batch * shape.src_len), round(shape.batch * shape.tgt_len)
+    ratio, src, tgt = shape.src_len / shape.tgt_len, shape.src_len, shape.tgt_len
+
+    def block(name: str, rows: int, per_token: float) -> list[Gemm]:
+        return [Gemm(f"{name}.feed_forward_in", rows, d, inner, per_token),
+                Gemm(f"{name}.feed_forward_out", rows, inner, d, per_token)]
+
+    def attention(name: str, rows: int, keys: float, per_token: float) -> list[Gemm]:
+        return [Gemm(f"{name}.scores", rows, d, 1, keys * per_token),
+                Gemm(f"{name}.mix", rows, 1, d, keys * per_token)]
+
+    terms = []
+    for layer in range(cfg.encoder_layers):
+        terms += [Gemm(f"enc{layer}.projections", src_rows, d, 4 * d, ratio),
+                  *attention(f"enc{layer}.self", src_rows, src, ratio),
+                  *block(f"enc{layer}", src_rows, ratio)]
+    for layer in range(cfg.decoder_layers):
+        terms += [Gemm(f"dec{layer}.projections", tgt_rows, d, 6 * d, 1.0),
+                  Gemm(f"dec{layer}.source_keys", src_rows, d, 2 * d, ratio),
+                  *attention(f"dec{layer}.self", tgt_rows, tgt, 1.0),
+                  *attention(f"dec{layer}.cross", tgt_rows, src, 1.0),
+                  *block(f"dec{layer}", tgt_rows, 1.0)]
+    return terms + [Gemm("dec.output", tgt_rows, d, shape.tgt_vocab, 1.0)]
+
+
 def model_gemms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
     """Every product of one training step, per target token."""
+    if not cfg.architecture.recurrent:
+        return transformer_terms(cfg, shape)
     return encoder_terms(cfg, shape) + attention_terms(cfg, shape) + decoder_terms(cfg, shape)
 
 

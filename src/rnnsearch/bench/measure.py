@@ -1,6 +1,6 @@
 """Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
 per model (on a GPU the default run's and the paper's width, on a CPU the default run's RNNsearch,
-RNNencdec and Luong) training the train stage's way, the arithmetic, decoding at each batch size
+RNNencdec, Luong and Transformer) training the train stage's way, the arithmetic, decoding at each batch size
 and the profiler's accounts; on a CPU also the variants side by side and the thread counts. Data
 are synthetic (:mod:`rnnsearch.bench.data`); untrained models rarely end a sentence, so outputs
 stop at the source length + 1. No mlflow, dvc, gensim or sacremoses: a minimal install runs it.
@@ -67,8 +67,10 @@ PLANS = {
     # a GPU, what the targets need: each model's own batch and 1024, bf16 graphed
     "quick": Plan(GPU_MODELS, (1024,), ("32-true", "bf16-mixed"), ("bf16-mixed",), 3, 3, 12,
                   20_000, 300, (512, 1024), 8192, 0.03),
-    # a CPU: the default run's three kinds of model, decoding one at a time and batched
-    "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general")),
+    # a CPU: the default run's three kinds of recurrent model and the Transformer, decoding one
+    # at a time and batched
+    "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
+                 ("default", "transformer")),
                 (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05, (5, 10)),
     # seconds, on either device (numbers mean nothing): the same code
     "tiny": Plan(GPU_MODELS, (16,), ("32-true",), (), 1, 1, 2, 200, 2, (4, 16), 64, 0.002,

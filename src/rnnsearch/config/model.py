@@ -34,10 +34,18 @@ class Architecture:
     # "module:Class" of the decoder, built as Class(tgt_vocab, config) (rnnsearch.models.decoder)
     decoder: str
     attention: bool = True                  # attends to the source (False: score etc. unused)
-    scores: tuple[str, ...] = SCORES        # the attention scores it accepts
+    scores: tuple[str, ...] = SCORES        # the attention scores it accepts (none: its own, and
+                                            # score and attention are not read)
     attentions: tuple[str, ...] = ATTENTIONS  # ... and the attentions (global, local)
     # "module:Class" of the encoder, built as Class(src_vocab, config)
     encoder: str = "rnnsearch.models.encoder:Encoder"
+    recurrent: bool = True                  # RNN encoder and decoder (orthogonal init, init.lm)
+    # the fields of ModelConfig only this architecture reads: checked for it, and saved with
+    # its models only (a model of another architecture is saved as before they existed)
+    settings: tuple[str, ...] = ()
+
+
+TRANSFORMER_SETTINGS = ("heads", "feedforward_size", "alignment_layer")
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -45,6 +53,9 @@ ARCHITECTURES: dict[str, Architecture] = {
     "search": Architecture("rnnsearch.models.decoder:BahdanauDecoder",
                            scores=("additive", "concat"), attentions=("global",)),
     "luong": Architecture("rnnsearch.models.decoder:LuongDecoder"),
+    "transformer": Architecture("rnnsearch.models.transformer:TransformerDecoder", scores=(),
+                                attentions=(), recurrent=False, settings=TRANSFORMER_SETTINGS,
+                                encoder="rnnsearch.models.transformer:TransformerEncoder"),
 }
 
 
@@ -68,6 +79,10 @@ class ModelConfig:
     output_size: int = 256          # deep output width (encdec, search)
     maxout: bool = False            # deep output through maxout with pool 2 (Bahdanau's) vs tanh
     orthogonal_init: bool = True    # orthogonal recurrent matrices (per gate)
+    heads: int = 4                  # transformer: attention heads (embedding_size divisible by it)
+    feedforward_size: int = 1024    # transformer: inner width of the feed-forward blocks
+    alignment_layer: int = -1       # transformer: the decoder layer (from 0; -1: the last) whose
+                                    # head-averaged cross-attention is the model's attention
 
     def check(self, key: str = "model") -> None:
         """Validate names and values; errors name ``key.<field>``."""
@@ -79,8 +94,21 @@ class ModelConfig:
                        "decoder_layers", "attention_size", "output_size", "window")
         check_non_negative(self, key, "dropout")
         require(self.dropout < 1, f"{key}.dropout", f"must be < 1, got {self.dropout}")
-        if self.architecture.attention:
+        if self.architecture.settings == TRANSFORMER_SETTINGS:
+            self._check_transformer(key)
+        if self.architecture.attention and self.architecture.scores:
             self._check_attention(key)
+
+    def _check_transformer(self, key: str) -> None:
+        """Its width (``embedding_size``) split evenly over the heads; a real alignment layer."""
+        check_positive(self, key, "heads", "feedforward_size")
+        require(self.embedding_size % self.heads == 0, f"{key}.heads",
+                f"must divide embedding_size (the transformer's width, {self.embedding_size}), "
+                f"got {self.heads}")
+        layers = self.decoder_layers
+        require(-layers <= self.alignment_layer < layers, f"{key}.alignment_layer",
+                f"must name one of the {layers} decoder layers ({-layers}..{layers - 1}), "
+                f"got {self.alignment_layer}")
 
     def _check_attention(self, key: str) -> None:
         """The score and attention the architecture accepts; a dot score's widths."""
@@ -106,7 +134,9 @@ class ModelConfig:
 
     @property
     def encoder_output_size(self) -> int:
-        """Width of one source annotation ``h_j``."""
+        """Width of one source annotation ``h_j`` (the transformer's: its width, ``embedding_size``)."""
+        if not self.architecture.recurrent:
+            return self.embedding_size
         return self.hidden_size * (2 if self.bidirectional else 1)
 
     @classmethod
@@ -115,4 +145,8 @@ class ModelConfig:
         return from_dict(cls, data, key)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every field but those only other architectures read (:attr:`Architecture.settings`)."""
+        others = {name for arch in ARCHITECTURES.values() for name in arch.settings}
+        own = set(self.architecture.settings)
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if name in own or name not in others}

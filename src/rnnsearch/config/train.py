@@ -303,6 +303,9 @@ def check_lm_fits(model: ModelConfig, lm: dict[str, Any], key: str) -> None:
     as there), and it has at least the LM's layers; an error names both values."""
     from rnnsearch.config.pretrain_lm import PretrainLMConfig
 
+    require(model.architecture.recurrent, f"{key}.model",
+            f"is {model.model!r}, which has no recurrent decoder for train.init.lm to load the "
+            f"language model into: set train.init.lm: false or leave it out of train.grid.models")
     for name in LM_FIT:
         theirs = lm.get(name, getattr(PretrainLMConfig, name))
         require(getattr(model, name) == theirs, f"{key}.{name}",

@@ -23,7 +23,8 @@ from rnnsearch.models.state import DecoderState, Memory
 
 class Seq2Seq(nn.Module):
     """The encoder and decoder of ``config.model``'s entry of
-    :data:`~rnnsearch.config.model.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention)."""
+    :data:`~rnnsearch.config.model.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention, the
+    Transformer)."""
 
     def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
@@ -32,7 +33,7 @@ class Seq2Seq(nn.Module):
         architecture = ARCHITECTURES[config.model]
         self.encoder = load(architecture.encoder)(src_vocab, config)
         self.decoder = load(architecture.decoder)(tgt_vocab, config)
-        if config.orthogonal_init:
+        if config.orthogonal_init and architecture.recurrent:
             orthogonal_init_(self.encoder.rnn)
             orthogonal_init_(self.decoder.rnn)
 

@@ -98,7 +98,10 @@ def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Pa
     params.pop("grid")
     if not config.supervised(model_name):   # as before the setting existed: a run resumes
         params.pop("supervised_attention")
-    params["models"] = {model_name: dataclasses.asdict(config.model_config(model_name))}
+    # models as saved (to_dict: without the settings of other architectures), so that a
+    # setting another architecture gained never stops an unfinished run from resuming
+    params["base_model"] = config.base_model.to_dict()
+    params["models"] = {model_name: config.model_config(model_name).to_dict()}
     digest = hashlib.sha256(json.dumps([params, model_name, max_len], sort_keys=True).encode())
     names = ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt")
     for path in [data_dir / name for name in names] + list(init):

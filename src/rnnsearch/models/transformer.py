@@ -1,0 +1,245 @@
+"""The Transformer encoder-decoder (Vaswani et al. 2017) behind the recurrent models' interface.
+
+Pre-norm layers (each sublayer reads ``LayerNorm(x)`` and adds its output to ``x``; a final
+``LayerNorm`` on each stack), which train without a learning-rate warmup at the other models'
+Adam settings. Sinusoidal positions, computed for any length; word embeddings scaled by
+``sqrt(d)``; d = ``embedding_size`` in every layer (``hidden_size`` is not read), so pretrained
+word vectors fit as they do the recurrent models. Multi-head attention is written out here
+rather than taken from ``nn.MultiheadAttention`` so that every path (training, a decoding step,
+the key-padding mask) runs the same arithmetic and hands back each head's weights.
+
+Fitting :mod:`rnnsearch.models.state`:
+
+* ``Memory.values`` are the encoder's outputs, ``Memory.keys`` the keys and values of every
+  decoder layer's cross-attention, projected once per batch (batch x src_len x layers*2*d),
+  ``Memory.summary`` the mean of the outputs over the real words.
+* ``DecoderState.hidden`` holds, for every decoder layer, its inputs at the target positions
+  decoded so far (batch x layers x t x d): a step appends one position and attends over them,
+  so a step-by-step decode computes what teacher forcing computes under the causal mask, and
+  beam search reorders the cache with every other field (``reorder``).
+
+The model's attention (what decoding hands back, the alignment stages read and supervised
+attention trains) is the cross-attention of decoder layer ``alignment_layer``, averaged over
+its heads.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.data.vocab import PAD_ID
+from rnnsearch.models.state import DecoderState, Memory
+
+
+def sinusoids(positions: Tensor, size: int) -> Tensor:
+    """Vaswani et al.'s position encodings: positions (any shape, long) -> ... x size."""
+    rates = torch.exp(torch.arange(0, size, 2, device=positions.device, dtype=torch.float32)
+                      * (-math.log(10000.0) / size))                       # size/2
+    angles = positions.unsqueeze(-1).float() * rates                     # ... x size/2
+    return torch.stack([angles.sin(), angles.cos()], -1).flatten(-2)[..., :size]
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over ``heads`` heads of ``size / heads`` dimensions."""
+
+    def __init__(self, size: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(size, size)
+        self.key_value = nn.Linear(size, 2 * size)
+        self.out = nn.Linear(size, size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries: Tensor, allowed: Tensor, keys: Tensor | None = None,
+                projected: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``queries`` batch x Tq x d attend to ``keys`` (batch x Tk x d) or to their
+        ``key_value`` projection (``projected``, batch x Tk x 2d); ``allowed`` (batch x Tq x Tk
+        or batch x 1 x Tk, bool) says which keys each query sees. Returns batch x Tq x d and
+        the weights batch x heads x Tq x Tk."""
+        batch, length, size = queries.shape
+        if projected is None:
+            projected = self.key_value(keys)
+        split = (batch, -1, self.heads, size // self.heads)
+        q = self.query(queries).view(split).transpose(1, 2)                 # batch x h x Tq x dh
+        k, v = (part.reshape(split).transpose(1, 2) for part in projected.chunk(2, -1))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(size // self.heads)    # batch x h x Tq x Tk
+        scores = scores.masked_fill(~allowed.unsqueeze(1), float("-inf"))
+        weights = scores.softmax(-1)
+        mixed = (self.dropout(weights) @ v).transpose(1, 2).reshape(batch, length, size)
+        return self.out(mixed), weights
+
+
+class FeedForward(nn.Sequential):
+    """Position-wise ``W_2 relu(W_1 x)``."""
+
+    def __init__(self, size: int, inner: int, dropout: float) -> None:
+        super().__init__(nn.Linear(size, inner), nn.ReLU(), nn.Dropout(dropout),
+                         nn.Linear(inner, size))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention and a feed-forward block, each pre-normed with a residual."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        size = config.embedding_size
+        self.norm_self, self.norm_ff = nn.LayerNorm(size), nn.LayerNorm(size)
+        self.self_attention = MultiHeadAttention(size, config.heads, config.dropout)
+        self.feed_forward = FeedForward(size, config.feedforward_size, config.dropout)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, allowed: Tensor) -> Tensor:
+        """x: batch x S x d; allowed: batch x 1 x S (the real words)."""
+        normed = self.norm_self(x)
+        x = x + self.dropout(self.self_attention(normed, allowed, normed)[0])
+        return x + self.dropout(self.feed_forward(self.norm_ff(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention to the source and a feed-forward block."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        size = config.embedding_size
+        self.norm_self, self.norm_cross, self.norm_ff = (nn.LayerNorm(size) for _ in range(3))
+        self.self_attention = MultiHeadAttention(size, config.heads, config.dropout)
+        self.cross_attention = MultiHeadAttention(size, config.heads, config.dropout)
+        self.feed_forward = FeedForward(size, config.feedforward_size, config.dropout)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, past: Tensor, causal: Tensor, source: Tensor, memory: Memory
+                ) -> tuple[Tensor, Tensor]:
+        """Queries x (batch x T x d) over this layer's inputs ``past`` (batch x P x d, x's own
+        positions among them) where ``causal`` (T x P) allows, then over the source
+        (``source``: this layer's projected keys and values, batch x S x 2d). Returns
+        batch x T x d and the cross-attention's weights batch x heads x T x S."""
+        normed_past = self.norm_self(past)
+        x = x + self.dropout(self.self_attention(self.norm_self(x), causal.unsqueeze(0),
+                                                 normed_past)[0])
+        attended, weights = self.cross_attention(self.norm_cross(x), memory.mask.unsqueeze(1),
+                                                 projected=source)
+        x = x + self.dropout(attended)
+        return x + self.dropout(self.feed_forward(self.norm_ff(x))), weights
+
+
+class Embedder(nn.Module):
+    """Word embeddings scaled by ``sqrt(d)`` plus sinusoidal positions, then dropout."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, config.embedding_size, padding_idx=PAD_ID)
+        self.scale = math.sqrt(config.embedding_size)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, words: Tensor, positions: Tensor) -> Tensor:
+        """words, positions: ... (long) -> ... x d."""
+        vectors = self.embedding(words) * self.scale
+        return self.dropout(vectors + sinusoids(positions, vectors.size(-1)).to(vectors.dtype))
+
+
+class TransformerEncoder(nn.Module):
+    """Source ids -> outputs, their mean over the real words, the mask and the lengths (the
+    recurrent :class:`~rnnsearch.models.encoder.Encoder`'s return)."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        super().__init__()
+        self.embed = Embedder(vocab_size, config)
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
+        self.norm = nn.LayerNorm(config.embedding_size)
+        self.output_size = config.embedding_size
+
+    @property
+    def embedding(self) -> nn.Embedding:
+        """The source word vectors (what ``train.init.embeddings`` fills)."""
+        return self.embed.embedding
+
+    def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """src: batch x S ids, src_len: batch -> batch x S x d, batch x d, batch x S, batch."""
+        lengths = src_len.clamp(min=1).to(src.device)
+        positions = torch.arange(src.size(1), device=src.device)                 # S
+        mask = positions.unsqueeze(0) < lengths.unsqueeze(1)                      # batch x S
+        x = self.embed(src, positions.expand_as(src))
+        for layer in self.layers:
+            x = layer(x, mask.unsqueeze(1))
+        values = self.norm(x)                                                     # batch x S x d
+        real = mask.unsqueeze(-1).to(values.dtype)
+        summary = (values * real).sum(1) / lengths.unsqueeze(1).to(values.dtype)  # batch x d
+        return values, summary, mask, lengths
+
+
+class TransformerDecoder(nn.Module):
+    """Target ids -> logits through ``decoder_layers`` layers; stepwise with a cache of each
+    layer's inputs, or all positions at once under a causal mask (teacher forcing)."""
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = Embedder(vocab_size, config)
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
+        self.norm = nn.LayerNorm(config.embedding_size)
+        self.output = nn.Linear(config.embedding_size, vocab_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.aligned = config.alignment_layer % config.decoder_layers    # its index, from 0
+        self.loop_runner = None        # no teacher-forcing loop to replace (CUDA graphs: none)
+
+    @property
+    def embedding(self) -> nn.Embedding:
+        """The target word vectors (what ``train.init.embeddings`` fills)."""
+        return self.embed.embedding
+
+    @property
+    def attention(self) -> MultiHeadAttention:
+        """The cross-attention whose head average is the model's attention."""
+        return self.layers[self.aligned].cross_attention
+
+    def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
+                       ) -> Memory:
+        """Project the source once per batch for every layer's cross-attention."""
+        keys = torch.cat([layer.cross_attention.key_value(values) for layer in self.layers], -1)
+        return Memory(values, keys, mask, lengths, final)          # keys: batch x S x L*2d
+
+    def init_state(self, memory: Memory) -> DecoderState:
+        """An empty cache: no target position decoded yet."""
+        batch, size = memory.values.size(0), self.config.embedding_size
+        cache = memory.values.new_zeros(batch, len(self.layers), 0, size)    # batch x L x 0 x d
+        step = torch.zeros(batch, dtype=torch.long, device=cache.device)
+        return DecoderState(cache, None, None, step)
+
+    def step(self, prev: Tensor, state: DecoderState, memory: Memory
+             ) -> tuple[Tensor, DecoderState, Tensor]:
+        """prev: batch ids -> logits batch x V, the state with this position's layer inputs
+        appended, the attention batch x S."""
+        x = self.embed(prev, state.step).unsqueeze(1)                      # batch x 1 x d
+        allowed = torch.ones(1, state.hidden.size(2) + 1, dtype=torch.bool, device=x.device)
+        inputs, weights = [], None
+        for index, layer in enumerate(self.layers):
+            inputs.append(x)
+            past = torch.cat([state.hidden[:, index], x], 1)              # batch x (t+1) x d
+            x, cross = layer(x, past, allowed, self._source(memory, index), memory)
+            weights = cross if index == self.aligned else weights
+        cache = torch.cat([state.hidden, torch.stack(inputs, 1)], 2)      # batch x L x (t+1) x d
+        logits = self.output(self.dropout(self.norm(x.squeeze(1))))
+        return logits, DecoderState(cache, None, None, state.step + 1), weights.mean(1).squeeze(1)
+
+    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState, features: bool = False
+                ) -> tuple[Tensor, Tensor]:
+        """Teacher forcing: batch x T ids -> logits batch x T x V (``features``: the output
+        layer's input, batch x T x d), attention batch x T x S."""
+        length = tgt_in.size(1)
+        positions = torch.arange(length, device=tgt_in.device)
+        causal = positions.unsqueeze(1) >= positions.unsqueeze(0)                # T x T
+        x = self.embed(tgt_in, positions.expand_as(tgt_in))
+        weights = None
+        for index, layer in enumerate(self.layers):
+            x, cross = layer(x, x, causal, self._source(memory, index), memory)
+            weights = cross if index == self.aligned else weights
+        readout = self.dropout(self.norm(x))
+        return (readout if features else self.output(readout)), weights.mean(1)
+
+    def _source(self, memory: Memory, index: int) -> Tensor:
+        """Layer ``index``'s projected source keys and values: batch x S x 2d."""
+        width = 2 * self.config.embedding_size
+        return memory.keys[..., index * width:(index + 1) * width]

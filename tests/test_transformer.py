@@ -1,0 +1,116 @@
+"""The Transformer encoder-decoder behind the recurrent models' interface: a step-by-step decode
+computes what teacher forcing computes, padding changes nothing, its params are checked naming
+the key, and its settings never change how the other models are saved. (Decoding, training,
+exact resume and supervised attention run it beside the other models in their own tests.)"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnsearch.config.base import from_dict
+from rnnsearch.config.model import ModelConfig
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.errors import ConfigError
+from rnnsearch.models.seq2seq import build_model, load_model, save_model
+from rnnsearch.models.transformer import sinusoids
+
+SMALL = dict(model="transformer", embedding_size=16, hidden_size=7, heads=4, feedforward_size=24,
+             encoder_layers=2, decoder_layers=3)      # hidden_size: not read
+
+
+def small(**overrides) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return build_model(ModelConfig(**{**SMALL, **overrides}), 30, 25).eval()
+
+
+def batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Two source sentences (5 and 3 ids, padded) and their target prefixes (4 and 3 ids)."""
+    src = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
+    tgt_in = torch.tensor([[2, 11, 12, 13], [2, 14, 15, 0]])
+    return src, torch.tensor([5, 3]), tgt_in
+
+
+@pytest.mark.parametrize("alignment_layer", [-1, 0])
+def test_steps_compute_the_teacher_forced_logits_and_attention(alignment_layer):
+    model = small(alignment_layer=alignment_layer)
+    src, src_len, tgt_in = batch()
+    logits, attention = model(src, src_len, tgt_in)          # 2 x 4 x 25, 2 x 4 x 5
+    memory = model.encode(src, src_len)
+    state = model.init_state(memory)
+    for t in range(tgt_in.size(1)):
+        step_logits, state, weights = model.step(tgt_in[:, t], state, memory)
+        torch.testing.assert_close(step_logits, logits[:, t], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(weights, attention[:, t], rtol=1e-5, atol=1e-6)
+    assert state.hidden.shape == (2, 3, 4, 16)                # batch x layers x steps x d
+    assert torch.equal(state.step, torch.tensor([4, 4]))
+
+
+def test_the_attention_is_a_distribution_over_the_real_source_words_only():
+    src, src_len, tgt_in = batch()
+    _, attention = small()(src, src_len, tgt_in)
+    torch.testing.assert_close(attention.sum(-1), torch.ones(2, 4))
+    assert torch.all(attention[1, :, 3:] == 0)                # the second sentence's padding
+
+
+def test_a_sentence_encodes_alike_alone_and_beside_a_longer_one():
+    model = small()
+    src, src_len, _ = batch()
+    together = model.encode(src, src_len)
+    alone = model.encode(src[1:, :3], src_len[1:])
+    torch.testing.assert_close(together.values[1, :3], alone.values[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(together.summary[1], alone.summary[0], rtol=1e-5, atol=1e-6)
+
+
+def test_positions_are_vaswanis_sinusoids():
+    encoded = sinusoids(torch.tensor([0, 3]), 6)              # 2 x 6
+    rates = [1.0, 10000 ** (-2 / 6), 10000 ** (-4 / 6)]
+    expected = [[f(p * r) for r in rates for f in (torch.sin, torch.cos)]
+                for p in (torch.tensor(0.0), torch.tensor(3.0))]
+    torch.testing.assert_close(encoded, torch.tensor([[float(v) for v in row] for row in expected]))
+
+
+def test_a_saved_transformer_loads_with_its_settings(tmp_path):
+    model = small(heads=2, alignment_layer=1)
+    save_model(model, tmp_path / "model.pt")
+    loaded = load_model(tmp_path / "model.pt")
+    assert loaded.config == model.config and loaded.has_attention
+    src, src_len, tgt_in = batch()
+    torch.testing.assert_close(loaded(src, src_len, tgt_in)[0], model(src, src_len, tgt_in)[0])
+
+
+def test_the_other_models_are_saved_without_the_transformers_settings():
+    """So that a recurrent model's file (and its DVC hash) is what it was before they existed."""
+    for name in ("search", "encdec", "luong"):
+        saved = ModelConfig(model=name).to_dict()
+        assert not {"heads", "feedforward_size", "alignment_layer"} & saved.keys(), name
+    assert {"heads", "feedforward_size", "alignment_layer"} <= ModelConfig(**SMALL).to_dict().keys()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"heads": 3}, r"train.models.t.heads: must divide embedding_size \(the transformer's width, "
+                   r"16\), got 3"),
+    ({"heads": 0}, r"train.models.t.heads"),
+    ({"alignment_layer": 3}, r"train.models.t.alignment_layer: must name one of the 3 decoder "
+                             r"layers \(-3..2\), got 3"),
+    ({"alignment_layer": -4}, r"train.models.t.alignment_layer"),
+    ({"feedforward_size": 0}, r"train.models.t.feedforward_size"),
+])
+def test_bad_transformer_settings_are_refused_naming_the_key(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        ModelConfig(**{**SMALL, **overrides}).check("train.models.t")
+
+
+def test_the_transformer_reads_no_score_and_the_rnns_still_check_theirs():
+    ModelConfig(**SMALL, score="additive", attention="local_p").check()   # not read: accepted
+    with pytest.raises(ConfigError, match="model search accepts"):
+        ModelConfig(model="search", score="dot").check()
+
+
+def test_an_lm_initialised_decoder_is_refused_for_the_transformer():
+    params = {"grid": {"models": ["t"], "max_lens": [12]},
+              "base_model": {"embedding_size": 16, "hidden_size": 16},
+              "models": {"t": {"model": "transformer"}}, "init": {"lm": True}}
+    config = from_dict(TrainConfig, params, "train")
+    with pytest.raises(ConfigError, match=r"train.models.t.model: is 'transformer', which has no "
+                                          r"recurrent decoder for train.init.lm"):
+        config.check_params("train", {"pretrain_lm": {"embedding_size": 16, "hidden_size": 16}})
