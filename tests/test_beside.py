@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rnnsearch import presets
+from rnnsearch.data.vocab import Vocabulary
 from test_report import HANSARD, _eval, write_prepare
 
 F1 = {"all": 40.0, "in_vocabulary": 45.5, "rare": 12.25, "unseen": 3.0}
@@ -43,7 +46,8 @@ def write_run(metrics: Path, cells: dict[str, float], units: dict, aer: float,
                                                        **units}))
     (metrics / "align_attention.json").write_text(json.dumps(
         {"threshold": 0.3, "cells": {"search-50": {"attention": True, "scores": {
-            "argmax": {"aer": aer, "precision": 0.5, "recall": 0.5}}}}}))
+            "argmax": {"aer": aer, "precision": 0.5, "recall": 0.5},
+            "threshold 0.3": {"aer": aer + 0.01, "precision": 0.6, "recall": 0.4}}}}}))
     (metrics.parent / "params.yaml").write_text(yaml.safe_dump(
         {"prepare": {"corpus": "hansard36", "seed": seed, "mirror": str(metrics)},
          "report": {"method": "beam"}}))
@@ -103,11 +107,14 @@ def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
         assert row[6] == f"{beam['all']['chrf']:.2f}"
         f1 = beam.get("unigram_f1")
         assert row[7:11] == ([f"{f1[c]['f1']:.2f}" for c in F1] if f1 else ["–"] * 4)
-        aer = json.loads((metrics / "align_attention.json").read_text())["cells"].get(
-            cell, {}).get("scores", {}).get("argmax", {}).get("aer")
-        assert row[11] == (f"{aer:.3f}" if aer is not None else "–")
+        scores = json.loads((metrics / "align_attention.json").read_text())["cells"].get(
+            cell, {}).get("scores", {})
+        for column, name in ((11, "argmax"), (12, "threshold 0.3")):
+            aer = scores.get(name, {}).get("aer")
+            assert row[column] == (f"{aer:.3f}" if aer is not None else "–")
+        assert row[13] == "–"                   # no significance.json: no p-value
     assert rows[3][3:] == ["9.25", "9.75", "12.25 (30)", "29.25", "50.00", "55.50", "22.25",
-                           "13.00", "0.412"]
+                           "13.00", "0.412", "0.422", "–"]
 
 
 def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
@@ -181,3 +188,74 @@ def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs):
     assert readme.endswith("# Results\n")
     rows = table_rows((preset / "beside_default.md").read_text())
     assert [row[3] for row in rows] == ["6.00", "6.75", "8.50", "9.25"]
+
+
+def commit_run(root: Path, translations: dict[str, list[str]], message: str) -> None:
+    """Each cell's beam translations tracked by DVC (its cache, as a run leaves them), and the
+    metrics and params committed."""
+    for cell, lines in translations.items():
+        folder = root / "data/translations" / cell
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "beam.detok.txt").write_text("".join(f"{line}\n" for line in lines))
+        subprocess.run([sys.executable, "-m", "dvc", "add", "-q", str(folder)], cwd=root,
+                       check=True, capture_output=True)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def test_export_tests_the_preset_against_the_default_runs_translations(runs):
+    """The paired bootstrap of the two runs' own translations (read through DVC at each
+    commit) gives every preset row its p-value and every length bucket of enough sentences
+    its own; without the translations in the cache the comparison is written without them."""
+    from rnnsearch.evaluation.scores import paired_bootstrap
+
+    refs = [f"the house meets at {i} o'clock today ." for i in range(40)]
+    sources = [" ".join(["word"] * (5 if i < 32 else 15)) for i in range(40)]   # 32 + 8
+    default = {cell: [r.replace("meets", "sits") if i % 3 else r for i, r in enumerate(refs)]
+               for cell in ("encdec-50", "search-50")}
+    preset = {cell: [r.replace("today", "now") if i % 2 else r for i, r in enumerate(refs)]
+              for cell in ("encdec-50", "search-50")}
+    for folder, lines in (("prepared", (sources, refs)), ("tokenized", (sources, refs))):
+        for side, text in zip(("src", "tgt"), lines):
+            (runs / "data" / folder).mkdir(parents=True, exist_ok=True)
+            (runs / "data" / folder / f"test.{side}").write_text("".join(f"{t}\n" for t in text))
+    for side in ("src", "tgt"):
+        Vocabulary.build(Counter(" ".join(sources + refs).split()), 100).save(
+            runs / "data/tokenized" / f"vocab.{side}.txt")
+    params = yaml.safe_load((runs / "params.yaml").read_text())
+    (runs / "params.yaml").write_text(yaml.safe_dump(
+        {**params, "evaluate": {"bootstrap_samples": 200, "bootstrap_seed": 7}}))
+    git(runs, "init", "-q", "-b", "main")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=runs, check=True)
+    commit_run(runs, default, "default run")
+    git(runs, "checkout", "-q", "-b", "preset/subword")
+    shutil.rmtree(runs / "metrics")
+    (runs / "reports/presets/subword/metrics").rename(runs / "metrics")
+    commit_run(runs, preset, "preset run")
+    git(runs, "checkout", "-q", "main")
+    subprocess.run([sys.executable, "-m", "dvc", "checkout", "-q"], cwd=runs, check=True)
+
+    folder = presets.export("subword")
+    tests = json.loads((folder / "significance.json").read_text())
+    assert tests["method"] == "beam" and tests["samples"] == 200
+    for cell in ("encdec-50", "search-50"):
+        expected = paired_bootstrap(preset[cell], default[cell], refs, samples=200, seed=7)
+        assert tests["cells"][cell]["all"] == expected
+        short = paired_bootstrap(preset[cell], default[cell], refs, list(range(32)),
+                                 samples=200, seed=7)
+        assert tests["cells"][cell]["by_length"]["0-10"] == short["p_value"]
+        assert tests["cells"][cell]["by_length"]["10-20"] is None        # 8 sentences: untested
+    page = (folder / "beside_default.md").read_text()
+    rows = table_rows(page)
+    assert [row[-1] for row in rows[:4]] == ["–", fmt_p(tests, "encdec-50"), "–",
+                                             fmt_p(tests, "search-50")]
+    assert "BLEU by source sentence length, default run vs 'subword'" in page
+
+    shutil.rmtree(runs / ".dvc/cache")                 # a clone without the translations
+    folder = presets.export("subword")
+    assert not (folder / "significance.json").exists()
+    assert all(row[-1] == "–" for row in table_rows((folder / "beside_default.md").read_text()))
+
+
+def fmt_p(tests: dict, cell: str) -> str:
+    return f"{tests['cells'][cell]['all']['p_value']:.3f}"

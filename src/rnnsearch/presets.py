@@ -293,6 +293,7 @@ def export(name: str) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
         try:
+            print(f"preset '{name}': {significance(name, folder)}")
             outcome = compare(name, folder)
         except ExpectedError as err:            # the preset's report is copied all the same
             outcome = Outcome([], f"no comparison with the default run: {err}")
@@ -337,6 +338,53 @@ def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> l
     return [path for path in files if own(path)]
 
 
+SIGNIFICANCE = "significance.json"   # in an exported folder: the paired bootstrap vs the default
+
+
+def significance(name: str, folder: Path) -> str:
+    """Write ``<folder>/significance.json``: for each cell the preset shares with the default
+    grid and whose numbers differ (:func:`rnnsearch.reporting.beside.differing_cells`), the
+    paired bootstrap of its ``report.method`` translations against the default run's (all
+    sentences, the No-UNK subset, each length bucket; evaluate's samples and seed), both read
+    from the DVC cache as the commits record them: the default run at ``HEAD``, the preset at
+    its branch. Returns what it did; without the translations (a clone whose cache lacks
+    them) it writes nothing and says so, and the comparison has no p-values."""
+    import dvc.api
+    from dvc.exceptions import DvcException
+
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.evaluate import EvaluateConfig
+    from rnnsearch.data.textio import write_json
+    from rnnsearch.errors import ExpectedError
+    from rnnsearch.evaluation.cell import TestSet, compare_systems
+    from rnnsearch.reporting.beside import Run, differing_cells
+
+    root, ref = repo_root(), branch(name)
+    params = read_params(root / "params.yaml")
+    cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
+    method = params.get("report", {}).get("method", "beam")
+    default = Run.load("default", root / "metrics", "metrics/")
+    cells = differing_cells(default, Run.load(name, folder / "metrics", ""), method)
+    (folder / SIGNIFICANCE).unlink(missing_ok=True)
+    if not cells or cfg.bootstrap_samples == 0:
+        return "no paired bootstrap against the default run: no cell to test"
+    try:
+        test = TestSet.load(root / "data" / "prepared", root / "data" / "tokenized", cfg.buckets)
+        runs = {rev: {cell: dvc.api.read(f"data/translations/{cell}/{method}.detok.txt",
+                                         repo=str(root), rev=rev).splitlines()
+                      for cell in cells} for rev in ("HEAD", ref)}
+    except (DvcException, OSError, ExpectedError) as err:
+        return (f"no paired bootstrap against the default run: its test set or the two runs' "
+                f"{method} translations are not here ({type(err).__name__}: {err})")
+    tests = {cell: compare_systems(runs[ref][cell], runs["HEAD"][cell], "default", test, cfg)
+             for cell in cells}
+    write_json(folder / SIGNIFICANCE, {
+        "method": method, "samples": cfg.bootstrap_samples, "seed": cfg.bootstrap_seed,
+        "default_commit": git(root, "rev-parse", "HEAD"),
+        "preset_commit": git(root, "rev-parse", ref), "cells": tests})
+    return f"paired bootstrap against the default run ({', '.join(cells)}) in {SIGNIFICANCE}"
+
+
 def compare(name: str, folder: Path | None = None) -> Outcome:
     """Write ``beside_default.{md,tex,png}`` in preset ``name``'s exported report
     folder (``folder``, else :func:`export_folder`): the cells it shares with the default grid,
@@ -345,6 +393,7 @@ def compare(name: str, folder: Path | None = None) -> Outcome:
     rebuilds the comparison without running the preset again."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.config.report import ReportConfig
+    from rnnsearch.data.textio import read_json
     from rnnsearch.reporting.beside import Run, write_beside
 
     root = repo_root()
@@ -359,7 +408,9 @@ def compare(name: str, folder: Path | None = None) -> Outcome:
     method = params.get("report", {}).get("method", ReportConfig.method)
     fewest = params.get("evaluate", {}).get("min_bucket_sentences",
                                             EvaluateConfig.min_bucket_sentences)
-    return write_beside(default, preset, folder, method, fewest)
+    tests = folder / SIGNIFICANCE
+    return write_beside(default, preset, folder, method, fewest,
+                        read_json(tests)["cells"] if tests.is_file() else None)
 
 
 def adopt(name: str, source: str | Path) -> Path:

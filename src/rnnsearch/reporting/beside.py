@@ -1,8 +1,12 @@
 """A preset's cells beside the default run's: the cells the two grids share by name (e.g.
 ``search-50`` trained on words by the default run and on joint BPE by the ``subword`` preset),
 one table row per run with the headline numbers (BLEU, BLEU with ``<unk>`` replaced, the No-UNK
-subset, chrF, unigram F1 by the word's training frequency, AER), and Figure 2 (BLEU by source
-words) with both runs' curves.
+subset, chrF, unigram F1 by the word's training frequency, attention's AER argmax and
+thresholded), and Figure 2 (BLEU by source words) with both runs' curves; where the preset's
+exported folder holds ``significance.json`` (:func:`rnnsearch.presets.significance`: the paired
+bootstrap of the two runs' translations), each preset row gets its p-value against the default
+run's row and a second table gives BLEU and p per source-length bucket. The statistical
+aligners' AER on the same gold sentences is stated beside the attention's.
 
 Everything comes from two metrics folders, the default run's ``metrics/`` and a preset's
 exported ``reports/presets/<name>/metrics/``, each read as the report stage reads one
@@ -33,27 +37,33 @@ BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 # prepare params that say where the corpus files are found, not which sentences are drawn
 LOCATION_KEYS = ("mirror", "download", "cache_dir")
 HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (sentences)",
-          "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)")
+          "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)",
+          "AER (threshold)", "p vs default")
+LENGTH_HEADER = ("Model", "Source words", "Sentences", "BLEU default", "BLEU preset",
+                 "p vs default")
 
 
 @dataclass(frozen=True)
 class Run:
     """One run as the comparison reads it: its metrics, the units it translated, and the
-    ``prepare`` params beside its metrics folder (None: no ``params.yaml`` there)."""
+    ``prepare`` params and ``align.train_links`` beside its metrics folder (None: no
+    ``params.yaml`` there, or no links)."""
 
     label: str                     # the Run column: "default", or the preset's name
     shown: str                     # the metrics folder as the text names it: "metrics/"
     inputs: ReportInputs
     units: str
     prepare: dict[str, Any] | None
+    train_links: str | None = None
 
     @classmethod
     def load(cls, label: str, metrics: Path, shown: str) -> "Run":
         """Read ``metrics`` (as the report does) and the ``params.yaml`` beside it."""
-        params = metrics.parent / "params.yaml"
-        prepare = read_params(params).get("prepare") if params.is_file() else None
+        path = metrics.parent / "params.yaml"
+        params = read_params(path) if path.is_file() else {}
         return cls(label, shown, ReportInputs.load(metrics), units_of(metrics / "tokenize.json"),
-                   prepare)
+                   params.get("prepare") if path.is_file() else None,
+                   (params.get("align") or {}).get("train_links"))
 
 
 class Outcome(NamedTuple):
@@ -105,18 +115,20 @@ def unshared_test_set(default: Run, preset: Run) -> str | None:
 
 def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
     """A cell's row after Model and Run: units, BLEU (all, ``<unk>`` replaced, No-UNK with its
-    sentence count), chrF, unigram F1 per class of words and argmax AER (``–``: not in the
-    run's metrics)."""
+    sentence count), chrF, unigram F1 per class of words and AER, argmax and thresholded
+    (``–``: not in the run's metrics)."""
     systems = run.inputs.evals[cell]["systems"]
     summary = cell_summary(run.inputs, cell, method)
     replaced = systems.get(f"{method}_unk", {}).get("all", {}).get("bleu")
     no_unk = word_no_unk(systems.get(method, {}))
     f1 = systems.get(method, {}).get("unigram_f1", {})
-    aer = (((run.inputs.align_attention or {}).get("cells", {}).get(cell, {}).get("scores", {})
-            .get("argmax", {})).get("aer"))
+    attention = run.inputs.align_attention or {}
+    scores = attention.get("cells", {}).get(cell, {}).get("scores", {})
+    aer = [scores.get(name, {}).get("aer")
+           for name in ("argmax", f"threshold {attention.get('threshold')}")]
     return (run.units, fmt(summary.get("bleu")), fmt(replaced),
             f"{fmt(no_unk.get('bleu'))} ({fmt(no_unk.get('n'))})", fmt(summary.get("chrf")),
-            *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS), fmt(aer, 3))
+            *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS), *(fmt(a, 3) for a in aer))
 
 
 def word_no_unk(system: dict[str, Any]) -> dict[str, Any]:
@@ -157,10 +169,17 @@ def model_name(run: Run, cell: str) -> str:
     return display_name(model["name"], model.get("max_len"))
 
 
-def beside_table(default: Run, preset: Run, cells: list[str], method: str) -> Table:
-    """One row per run and cell, the default run's first."""
-    rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method))
-                 for cell in cells for run in (default, preset))
+def beside_table(default: Run, preset: Run, cells: list[str], method: str,
+                 tests: dict[str, Any] | None = None) -> Table:
+    """One row per run and cell, the default run's first; ``tests``: significance.json's
+    cells (the preset row's p-value against the default row)."""
+    def p_value(run: Run, cell: str) -> str:
+        test = (tests or {}).get(cell) if run is preset else None
+        return fmt(test["all"]["p_value"], 3) if test else "–"
+
+    rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
+                  p_value(run, cell)) for cell in cells for run in (default, preset))
+    threshold = (preset.inputs.align_attention or {}).get("threshold")
     return Table(f"The preset '{preset.label}' beside the default run ({method})", HEADER, rows,
                  (f"BLEU and chrF: sacreBLEU on detokenised output against the raw references; "
                   f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
@@ -173,9 +192,48 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str) -> Ta
                   "are scored on the same sentences (the sentence counts say so; with pieces, a "
                   "run's own No-UNK subset is nearly every sentence).",
                   "F1: unigram F1 (%) by the word's frequency in the training target text "
-                  "(Sennrich, Haddow & Birch 2016), on words. AER: attention's argmax links "
-                  "against the Hansard gold links, on words. `–`: not in that run's metrics "
-                  "(not measured, or evaluated before the measure existed)."))
+                  "(Sennrich, Haddow & Birch 2016), on words. AER: attention's links against "
+                  "the Hansard gold links, on words: each target word's argmax source word, or "
+                  f"every source word of weight above {fmt(threshold)} (threshold). `–`: not in "
+                  "that run's metrics (not measured, or evaluated before the measure existed).",
+                  "p vs default: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the "
+                  "preset's BLEU against the default run's on the same sentences "
+                  "(significance.json; `–`: not tested, e.g. the translations were not in the "
+                  "DVC cache when the preset was exported)."))
+
+
+def length_table(default: Run, preset: Run, cells: list[str], method: str,
+                 tests: dict[str, Any], min_sentences: int) -> Table:
+    """BLEU per source-length bucket of both runs, with the bucket's p-value (tested cells)."""
+    rows = []
+    for cell in cells:
+        if cell not in tests:
+            continue
+        runs = [run.inputs.evals[cell]["systems"][method]["by_length"] for run in (default, preset)]
+        for bucket, p in tests[cell]["by_length"].items():
+            n = runs[0].get(bucket, {}).get("n")
+            rows.append((model_name(default, cell), bucket, fmt(n),
+                         *(fmt(r.get(bucket, {}).get("bleu")) for r in runs), fmt(p, 3)))
+    return Table(f"BLEU by source sentence length, default run vs '{preset.label}' ({method})",
+                 LENGTH_HEADER, tuple(rows),
+                 (f"Source words: the bucket of the source sentence's length. p: paired "
+                  f"bootstrap within the bucket (`–`: fewer than {min_sentences} sentences, "
+                  "not tested).",))
+
+
+def aligner_line(run: Run, links: str | None) -> str:
+    """The statistical aligners' AER on the same gold sentences (``metrics/align.json``): the
+    best, and the one whose links trained the attention (``links``: ``model/symmetrisation``)."""
+    scores = {f"{model}/{name}": score["aer"]
+              for model, entry in ((run.inputs.align or {}).get("models") or {}).items()
+              for name, score in (entry.get("scores") or {}).items() if "aer" in score}
+    if not scores:
+        return ""
+    best = min(scores, key=scores.get)
+    line = f"The statistical aligners on the same gold sentences: best `{best}` AER {scores[best]:.3f}"
+    if links in scores:
+        line += f"; `{links}`, whose links the preset's attention was trained towards, {scores[links]:.3f}"
+    return line + f" ({run.shown}align.json)."
 
 
 def intro(default: Run, preset: Run) -> str:
@@ -190,9 +248,10 @@ def intro(default: Run, preset: Run) -> str:
 
 
 def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
-                 min_sentences: int = 1) -> Outcome:
+                 min_sentences: int = 1, tests: dict[str, Any] | None = None) -> Outcome:
     """Write ``<out>/beside_default.{md,tex,png}``: the table and figure of the cells the runs
-    share whose numbers differ (:func:`differing_cells`). Nothing is written when no cell is
+    share whose numbers differ (:func:`differing_cells`), with ``tests`` (significance.json's
+    cells) their p-values and BLEU by length. Nothing is written when no cell is
     shared or all shared cells have the same numbers; when the test sets may differ
     (:func:`unshared_test_set`) only the Markdown file is, holding the reason. Files of an
     earlier call are removed first."""
@@ -212,7 +271,9 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
         atomic_write_text(files[0], f"# The preset '{preset.label}' beside the default run\n\n"
                                     f"{message[0].upper()}{message[1:]}.\n")
         return Outcome(files[:1], message)
-    table = beside_table(default, preset, cells, method)
+    tables = [beside_table(default, preset, cells, method, tests)]
+    if tests:
+        tables.append(length_table(default, preset, cells, method, tests, min_sentences))
     out.mkdir(parents=True, exist_ok=True)
     curves = {f"{model_name(run, cell)} ({run.label})": cell_length_curve(run, cell, method,
                                                                            min_sentences)
@@ -220,8 +281,8 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
     figure = bleu_by_length_figure(curves, f"BLEU by source sentence length ({method}): "
                                            f"default run vs '{preset.label}'", min_sentences)
     _save(paired(figure), files[2])
-    atomic_write_text(files[0], page(default, preset, table, files[2].name, files[1].name))
-    atomic_write_text(files[1], table.latex())
+    atomic_write_text(files[0], page(default, preset, tables, files[2].name, files[1].name))
+    atomic_write_text(files[1], "\n".join(table.latex() for table in tables))
     return Outcome(files, f"{', '.join(cells)} beside the default run's in "
                           f"{out.name}/{files[0].name}")
 
@@ -237,12 +298,15 @@ def paired(figure: Figure) -> Figure:
     return figure
 
 
-def page(default: Run, preset: Run, table: Table, figure: str, latex: str) -> str:
-    """``beside_default.md``: :func:`intro`, the table, the figure (file ``figure``) and how
-    to regenerate it."""
+def page(default: Run, preset: Run, tables: list[Table], figure: str, latex: str) -> str:
+    """``beside_default.md``: :func:`intro`, the tables, the aligners' AER, the figure (file
+    ``figure``) and how to regenerate it."""
     caption = "BLEU by source sentence length (words), both runs"
+    aligners = aligner_line(preset, preset.train_links)
     return "\n".join([
         f"# The preset '{preset.label}' beside the default run", "", intro(default, preset), "",
-        table.markdown(), f"### {caption}", "", f"![{caption}]({figure})", "",
+        tables[0].markdown(), *([aligners, ""] if aligners else []),
+        *(table.markdown() for table in tables[1:]),
+        f"### {caption}", "", f"![{caption}]({figure})", "",
         f"LaTeX: [{latex}]({latex}). Regenerate with `python -m rnnsearch.presets compare "
         f"{preset.label}` (it reads the metrics files only and takes seconds)."]) + "\n"
