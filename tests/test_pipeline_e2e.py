@@ -26,9 +26,11 @@ TINY = {
     "pretrain_lm": {"embedding_size": 24, "hidden_size": 24, "batch_size": 8, "max_steps": 20,
                     "max_minutes": 2.0, "val_every": 10, "checkpoint_every": 10,
                     "gradient_flow": {"max_k": 8, "samples": 2}},
-    "train": {"grid": {"models": ["encdec", "search"], "max_lens": [20]},
+    "train": {"grid": {"models": ["encdec", "search", "transformer"], "max_lens": [20]},
               "base_model": {"embedding_size": 24, "hidden_size": 24, "attention_size": 24,
                              "output_size": 24},
+              "models": {"transformer": {"model": "transformer", "encoder_layers": 1,
+                                         "decoder_layers": 1, "heads": 2, "feedforward_size": 48}},
               "data": {"batch_size": 16, "dev_bleu_sentences": 20},
               "budget": {"max_steps": 24, "max_minutes": 3.0, "val_every_steps": 12},
               "init": {"embeddings": True}},
@@ -58,10 +60,13 @@ def test_repro_whole_pipeline_then_up_to_date(default_run):
     project = default_run
     metrics = json.loads((project / "metrics/tokenize.json").read_text())
     assert metrics["pairs"]["train"] == 800
-    for cell in ("encdec-20", "search-20"):
+    for cell in ("encdec-20", "search-20", "transformer-20"):
         assert (project / f"data/models/{cell}/model.pt").is_file()
         assert json.loads((project / f"metrics/eval/{cell}.json").read_text())
-    assert (project / "reports/README.md").is_file()
+    report = (project / "reports/README.md").read_text()
+    assert "| Transformer-20 |" in report                   # a Table 1 row of its own
+    aligned = json.loads((project / "metrics/align_attention.json").read_text())["cells"]
+    assert aligned["transformer-20"]["attention"] and aligned["transformer-20"]["scores"]
     check_alignment_outputs(project)
     again = run_in(["dvc", "repro"], project)
     assert "up to date" in again.stdout

@@ -346,36 +346,34 @@ def significance(name: str, folder: Path) -> str:
     grid and whose numbers differ (:func:`rnnsearch.reporting.beside.differing_cells`), the
     paired bootstrap of its ``report.method`` translations against the default run's (all
     sentences, the No-UNK subset, each length bucket; evaluate's samples and seed), both read
-    from the DVC cache as the commits record them: the default run at ``HEAD``, the preset at
-    its branch. Returns what it did; without the translations (a clone whose cache lacks
-    them) it writes nothing and says so, and the comparison has no p-values."""
-    import dvc.api
-    from dvc.exceptions import DvcException
-
+    from the DVC cache as the commits record them (:func:`committed_translations`). Returns
+    what it did. Nothing is written when the runs' test sets may differ or the translations
+    are not here (a clone whose cache lacks them): the comparison then has no p-values."""
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import write_json
     from rnnsearch.errors import ExpectedError
     from rnnsearch.evaluation.cell import TestSet, compare_systems
-    from rnnsearch.reporting.beside import Run, differing_cells
+    from rnnsearch.reporting.beside import Run, differing_cells, unshared_test_set
 
     root, ref = repo_root(), branch(name)
     params = read_params(root / "params.yaml")
     cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
     method = params.get("report", {}).get("method", "beam")
     default = Run.load("default", root / "metrics", "metrics/")
-    cells = differing_cells(default, Run.load(name, folder / "metrics", ""), method)
+    preset = Run.load(name, folder / "metrics", f"{folder.name}/metrics/")
+    cells = differing_cells(default, preset, method)
     (folder / SIGNIFICANCE).unlink(missing_ok=True)
+    untested = "no paired bootstrap against the default run"
     if not cells or cfg.bootstrap_samples == 0:
-        return "no paired bootstrap against the default run: no cell to test"
+        return f"{untested}: no cell to test"
+    if (reason := unshared_test_set(default, preset)) is not None:
+        return f"{untested}: {reason}"
     try:
         test = TestSet.load(root / "data" / "prepared", root / "data" / "tokenized", cfg.buckets)
-        runs = {rev: {cell: dvc.api.read(f"data/translations/{cell}/{method}.detok.txt",
-                                         repo=str(root), rev=rev).splitlines()
-                      for cell in cells} for rev in ("HEAD", ref)}
-    except (DvcException, OSError, ExpectedError) as err:
-        return (f"no paired bootstrap against the default run: its test set or the two runs' "
-                f"{method} translations are not here ({type(err).__name__}: {err})")
+        runs = committed_translations(root, ("HEAD", ref), cells, method, len(test.refs))
+    except ExpectedError as err:
+        return f"{untested}: {err}"
     tests = {cell: compare_systems(runs[ref][cell], runs["HEAD"][cell], "default", test, cfg)
              for cell in cells}
     write_json(folder / SIGNIFICANCE, {
@@ -383,6 +381,32 @@ def significance(name: str, folder: Path) -> str:
         "default_commit": git(root, "rev-parse", "HEAD"),
         "preset_commit": git(root, "rev-parse", ref), "cells": tests})
     return f"paired bootstrap against the default run ({', '.join(cells)}) in {SIGNIFICANCE}"
+
+
+def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str], method: str,
+                           sentences: int) -> dict[str, dict[str, list[str]]]:
+    """``{rev: {cell: lines}}``: each cell's ``<method>.detok.txt`` as the commit ``rev``'s
+    DVC files record it, read from the DVC cache. A file the cache lacks, or one without a line
+    per test sentence, raises :class:`~rnnsearch.errors.DataError` naming it."""
+    import dvc.api
+    from dvc.exceptions import DvcException
+
+    from rnnsearch.data.textio import decode_lines
+    from rnnsearch.errors import DataError
+
+    runs: dict[str, dict[str, list[str]]] = {}
+    for rev, cell in ((rev, cell) for rev in revs for cell in cells):
+        path = f"data/translations/{cell}/{method}.detok.txt"
+        try:
+            with dvc.api.open(path, repo=str(root), rev=rev, mode="rb") as handle:
+                lines = list(decode_lines(handle, f"{path} at {rev}"))   # as evaluate reads it
+        except (DvcException, OSError) as err:
+            raise DataError(f"{path} at {rev}: not in the DVC cache here "
+                            f"({type(err).__name__}: {err})") from err
+        if len(lines) != sentences:
+            raise DataError(f"{path} at {rev}: {len(lines)} lines, the test set {sentences}")
+        runs.setdefault(rev, {})[cell] = lines
+    return runs
 
 
 def compare(name: str, folder: Path | None = None) -> Outcome:
