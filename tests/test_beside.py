@@ -78,7 +78,7 @@ def preset_folder(root: Path) -> Path:
 
 def beside_files(folder: Path) -> list[str]:
     """The comparison's files in ``folder``."""
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("beside_default"))
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("beside_"))
 
 
 def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
@@ -153,6 +153,28 @@ def test_a_test_set_that_may_differ_refuses_the_table_with_the_reason(runs, chan
     assert reason in outcome.message and reason in page
     assert outcome.written == [preset_folder(runs) / "beside_default.md"]
     assert "|" not in page and len(page.strip().splitlines()) == 3   # heading, blank, reason
+
+
+def test_against_another_preset_puts_the_cells_beside_that_presets(runs, capsys):
+    """``compare supervised --against luong``: the cells two presets share, beside each other,
+    in ``beside_<other>.md``; the default run's comparison is left as it was."""
+    write_run(runs / "reports/presets/luong/metrics", {"encdec-50": 6.0, "search-50": 8.0,
+                                                       "luong_general-50": 7.0}, {}, aer=0.456)
+    write_run(runs / "reports/presets/supervised/metrics", {"encdec-50": 6.0, "search-50": 8.25,
+                                                            "luong_general-50": 7.25}, {},
+              aer=0.3125)
+    assert presets.main(["compare", "supervised", "--against", "luong"]) == 0
+    assert "beside the preset 'luong''s in supervised/beside_luong.md" in capsys.readouterr().out
+    folder = runs / "reports/presets/supervised"
+    assert beside_files(folder) == ["beside_luong.md", "beside_luong.png", "beside_luong.tex"]
+    page = (folder / "beside_luong.md").read_text()
+    assert page.startswith("# The preset 'supervised' beside the preset 'luong'")
+    assert "`reports/presets/luong/metrics/` (the preset 'luong')" in page
+    assert "compare supervised --against luong" in page
+    assert [row[:2] + row[11:13] for row in table_rows(page)] == [
+        ["luong_general-50", "luong", "–", "–"], ["luong_general-50", "supervised", "–", "–"],
+        ["RNNsearch-50", "luong", "0.456", "0.466"], ["RNNsearch-50", "supervised", "0.312", "0.323"]]
+    assert presets.main(["compare", "supervised", "--against", "nowhere"]) == 2
 
 
 def test_compare_before_export_is_one_line_naming_the_folder(tmp_path, monkeypatch, capsys):

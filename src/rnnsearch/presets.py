@@ -65,7 +65,7 @@ from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import flatten, merge
 
 if TYPE_CHECKING:
-    from rnnsearch.reporting.beside import Outcome
+    from rnnsearch.reporting.beside import Outcome, Run
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
@@ -354,14 +354,13 @@ def significance(name: str, folder: Path) -> str:
     from rnnsearch.data.textio import write_json
     from rnnsearch.errors import ExpectedError
     from rnnsearch.evaluation.cell import TestSet, compare_systems
-    from rnnsearch.reporting.beside import Run, differing_cells, unshared_test_set
+    from rnnsearch.reporting.beside import differing_cells, unshared_test_set
 
     root, ref = repo_root(), branch(name)
     params = read_params(root / "params.yaml")
     cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
     method = params.get("report", {}).get("method", "beam")
-    default = Run.load("default", root / "metrics", "metrics/")
-    preset = Run.load(name, folder / "metrics", f"{folder.name}/metrics/")
+    default, preset = exported_run("default", root), exported_run(name, root, folder)
     cells = differing_cells(default, preset, method)
     (folder / SIGNIFICANCE).unlink(missing_ok=True)
     untested = "no paired bootstrap against the default run"
@@ -409,32 +408,47 @@ def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str]
     return runs
 
 
-def compare(name: str, folder: Path | None = None) -> Outcome:
+def compare(name: str, folder: Path | None = None, against: str | None = None) -> Outcome:
     """Write ``beside_default.{md,tex,png}`` in preset ``name``'s exported report
     folder (``folder``, else :func:`export_folder`): the cells it shares with the default grid,
     its numbers beside the default run's committed ``metrics/``
-    (:func:`rnnsearch.reporting.beside.write_beside`). Reads metrics files only, so it
-    rebuilds the comparison without running the preset again."""
+    (:func:`rnnsearch.reporting.beside.write_beside`), with the p-values of
+    ``significance.json`` where export left one. ``against``: beside another exported preset's
+    cells instead, in ``beside_<against>.{md,tex,png}`` (e.g. the supervised preset's Luong
+    cells beside the luong preset's). Reads metrics files only, so it rebuilds the comparison
+    without running the preset again."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.config.report import ReportConfig
     from rnnsearch.data.textio import read_json
-    from rnnsearch.reporting.beside import Run, write_beside
+    from rnnsearch.reporting.beside import BESIDE, write_beside
 
     root = repo_root()
-    shown = export_folder(check_name(name)).relative_to(root).as_posix()
-    folder = folder or export_folder(name)
-    if not (folder / "metrics").is_dir():
-        raise ConfigError(f"{shown}/metrics: not found; export the preset first "
-                          f"(python -m rnnsearch.presets export {name})")
-    default = Run.load("default", root / "metrics", "metrics/")
-    preset = Run.load(name, folder / "metrics", f"{shown}/metrics/")
+    folder = folder or export_folder(check_name(name))
+    preset, baseline = (exported_run(label, root, folder if label == name else None)
+                        for label in (name, against or "default"))
     params = read_params(root / "params.yaml")
     method = params.get("report", {}).get("method", ReportConfig.method)
     fewest = params.get("evaluate", {}).get("min_bucket_sentences",
                                             EvaluateConfig.min_bucket_sentences)
     tests = folder / SIGNIFICANCE
-    return write_beside(default, preset, folder, method, fewest,
-                        read_json(tests)["cells"] if tests.is_file() else None)
+    tests = read_json(tests)["cells"] if tests.is_file() and against is None else None
+    return write_beside(baseline, preset, folder, method, fewest, tests,
+                        f"beside_{against}" if against else BESIDE)
+
+
+def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
+    """The default run (``label`` "default": the workspace's ``metrics/``) or preset ``label``'s
+    exported metrics (in ``folder``, else :func:`export_folder`), as the comparison reads them."""
+    from rnnsearch.reporting.beside import Run
+
+    if label == "default":
+        return Run.load("default", root / "metrics", "metrics/")
+    folder = folder or export_folder(check_name(label))
+    shown = export_folder(label).relative_to(root).as_posix()
+    if not (folder / "metrics").is_dir():
+        raise ConfigError(f"{shown}/metrics: not found; export the preset first "
+                          f"(python -m rnnsearch.presets export {label})")
+    return Run.load(label, folder / "metrics", f"{shown}/metrics/")
 
 
 def adopt(name: str, source: str | Path) -> Path:
@@ -487,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
                              "translate with that cell of the experiment's branch")
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
+    parser.add_argument("--against", metavar="PRESET",
+                        help="compare: beside that exported preset's cells instead of the "
+                             "default run's")
     parser.add_argument("--from", dest="source", metavar="FILE",
                         help="your own params overrides: copied to presets/<name>.yaml first "
                              "(make experiment NAME=... PARAMS=FILE)")
@@ -502,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")
         return 0
     if args.action == "compare":
-        outcome = compare(args.name)
+        outcome = compare(args.name, against=args.against)
         print(f"preset '{args.name}': {outcome.message}")
         return 0
     if args.source:

@@ -1,5 +1,6 @@
-"""A preset's cells beside the default run's: the cells the two grids share by name (e.g.
-``search-50`` trained on words by the default run and on joint BPE by the ``subword`` preset),
+"""A preset's cells beside the default run's (or another preset's): the cells the two grids
+share by name (e.g. ``search-50`` trained on words by the default run and on joint BPE by the
+``subword`` preset),
 one table row per run with the headline numbers (BLEU, BLEU with ``<unk>`` replaced, the No-UNK
 subset, chrF, unigram F1 by the word's training frequency, attention's AER argmax and
 thresholded), and Figure 2 (BLEU by source words) with both runs' curves; where the preset's
@@ -38,9 +39,7 @@ BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 LOCATION_KEYS = ("mirror", "download", "cache_dir")
 HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (sentences)",
           "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)",
-          "AER (threshold)", "p vs default")
-LENGTH_HEADER = ("Model", "Source words", "Sentences", "BLEU default", "BLEU preset",
-                 "p vs default")
+          "AER (threshold)", "p (paired bootstrap)")
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,11 @@ class Run:
     units: str
     prepare: dict[str, Any] | None
     train_links: str | None = None
+
+    @property
+    def title(self) -> str:
+        """How the text names the run: "the default run", "the preset 'luong'"."""
+        return "the default run" if self.label == "default" else f"the preset '{self.label}'"
 
     @classmethod
     def load(cls, label: str, metrics: Path, shown: str) -> "Run":
@@ -180,7 +184,7 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
     rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
                   p_value(run, cell)) for cell in cells for run in (default, preset))
     threshold = (preset.inputs.align_attention or {}).get("threshold")
-    return Table(f"The preset '{preset.label}' beside the default run ({method})", HEADER, rows,
+    return Table(f"The preset '{preset.label}' beside {default.title} ({method})", HEADER, rows,
                  (f"BLEU and chrF: sacreBLEU on detokenised output against the raw references; "
                   f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
                   "(Sennrich et al.'s back-off baseline; `–` without attention or with subword "
@@ -196,8 +200,8 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   "the Hansard gold links, on words: each target word's argmax source word, or "
                   f"every source word of weight above {fmt(threshold)} (threshold). `–`: not in "
                   "that run's metrics (not measured, or evaluated before the measure existed).",
-                  "p vs default: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the "
-                  "preset's BLEU against the default run's on the same sentences "
+                  "p: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the preset's "
+                  "BLEU against the default run's on the same sentences "
                   "(significance.json; `–`: not tested, e.g. the translations were not in the "
                   "DVC cache when the preset was exported)."))
 
@@ -215,7 +219,8 @@ def length_table(default: Run, preset: Run, cells: list[str], method: str,
             rows.append((model_name(default, cell), bucket, fmt(n),
                          *(fmt(r.get(bucket, {}).get("bleu")) for r in runs), fmt(p, 3)))
     return Table(f"BLEU by source sentence length, default run vs '{preset.label}' ({method})",
-                 LENGTH_HEADER, tuple(rows),
+                 ("Model", "Source words", "Sentences", f"BLEU {default.label}",
+                  f"BLEU {preset.label}", "p (paired bootstrap)"), tuple(rows),
                  (f"Source words: the bucket of the source sentence's length. p: paired "
                   f"bootstrap within the bucket (`–`: fewer than {min_sentences} sentences, "
                   "not tested).",))
@@ -242,33 +247,35 @@ def intro(default: Run, preset: Run) -> str:
                 "pairs per length bucket, raw and cleaned counts)")
     if default.prepare is not None and preset.prepare is not None:
         compared += " and the params.yaml files beside them the same prepare params"
-    return (f"Generated from two metrics folders: `{default.shown}` (the default run) and "
+    return (f"Generated from two metrics folders: `{default.shown}` ({default.title}) and "
             f"`{preset.shown}` (the preset '{preset.label}'). The test set is the same: "
             f"{compared}.")
 
 
 def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
-                 min_sentences: int = 1, tests: dict[str, Any] | None = None) -> Outcome:
-    """Write ``<out>/beside_default.{md,tex,png}``: the table and figure of the cells the runs
-    share whose numbers differ (:func:`differing_cells`), with ``tests`` (significance.json's
-    cells) their p-values and BLEU by length. Nothing is written when no cell is
+                 min_sentences: int = 1, tests: dict[str, Any] | None = None,
+                 stem: str = BESIDE) -> Outcome:
+    """Write ``<out>/<stem>.{md,tex,png}`` (``beside_default``; ``default`` may also be another
+    preset's run): the table and figure of the cells the runs share whose numbers differ
+    (:func:`differing_cells`), with ``tests`` (significance.json's cells) their p-values and
+    BLEU by length. Nothing is written when no cell is
     shared or all shared cells have the same numbers; when the test sets may differ
     (:func:`unshared_test_set`) only the Markdown file is, holding the reason. Files of an
     earlier call are removed first."""
-    files = [out / f"{BESIDE}.{ext}" for ext in ("md", "tex", "png")]
+    files = [out / f"{stem}.{ext}" for ext in ("md", "tex", "png")]
     for path in files:
         path.unlink(missing_ok=True)
     if not shared_cells(default, preset):
-        return Outcome([], f"no cell of the preset '{preset.label}' shares its name with the "
-                           "default grid's: nothing to put beside it")
+        return Outcome([], f"no cell of the preset '{preset.label}' shares its name with "
+                           f"{default.title}'s: nothing to put beside it")
     cells = differing_cells(default, preset, method)
     if not cells:
-        return Outcome([], f"the cells the preset '{preset.label}' shares with the default grid "
+        return Outcome([], f"the cells the preset '{preset.label}' shares with {default.title} "
                            "have the same numbers in both runs: no comparison written")
     reason = unshared_test_set(default, preset)
     if reason is not None:
-        message = f"not compared with the default run: {reason}"
-        atomic_write_text(files[0], f"# The preset '{preset.label}' beside the default run\n\n"
+        message = f"not compared with {default.title}: {reason}"
+        atomic_write_text(files[0], f"# The preset '{preset.label}' beside {default.title}\n\n"
                                     f"{message[0].upper()}{message[1:]}.\n")
         return Outcome(files[:1], message)
     tables = [beside_table(default, preset, cells, method, tests)]
@@ -279,11 +286,11 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
                                                                            min_sentences)
               for cell in cells for run in (default, preset)}
     figure = bleu_by_length_figure(curves, f"BLEU by source sentence length ({method}): "
-                                           f"default run vs '{preset.label}'", min_sentences)
+                                           f"{default.label} vs {preset.label}", min_sentences)
     _save(paired(figure), files[2])
     atomic_write_text(files[0], page(default, preset, tables, files[2].name, files[1].name))
     atomic_write_text(files[1], "\n".join(table.latex() for table in tables))
-    return Outcome(files, f"{', '.join(cells)} beside the default run's in "
+    return Outcome(files, f"{', '.join(cells)} beside {default.title}'s in "
                           f"{out.name}/{files[0].name}")
 
 
@@ -304,9 +311,10 @@ def page(default: Run, preset: Run, tables: list[Table], figure: str, latex: str
     caption = "BLEU by source sentence length (words), both runs"
     aligners = aligner_line(preset, preset.train_links)
     return "\n".join([
-        f"# The preset '{preset.label}' beside the default run", "", intro(default, preset), "",
+        f"# The preset '{preset.label}' beside {default.title}", "", intro(default, preset), "",
         tables[0].markdown(), *([aligners, ""] if aligners else []),
         *(table.markdown() for table in tables[1:]),
         f"### {caption}", "", f"![{caption}]({figure})", "",
         f"LaTeX: [{latex}]({latex}). Regenerate with `python -m rnnsearch.presets compare "
-        f"{preset.label}` (it reads the metrics files only and takes seconds)."]) + "\n"
+        f"{preset.label}{'' if default.label == 'default' else ' --against ' + default.label}` "
+        "(it reads the metrics files only and takes seconds)."]) + "\n"
