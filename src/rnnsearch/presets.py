@@ -359,7 +359,7 @@ def significance(name: str, folder: Path) -> str:
     root, ref = repo_root(), branch(name)
     params = read_params(root / "params.yaml")
     cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
-    method = params.get("report", {}).get("method", "beam")
+    method = report_method(params)
     default, preset = exported_run("default", root), exported_run(name, root, folder)
     cells = differing_cells(default, preset, method)
     (folder / SIGNIFICANCE).unlink(missing_ok=True)
@@ -418,22 +418,28 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
     cells beside the luong preset's). Reads metrics files only, so it rebuilds the comparison
     without running the preset again."""
     from rnnsearch.config.evaluate import EvaluateConfig
-    from rnnsearch.config.report import ReportConfig
     from rnnsearch.data.textio import read_json
     from rnnsearch.reporting.beside import BESIDE, write_beside
 
     root = repo_root()
     folder = folder or export_folder(check_name(name))
-    preset, baseline = (exported_run(label, root, folder if label == name else None)
-                        for label in (name, against or "default"))
+    preset = exported_run(name, root, folder)
+    baseline = exported_run(against or "default", root)
     params = read_params(root / "params.yaml")
-    method = params.get("report", {}).get("method", ReportConfig.method)
+    method = report_method(params)
     fewest = params.get("evaluate", {}).get("min_bucket_sentences",
                                             EvaluateConfig.min_bucket_sentences)
     tests = folder / SIGNIFICANCE
     tests = read_json(tests)["cells"] if tests.is_file() and against is None else None
     return write_beside(baseline, preset, folder, method, fewest, tests,
                         f"beside_{against}" if against else BESIDE)
+
+
+def report_method(params: dict[str, Any]) -> str:
+    """The system the report's tables show (``report.method``), as params.yaml sets it."""
+    from rnnsearch.config.report import ReportConfig
+
+    return (params.get("report") or {}).get("method", ReportConfig.method)
 
 
 def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
