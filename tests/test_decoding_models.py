@@ -15,6 +15,7 @@ from rnnsearch.models.seq2seq import build_model
 VARIANTS = {
     "encdec": dict(model="encdec", bidirectional=False),
     "search": dict(model="search"),
+    "search_cond": dict(model="search_cond", cell="lstm"),
     "luong_local_p": dict(model="luong", score="dot", bidirectional=False, attention="local_p",
                           window=2, cell="lstm"),
     "transformer": dict(model="transformer", embedding_size=12, hidden_size=12, heads=3,

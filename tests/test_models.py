@@ -19,6 +19,8 @@ VARIANTS = {
     "search": dict(model="search"),
     "search_maxout_lstm2": dict(model="search", maxout=True, cell="lstm", encoder_layers=2,
                                 decoder_layers=2),
+    "search_cond": dict(model="search_cond"),
+    "search_cond_lstm2": dict(model="search_cond", cell="lstm", decoder_layers=2, maxout=True),
     "luong_dot": dict(model="luong", score="dot", bidirectional=False),
     "luong_general_nofeed": dict(model="luong", score="general", input_feeding=False),
     "luong_concat_lstm": dict(model="luong", score="concat", cell="lstm"),
@@ -108,6 +110,30 @@ def test_step_by_step_matches_teacher_forcing(name):
         assert (weights is None) == (attn is None)
         if weights is not None:
             assert torch.allclose(weights, attn[:, t], atol=1e-6)
+
+
+@pytest.mark.parametrize("name, sees_previous_word", [("search", False), ("search_cond", True)])
+def test_conditional_gru_queries_attention_after_reading_the_previous_word(name, sees_previous_word):
+    """Position t of teacher forcing reads the previous word ``tgt_in[:, t]``. RNNsearch attends
+    there with s_{t-1}, which has not read it yet; the conditional GRU with s'_t, which has."""
+    model = tiny(name)
+    src, lengths, tgt_in = batch()
+    _, attn = model(src, lengths, tgt_in)
+    changed = tgt_in.clone()
+    changed[:, 2] = (changed[:, 2] + 1 - 4) % (TGT_V - 4) + 4      # another real word at t = 2
+    _, attn_changed = model(src, lengths, changed)
+    assert torch.equal(attn[:, :2], attn_changed[:, :2])
+    assert torch.allclose(attn[:, 2], attn_changed[:, 2]) != sees_previous_word
+    assert not torch.allclose(attn[:, 3], attn_changed[:, 3])      # both have read it by t = 3
+
+
+def test_conditional_gru_initialises_both_updates_orthogonally():
+    decoder = tiny("search_cond").decoder
+    for rnn in (decoder.rnn, decoder.transition):
+        block = rnn.weight_hh_l0[:10]                               # one gate's H x H
+        assert torch.allclose(block @ block.T, torch.eye(10), atol=1e-5)
+    assert decoder.rnn.weight_ih_l0.shape == (30, 12)               # the word alone (3H x E)
+    assert decoder.transition.weight_ih_l0.shape == (30, 20)        # the context (3H x 2H)
 
 
 def test_reorder_expands_and_permutes_every_field():

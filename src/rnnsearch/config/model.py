@@ -7,6 +7,8 @@ plus a cell, sizes and an attention score:
   the source, initialises the decoder and conditions every step and the output;
 * ``search``: RNNsearch (Bahdanau et al. 2015): additive attention queried with ``s_{i-1}``,
   decoder input ``[y_{i-1}; c_i]``, deep output (optionally maxout);
+* ``search_cond``: RNNsearch with Nematus's conditional GRU (Sennrich et al. 2017): attention
+  queried after a first update has read ``y_{i-1}``, a second update reads ``c_i``;
 * ``luong``: Luong et al. 2015: attention queried with the new state ``h_t``, attentional state
   ``tanh(W_c [c_t; h_t])``, optional input feeding; ``attention`` global, local_m or local_p.
 
@@ -52,6 +54,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "encdec": Architecture("rnnsearch.models.decoder:BahdanauDecoder", attention=False),
     "search": Architecture("rnnsearch.models.decoder:BahdanauDecoder",
                            scores=("additive", "concat"), attentions=("global",)),
+    "search_cond": Architecture("rnnsearch.models.decoder:ConditionalDecoder",
+                                scores=("additive", "concat"), attentions=("global",)),
     "luong": Architecture("rnnsearch.models.decoder:LuongDecoder"),
     "transformer": Architecture("rnnsearch.models.transformer:TransformerDecoder", scores=(),
                                 attentions=(), recurrent=False, settings=TRANSFORMER_SETTINGS,

@@ -7,6 +7,11 @@ small subclasses of one core rather than one class full of switches:
   ``s_{i-1}`` *before* the update, the RNN reads ``[y_{i-1}; c_i]``, and a deep output reads
   ``[s_i; y_{i-1}; c_i]`` (tanh or maxout). Without attention (``encdec``, Cho et al.) ``c`` is the
   fixed summary ``tanh(V h_N)`` of the source, which also initialises the decoder.
+* :class:`ConditionalDecoder` (model ``search_cond``): RNNsearch with Nematus's conditional GRU
+  (Sennrich et al. 2017): a first update reads ``y_{i-1}``, ``s'_i = GRU_1(s_{i-1}, y_{i-1})``,
+  attention is queried with ``s'_i``, and a second update reads the context,
+  ``s_i = GRU_2(s'_i, c_i)``; the deep output is RNNsearch's. The query then knows the previous
+  word, as Luong's does, which RNNsearch's ``s_{i-1}`` does not.
 * :class:`LuongDecoder` (model ``luong``): the RNN reads ``[y_{t-1}; h~_{t-1}]`` (input feeding) or
   ``y_{t-1}``, attention is queried with the new ``h_t``, and ``h~_t = tanh(W_c [c_t; h_t])``
   predicts the word.
@@ -49,6 +54,8 @@ LoopRunner = Callable[[Tensor, Memory, DecoderState], tuple[Tensor, ...]]
 class StepWeights(NamedTuple):
     extra: Tensor | None        # (gates*H) x X: first-layer input weights of the non-word inputs
     layers: list[tuple[Tensor, Tensor, Tensor, Tensor]]  # (w_ih, b_ih, w_hh, b_hh) per layer
+    # the conditional GRU's second update (w_ih, b_ih, w_hh, b_hh), reading the context
+    transition: tuple[Tensor, Tensor, Tensor, Tensor] | None = None
 
 
 class RecurrentDecoder(nn.Module):
@@ -67,6 +74,10 @@ class RecurrentDecoder(nn.Module):
         # what runs the attention loop of teacher forcing instead of the eager ``attention_loop``
         # (rnnsearch.training.graphs: CUDA graphs); None: eager
         self.loop_runner: LoopRunner | None = None
+
+    def recurrent_modules(self) -> list[nn.RNNBase]:
+        """The recurrent modules whose matrices ``orthogonal_init`` initialises."""
+        return [self.rnn]
 
     def init_state(self, memory: Memory) -> DecoderState:
         """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero.
@@ -176,11 +187,13 @@ def join_state(hidden: Layers, cells: Layers | list[None], feed: Tensor | None,
 class BahdanauDecoder(RecurrentDecoder):
     """RNNsearch (with attention) and RNNencdec (``attention=None``, Cho's conditioned decoder)."""
 
+    reads_context = True  # the recurrent update reads [y_{i-1}; c_i] (else y_{i-1} alone)
+
     def __init__(self, vocab_size: int, config: ModelConfig) -> None:
         annotations, hidden = config.encoder_output_size, config.hidden_size
         attend = config.architecture.attention
         context = annotations if attend else hidden
-        super().__init__(vocab_size, config, extra_size=context,
+        super().__init__(vocab_size, config, extra_size=context if self.reads_context else 0,
                          summary_size=annotations if attend else hidden,
                          output_in=config.output_size)
         self.attention = (Attention(config.score, hidden, annotations, config.attention_size)
@@ -200,8 +213,7 @@ class BahdanauDecoder(RecurrentDecoder):
         embedded, word_gates = self._embed(prev)                          # batch x E, batch x G*H
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
-        context, weights = self._context(hidden[-1], memory)              # batch x C, batch x S
-        hidden, cells = self._advance(recurrent, word_gates, context, hidden, cells)
+        hidden, cells, context, weights = self._update(recurrent, word_gates, hidden, cells, memory)
         logits = self.output(self._readout(hidden[-1], embedded, context))  # batch x V
         return logits, join_state(hidden, cells, None, state.step + 1), weights
 
@@ -228,12 +240,20 @@ class BahdanauDecoder(RecurrentDecoder):
         hidden, cells = split_state(state)
         tops, contexts, alignments = [], [], []
         for gates_t in word_gates.unbind(1):  # one step's batch x G*H
-            context, weights = self._context(hidden[-1], memory)
-            hidden, cells = self._advance(recurrent, gates_t, context, hidden, cells)
+            hidden, cells, context, weights = self._update(recurrent, gates_t, hidden, cells, memory)
             tops.append(hidden[-1])
             contexts.append(context)
             alignments.append(weights)
         return torch.stack(tops, 1), torch.stack(contexts, 1), torch.stack(alignments, 1)
+
+    def _update(self, recurrent: StepWeights, word_gates: Tensor, hidden: Layers,
+                cells: Layers | list[None], memory: Memory
+                ) -> tuple[Layers, Layers | list[None], Tensor, Tensor | None]:
+        """One target position: ``c_i`` from ``s_{i-1}``, then ``s_i`` from ``[y_{i-1}; c_i]``.
+        Returns the new layers, ``c_i`` (batch x C) and the weights (batch x S)."""
+        context, weights = self._context(hidden[-1], memory)
+        hidden, cells = self._advance(recurrent, word_gates, context, hidden, cells)
+        return hidden, cells, context, weights
 
     def _context(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
         """``c_i`` from ``s_{i-1}`` (batch x H): batch x C and weights batch x S."""
@@ -252,6 +272,36 @@ class BahdanauDecoder(RecurrentDecoder):
         else:
             pre = torch.tanh(pre)
         return self.dropout(pre)
+
+
+class ConditionalDecoder(BahdanauDecoder):
+    """RNNsearch with a conditional GRU (Nematus): update with ``y_{i-1}``, attend, update with
+    ``c_i``. ``rnn`` reads the word alone (so a pretrained LM's ``rnn`` fits it whole);
+    ``transition`` (one layer, the same cell) reads the context into the top layer's state."""
+
+    reads_context = False
+
+    def __init__(self, vocab_size: int, config: ModelConfig) -> None:
+        super().__init__(vocab_size, config)
+        self.transition = make_rnn(config.cell, config.encoder_output_size, config.hidden_size)
+
+    def recurrent_modules(self) -> list[nn.RNNBase]:
+        return [self.rnn, self.transition]
+
+    def _step_weights(self) -> StepWeights:
+        return super()._step_weights()._replace(transition=layer_weights(self.transition, 0))
+
+    def _update(self, recurrent: StepWeights, word_gates: Tensor, hidden: Layers,
+                cells: Layers | list[None], memory: Memory
+                ) -> tuple[Layers, Layers | list[None], Tensor, Tensor]:
+        """``s'_i`` from ``y_{i-1}`` (every layer), ``c_i`` from the top ``s'_i``, then the top
+        layer's ``s_i = transition(s'_i, c_i)``."""
+        hidden, cells = self._advance(recurrent, word_gates, None, hidden, cells)
+        context, weights = self._context(hidden[-1], memory)              # batch x C, batch x S
+        w_ih, b_ih, w_hh, b_hh = recurrent.transition
+        top, top_cell = cell_step(self.config.cell, F.linear(context, w_ih, b_ih), hidden[-1],
+                                  cells[-1], w_hh, b_hh)
+        return hidden[:-1] + [top], cells[:-1] + [top_cell], context, weights
 
 
 class LuongDecoder(RecurrentDecoder):

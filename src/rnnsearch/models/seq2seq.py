@@ -34,8 +34,8 @@ class Seq2Seq(nn.Module):
         self.encoder = load(architecture.encoder)(src_vocab, config)
         self.decoder = load(architecture.decoder)(tgt_vocab, config)
         if config.orthogonal_init and architecture.recurrent:
-            orthogonal_init_(self.encoder.rnn)
-            orthogonal_init_(self.decoder.rnn)
+            for rnn in (self.encoder.rnn, *self.decoder.recurrent_modules()):
+                orthogonal_init_(rnn)
 
     @property
     def has_attention(self) -> bool:

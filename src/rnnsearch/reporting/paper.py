@@ -42,7 +42,8 @@ ALIGNMENT_ANCHORS: dict[str, Any] = {
              "against the paper where this table was made."),
 }
 
-DISPLAY = {"encdec": "RNNencdec", "search": "RNNsearch", "transformer": "Transformer"}
+DISPLAY = {"encdec": "RNNencdec", "search": "RNNsearch", "search_cond": "RNNsearch-cond",
+           "transformer": "Transformer"}
 
 
 def display_name(model: str, max_len: int | None) -> str:
