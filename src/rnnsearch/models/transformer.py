@@ -13,10 +13,11 @@ Fitting :mod:`rnnsearch.models.state`:
 * ``Memory.values`` are the encoder's outputs, ``Memory.keys`` the keys and values of every
   decoder layer's cross-attention, projected once per batch (batch x src_len x layers*2*d),
   ``Memory.summary`` the mean of the outputs over the real words.
-* ``DecoderState.hidden`` holds, for every decoder layer, its inputs at the target positions
-  decoded so far (batch x layers x t x d): a step appends one position and attends over them,
-  so a step-by-step decode computes what teacher forcing computes under the causal mask, and
-  beam search reorders the cache with every other field (``reorder``).
+* ``DecoderState.hidden`` holds, for every decoder layer, the self-attention's keys and values
+  of the target positions decoded so far (batch x layers x t x 2d): a step projects its own
+  position once, appends it and attends over them all, so a step-by-step decode computes what
+  teacher forcing computes under the causal mask without projecting a position twice, and beam
+  search reorders the cache with every other field (``reorder``).
 
 The model's attention (what decoding hands back, the alignment stages read and supervised
 attention trains) is the cross-attention of decoder layer ``alignment_layer``, averaged over
@@ -110,15 +111,19 @@ class DecoderLayer(nn.Module):
         self.feed_forward = FeedForward(size, config.feedforward_size, config.dropout)
         self.dropout = nn.Dropout(config.dropout)
 
+    def project(self, x: Tensor) -> Tensor:
+        """The self-attention's keys and values of positions x: batch x T x d -> batch x T x 2d."""
+        return self.self_attention.key_value(self.norm_self(x))
+
     def forward(self, x: Tensor, past: Tensor, causal: Tensor, source: Tensor, memory: Memory
                 ) -> tuple[Tensor, Tensor]:
-        """Queries x (batch x T x d) over this layer's inputs ``past`` (batch x P x d, x's own
-        positions among them) where ``causal`` (T x P) allows, then over the source
-        (``source``: this layer's projected keys and values, batch x S x 2d). Returns
-        batch x T x d and the cross-attention's weights batch x heads x T x S."""
-        normed_past = self.norm_self(past)
+        """Queries x (batch x T x d) over ``past``, the projected keys and values (batch x P x
+        2d, :meth:`project`) of this layer's inputs, x's own positions among them, where
+        ``causal`` (T x P) allows, then over the source (``source``: this layer's projected
+        keys and values, batch x S x 2d). Returns batch x T x d and the cross-attention's
+        weights batch x heads x T x S."""
         x = x + self.dropout(self.self_attention(self.norm_self(x), causal.unsqueeze(0),
-                                                 normed_past)[0])
+                                                 projected=past)[0])
         attended, weights = self.cross_attention(self.norm_cross(x), memory.mask.unsqueeze(1),
                                                  projected=source)
         x = x + self.dropout(attended)
@@ -204,23 +209,23 @@ class TransformerDecoder(nn.Module):
     def init_state(self, memory: Memory) -> DecoderState:
         """An empty cache: no target position decoded yet."""
         batch, size = memory.values.size(0), self.config.embedding_size
-        cache = memory.values.new_zeros(batch, len(self.layers), 0, size)    # batch x L x 0 x d
+        cache = memory.values.new_zeros(batch, len(self.layers), 0, 2 * size)  # batch x L x 0 x 2d
         step = torch.zeros(batch, dtype=torch.long, device=cache.device)
         return DecoderState(cache, None, None, step)
 
     def step(self, prev: Tensor, state: DecoderState, memory: Memory
              ) -> tuple[Tensor, DecoderState, Tensor]:
-        """prev: batch ids -> logits batch x V, the state with this position's layer inputs
+        """prev: batch ids -> logits batch x V, the state with this position's keys and values
         appended, the attention batch x S."""
         x = self.embed(prev, state.step).unsqueeze(1)                      # batch x 1 x d
         allowed = torch.ones(1, state.hidden.size(2) + 1, dtype=torch.bool, device=x.device)
-        inputs, weights = [], None
+        projected, weights = [], None
         for index, layer in enumerate(self.layers):
-            inputs.append(x)
-            past = torch.cat([state.hidden[:, index], x], 1)              # batch x (t+1) x d
+            projected.append(layer.project(x))                            # batch x 1 x 2d
+            past = torch.cat([state.hidden[:, index], projected[-1]], 1)  # batch x (t+1) x 2d
             x, cross = layer(x, past, allowed, self._source(memory, index), memory)
             weights = cross if index == self.aligned else weights
-        cache = torch.cat([state.hidden, torch.stack(inputs, 1)], 2)      # batch x L x (t+1) x d
+        cache = torch.cat([state.hidden, torch.stack(projected, 1)], 2)   # batch x L x (t+1) x 2d
         logits = self.output(self.dropout(self.norm(x.squeeze(1))))
         return logits, DecoderState(cache, None, None, state.step + 1), weights.mean(1).squeeze(1)
 
@@ -234,7 +239,7 @@ class TransformerDecoder(nn.Module):
         x = self.embed(tgt_in, positions.expand_as(tgt_in))
         weights = None
         for index, layer in enumerate(self.layers):
-            x, cross = layer(x, x, causal, self._source(memory, index), memory)
+            x, cross = layer(x, layer.project(x), causal, self._source(memory, index), memory)
             weights = cross if index == self.aligned else weights
         readout = self.dropout(self.norm(x))
         return (readout if features else self.output(readout)), weights.mean(1)
