@@ -275,3 +275,11 @@ def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name
     assert cells == ["search-50"]
     assert train.model_config("search").model == "search_cond"
     assert train.supervised("search") == supervised
+
+
+def test_supervised_transformer_preset_supervises_the_transformer_cell_of_the_transformer_preset():
+    merged, cells = presets.resolve("supervised_transformer", REPO / "params.yaml")
+    train = validate_params(merged)["train"]
+    _, unsupervised = presets.resolve("transformer", REPO / "params.yaml")
+    assert cells == ["transformer-50"] and cells[0] in unsupervised
+    assert train.supervised("transformer") and train.model_config("transformer").alignment_layer == -1
