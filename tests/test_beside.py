@@ -225,6 +225,21 @@ def commit_run(root: Path, translations: dict[str, list[str]], message: str) -> 
     git(root, "commit", "-q", "-m", message)
 
 
+def write_test_set(root: Path, sources: list[str], refs: list[str]) -> None:
+    """The test set as the prepare and tokenize stages leave it, its vocabularies, and
+    evaluate's bootstrap (200 samples, seed 7) in params.yaml."""
+    for folder in ("prepared", "tokenized"):
+        for side, text in zip(("src", "tgt"), (sources, refs)):
+            (root / "data" / folder).mkdir(parents=True, exist_ok=True)
+            (root / "data" / folder / f"test.{side}").write_text("".join(f"{t}\n" for t in text))
+    for side in ("src", "tgt"):
+        Vocabulary.build(Counter(" ".join(sources + refs).split()), 100).save(
+            root / "data/tokenized" / f"vocab.{side}.txt")
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    (root / "params.yaml").write_text(yaml.safe_dump(
+        {**params, "evaluate": {"bootstrap_samples": 200, "bootstrap_seed": 7}}))
+
+
 def test_export_tests_the_preset_against_the_default_runs_translations(runs):
     """The paired bootstrap of the two runs' own translations (read through DVC at each
     commit) gives every preset row its p-value and every length bucket of enough sentences
@@ -237,16 +252,7 @@ def test_export_tests_the_preset_against_the_default_runs_translations(runs):
                for cell in ("encdec-50", "search-50")}
     preset = {cell: [r.replace("today", "now") if i % 2 else r for i, r in enumerate(refs)]
               for cell in ("encdec-50", "search-50")}
-    for folder, lines in (("prepared", (sources, refs)), ("tokenized", (sources, refs))):
-        for side, text in zip(("src", "tgt"), lines):
-            (runs / "data" / folder).mkdir(parents=True, exist_ok=True)
-            (runs / "data" / folder / f"test.{side}").write_text("".join(f"{t}\n" for t in text))
-    for side in ("src", "tgt"):
-        Vocabulary.build(Counter(" ".join(sources + refs).split()), 100).save(
-            runs / "data/tokenized" / f"vocab.{side}.txt")
-    params = yaml.safe_load((runs / "params.yaml").read_text())
-    (runs / "params.yaml").write_text(yaml.safe_dump(
-        {**params, "evaluate": {"bootstrap_samples": 200, "bootstrap_seed": 7}}))
+    write_test_set(runs, sources, refs)
     git(runs, "init", "-q", "-b", "main")
     subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=runs, check=True)
     commit_run(runs, default, "default run")
@@ -281,3 +287,47 @@ def test_export_tests_the_preset_against_the_default_runs_translations(runs):
 
 def fmt_p(tests: dict, cell: str) -> str:
     return f"{tests['cells'][cell]['all']['p_value']:.3f}"
+
+
+def test_compare_against_another_preset_tests_the_two_branches_translations(runs):
+    """``compare NAME --against OTHER``: the paired bootstrap of the two presets' branches
+    (read through DVC), written to significance_<other>.json and shown in beside_<other>.md."""
+    from rnnsearch.evaluation.scores import paired_bootstrap
+
+    refs = [f"the house meets at {i} o'clock today ." for i in range(40)]
+    sources = [" ".join(["word"] * 5) for _ in range(40)]
+    other = {"search-50": [r.replace("meets", "sits") if i % 3 else r for i, r in enumerate(refs)]}
+    mine = {"search-50": [r.replace("today", "now") if i % 2 else r for i, r in enumerate(refs)]}
+    write_test_set(runs, sources, refs)
+    write_run(runs / "reports/presets/conditional/metrics", {"search-50": 8.0}, {}, aer=0.34)
+    write_run(runs / "reports/presets/supervised_cond/metrics", {"search-50": 7.5}, {}, aer=0.33)
+    git(runs, "init", "-q", "-b", "main")
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=runs, check=True)
+    commit_run(runs, {}, "default run")
+    for name, lines in (("conditional", other), ("supervised_cond", mine)):
+        git(runs, "checkout", "-q", "-b", f"preset/{name}", "main")
+        commit_run(runs, lines, f"{name} run")
+    git(runs, "checkout", "-q", "main")
+
+    assert presets.main(["compare", "supervised_cond", "--against", "conditional"]) == 0
+    folder = runs / "reports/presets/supervised_cond"
+    tests = json.loads((folder / "significance_conditional.json").read_text())
+    assert tests["baseline"] == "conditional" and not (folder / "significance.json").exists()
+    expected = paired_bootstrap(mine["search-50"], other["search-50"], refs, samples=200, seed=7)
+    assert tests["cells"]["search-50"]["all"] == expected
+    page = (folder / "beside_conditional.md").read_text()
+    assert [row[-1] for row in table_rows(page)[:2]] == ["–", fmt_p(tests, "search-50")]
+    assert "BLEU by source sentence length, preset 'conditional' vs 'supervised_cond'" in page
+    assert "against the preset 'conditional''s on the same sentences" in page
+
+    (runs / "reports/README.md").write_text("# Results\n")   # export again: the comparison stays
+    git(runs, "checkout", "-q", "preset/supervised_cond")
+    shutil.rmtree(runs / "metrics", ignore_errors=True)
+    shutil.copytree(folder / "metrics", runs / "metrics")
+    git(runs, "add", "-A", "metrics", "reports/README.md")
+    git(runs, "commit", "-q", "-m", "its metrics on the branch")
+    git(runs, "checkout", "-q", "main")
+    presets.export("supervised_cond")
+    assert json.loads((folder / "significance_conditional.json").read_text())["cells"] == \
+        tests["cells"]
+    assert (folder / "beside_conditional.md").read_text() == page

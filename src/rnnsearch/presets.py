@@ -271,7 +271,8 @@ def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
 def export(name: str) -> Path:
     """Copy preset ``name``'s report from its branch into :func:`export_folder`, replacing it
     whole (a failed copy leaves the previous one), headed by :func:`provenance`, with its
-    cells beside the default run's (:func:`compare`) where the grids share cells."""
+    cells beside the default run's (:func:`compare`) where the grids share cells, and beside
+    the other presets' it was compared with before (:func:`compared_presets`)."""
     from rnnsearch.data.textio import atomic_dir
     from rnnsearch.errors import ExpectedError
     from rnnsearch.reporting.beside import Outcome
@@ -279,6 +280,7 @@ def export(name: str) -> Path:
 
     root, ref = repo_root(), branch(check_name(name))
     require_branch(root, ref, f"run the preset first (make preset NAME={name})")
+    others = compared_presets(export_folder(name))
     files = git(root, "ls-tree", "-r", "--name-only", ref, "--", *REPORT_PATHS).splitlines()
     if git(root, "ls-tree", "--name-only", ref, "--", "dvc.lock"):
         files = own_files(files, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")),
@@ -292,20 +294,38 @@ def export(name: str) -> Path:
                                else inside)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        try:
-            print(f"preset '{name}': {significance(name, folder)}")
-            outcome = compare(name, folder)
-        except ExpectedError as err:            # the preset's report is copied all the same
-            outcome = Outcome([], f"no comparison with the default run: {err}")
-        print(f"preset '{name}': {outcome.message}")
+        for against in (None, *others):
+            try:
+                outcome = tested_comparison(name, folder, against)
+            except ExpectedError as err:        # the preset's report is copied all the same
+                outcome = Outcome([], f"no comparison with {against or 'the default run'}: {err}")
+                print(f"preset '{name}': {outcome.message}")
+            beside = outcome if against is None else beside
         index = folder / PurePosixPath(REPORT_PATHS[0]).name
         if index.is_file():
             shown = export_folder(name).relative_to(root)
             page = index.read_text(encoding="utf-8").replace(
                 REGENERATE, regenerate_line(shown / "params.yaml", shown / "metrics", shown), 1)
-            index.write_text(provenance(name, root, ref, bool(outcome.written)) + page,
+            index.write_text(provenance(name, root, ref, bool(beside.written)) + page,
                              encoding="utf-8")
     return export_folder(name)
+
+
+def tested_comparison(name: str, folder: Path, against: str | None = None) -> Outcome:
+    """The paired bootstrap (:func:`significance`) and the comparison (:func:`compare`) of
+    preset ``name``'s folder against the default run or preset ``against``, each printing
+    what it did."""
+    print(f"preset '{name}': {significance(name, folder, against)}")
+    outcome = compare(name, folder, against)
+    print(f"preset '{name}': {outcome.message}")
+    return outcome
+
+
+def compared_presets(folder: Path) -> list[str]:
+    """The presets an exported folder was put beside (``beside_<other>.md``, not the default
+    run's): export rebuilds those comparisons too."""
+    return sorted(path.stem.removeprefix("beside_") for path in folder.glob("beside_*.md")
+                  if path.stem != "beside_default")
 
 
 CELL_FILE = re.compile(r".+-\d+")     # a file named after a grid cell: <model>-<max length>
@@ -338,17 +358,16 @@ def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> l
     return [path for path in files if own(path)]
 
 
-SIGNIFICANCE = "significance.json"   # in an exported folder: the paired bootstrap vs the default
-
-
-def significance(name: str, folder: Path) -> str:
+def significance(name: str, folder: Path, against: str | None = None) -> str:
     """Write ``<folder>/significance.json``: for each cell the preset shares with the default
     grid and whose numbers differ (:func:`rnnsearch.reporting.beside.differing_cells`), the
     paired bootstrap of its ``report.method`` translations against the default run's (all
     sentences, the No-UNK subset, each length bucket; evaluate's samples and seed), both read
     from the DVC cache as the commits record them (:func:`committed_translations`). Returns
-    what it did. Nothing is written when the runs' test sets may differ or the translations
-    are not here (a clone whose cache lacks them): the comparison then has no p-values."""
+    what it did. ``against``: against that preset's cells (its branch and exported metrics)
+    instead, in ``significance_<against>.json``. Nothing is written when the runs' test sets may
+    differ or the translations are not here (a clone whose cache lacks them): the comparison
+    then has no p-values."""
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import write_json
@@ -357,29 +376,32 @@ def significance(name: str, folder: Path) -> str:
     from rnnsearch.reporting.beside import differing_cells, unshared_test_set
 
     root, ref = repo_root(), branch(name)
+    label, base_ref = against or "default", "HEAD" if against is None else branch(against)
     params = read_params(root / "params.yaml")
     cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
     method = report_method(params)
-    default, preset = exported_run("default", root), exported_run(name, root, folder)
-    cells = differing_cells(default, preset, method)
-    (folder / SIGNIFICANCE).unlink(missing_ok=True)
-    untested = "no paired bootstrap against the default run"
+    baseline, preset = exported_run(label, root), exported_run(name, root, folder)
+    cells = differing_cells(baseline, preset, method)
+    target = folder / baseline.significance_file
+    target.unlink(missing_ok=True)
+    untested = f"no paired bootstrap against {baseline.title}"
     if not cells or cfg.bootstrap_samples == 0:
         return f"{untested}: no cell to test"
-    if (reason := unshared_test_set(default, preset)) is not None:
+    if (reason := unshared_test_set(baseline, preset)) is not None:
         return f"{untested}: {reason}"
     try:
+        require_branch(root, base_ref, f"run the preset first (make preset NAME={label})")
         test = TestSet.load(root / "data" / "prepared", root / "data" / "tokenized", cfg.buckets)
-        runs = committed_translations(root, ("HEAD", ref), cells, method, len(test.refs))
+        runs = committed_translations(root, (base_ref, ref), cells, method, len(test.refs))
     except ExpectedError as err:
         return f"{untested}: {err}"
-    tests = {cell: compare_systems(runs[ref][cell], runs["HEAD"][cell], "default", test, cfg)
+    tests = {cell: compare_systems(runs[ref][cell], runs[base_ref][cell], label, test, cfg)
              for cell in cells}
-    write_json(folder / SIGNIFICANCE, {
+    write_json(target, {
         "method": method, "samples": cfg.bootstrap_samples, "seed": cfg.bootstrap_seed,
-        "default_commit": git(root, "rev-parse", "HEAD"),
+        "baseline": label, "baseline_commit": git(root, "rev-parse", base_ref),
         "preset_commit": git(root, "rev-parse", ref), "cells": tests})
-    return f"paired bootstrap against the default run ({', '.join(cells)}) in {SIGNIFICANCE}"
+    return f"paired bootstrap against {baseline.title} ({', '.join(cells)}) in {target.name}"
 
 
 def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str], method: str,
@@ -415,8 +437,9 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
     (:func:`rnnsearch.reporting.beside.write_beside`), with the p-values of
     ``significance.json`` where export left one. ``against``: beside another exported preset's
     cells instead, in ``beside_<against>.{md,tex,png}`` (e.g. the supervised preset's Luong
-    cells beside the luong preset's). Reads metrics files only, so it rebuilds the comparison
-    without running the preset again."""
+    cells beside the luong preset's), with the p-values of ``significance_<against>.json``
+    (the command line's ``compare --against`` writes it first: :func:`significance`). Reads
+    metrics files only, so it rebuilds the comparison without running the preset again."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import read_json
     from rnnsearch.reporting.beside import BESIDE, write_beside
@@ -429,8 +452,8 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
     method = report_method(params)
     fewest = params.get("evaluate", {}).get("min_bucket_sentences",
                                             EvaluateConfig.min_bucket_sentences)
-    tests = folder / SIGNIFICANCE
-    tests = read_json(tests)["cells"] if tests.is_file() and against is None else None
+    tests = folder / baseline.significance_file
+    tests = read_json(tests)["cells"] if tests.is_file() else None
     return write_beside(baseline, preset, folder, method, fewest, tests,
                         f"beside_{against}" if against else BESIDE)
 
@@ -525,8 +548,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")
         return 0
     if args.action == "compare":
-        outcome = compare(args.name, against=args.against)
-        print(f"preset '{args.name}': {outcome.message}")
+        if args.against:
+            tested_comparison(args.name, export_folder(check_name(args.name)), args.against)
+        else:
+            print(f"preset '{args.name}': {compare(args.name).message}")
         return 0
     if args.source:
         adopt(args.name, args.source)

@@ -60,6 +60,12 @@ class Run:
         """How the text names the run: "the default run", "the preset 'luong'"."""
         return "the default run" if self.label == "default" else f"the preset '{self.label}'"
 
+    @property
+    def significance_file(self) -> str:
+        """Where a preset's exported folder keeps its paired bootstrap against this run:
+        ``significance.json`` (the default run), else ``significance_<preset>.json``."""
+        return "significance.json" if self.label == "default" else f"significance_{self.label}.json"
+
     @classmethod
     def load(cls, label: str, metrics: Path, shown: str) -> "Run":
         """Read ``metrics`` (as the report does) and the ``params.yaml`` beside it."""
@@ -201,9 +207,9 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   f"every source word of weight above {fmt(threshold)} (threshold). `–`: not in "
                   "that run's metrics (not measured, or evaluated before the measure existed).",
                   "p: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the preset's "
-                  "BLEU against the default run's on the same sentences "
-                  "(significance.json; `–`: not tested, e.g. the translations were not in the "
-                  "DVC cache when the preset was exported)."))
+                  f"BLEU against {default.title}'s on the same sentences "
+                  f"({default.significance_file}; `–`: not tested, e.g. the translations were "
+                  "not in the DVC cache when the comparison was made)."))
 
 
 def length_table(default: Run, preset: Run, cells: list[str], method: str,
@@ -218,7 +224,8 @@ def length_table(default: Run, preset: Run, cells: list[str], method: str,
             n = runs[0].get(bucket, {}).get("n")
             rows.append((model_name(default, cell), bucket, fmt(n),
                          *(fmt(r.get(bucket, {}).get("bleu")) for r in runs), fmt(p, 3)))
-    return Table(f"BLEU by source sentence length, default run vs '{preset.label}' ({method})",
+    return Table(f"BLEU by source sentence length, {default.title.removeprefix('the ')} vs "
+                 f"'{preset.label}' ({method})",
                  ("Model", "Source words", "Sentences", f"BLEU {default.label}",
                   f"BLEU {preset.label}", "p (paired bootstrap)"), tuple(rows),
                  (f"Source words: the bucket of the source sentence's length. p: paired "
