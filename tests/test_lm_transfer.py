@@ -73,7 +73,7 @@ def test_the_output_layer_keeps_its_init(lm_file, output_in):
     assert all(torch.equal(a, b) for a, b in zip(decoder.output.parameters(), before))
 
 
-@pytest.mark.parametrize("kind", ["search", "encdec", "luong"])
+@pytest.mark.parametrize("kind", ["search", "search_cond", "encdec", "luong"])
 def test_rnnsearchs_deep_output_is_not_the_lms_softmax(tmp_path, kind):
     """The grid's own decoders, output_size = hidden_size so that the shapes agree: everything
     but the output layer that fits comes from the LM; the output layer keeps its init."""
@@ -91,6 +91,7 @@ def test_rnnsearchs_deep_output_is_not_the_lms_softmax(tmp_path, kind):
     assert decoder.output.weight.shape == lm.output.weight.shape
     assert torch.equal(decoder.output.weight, before)
     assert torch.equal(decoder.rnn.weight_hh_l0, lm.rnn.weight_hh_l0)
+    assert torch.equal(decoder.rnn.weight_ih_l0[:, :E], lm.rnn.weight_ih_l0)  # search_cond: all of it
 
 
 @pytest.mark.parametrize("lm, message", [
