@@ -274,8 +274,6 @@ def export(name: str) -> Path:
     cells beside the default run's (:func:`compare`) where the grids share cells, and beside
     the other presets' it was compared with before (:func:`compared_presets`)."""
     from rnnsearch.data.textio import atomic_dir
-    from rnnsearch.errors import ExpectedError
-    from rnnsearch.reporting.beside import Outcome
     from rnnsearch.reporting.write import REGENERATE, regenerate_line
 
     root, ref = repo_root(), branch(check_name(name))
@@ -294,13 +292,7 @@ def export(name: str) -> Path:
                                else inside)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        for against in (None, *others):
-            try:
-                outcome = tested_comparison(name, folder, against)
-            except ExpectedError as err:        # the preset's report is copied all the same
-                outcome = Outcome([], f"no comparison with {against or 'the default run'}: {err}")
-                print(f"preset '{name}': {outcome.message}")
-            beside = outcome if against is None else beside
+        beside, *_ = (exported_comparison(name, folder, against) for against in (None, *others))
         index = folder / PurePosixPath(REPORT_PATHS[0]).name
         if index.is_file():
             shown = export_folder(name).relative_to(root)
@@ -319,6 +311,20 @@ def tested_comparison(name: str, folder: Path, against: str | None = None) -> Ou
     outcome = compare(name, folder, against)
     print(f"preset '{name}': {outcome.message}")
     return outcome
+
+
+def exported_comparison(name: str, folder: Path, against: str | None) -> Outcome:
+    """:func:`tested_comparison` as export makes it: one that cannot be made is an outcome
+    saying why (the preset's report is copied all the same)."""
+    from rnnsearch.errors import ExpectedError
+    from rnnsearch.reporting.beside import Outcome
+
+    try:
+        return tested_comparison(name, folder, against)
+    except ExpectedError as err:
+        outcome = Outcome([], f"no comparison with {against or 'the default run'}: {err}")
+        print(f"preset '{name}': {outcome.message}")
+        return outcome
 
 
 def compared_presets(folder: Path) -> list[str]:
