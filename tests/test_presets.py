@@ -266,9 +266,11 @@ def test_supervised_preset_supervises_the_attention_cells_with_word_links():
     assert not default["train"].supervised_attention.on
 
 
-@pytest.mark.parametrize("name, weight", [("supervised_cond", 1.0), ("supervised_cond_light", 0.1),
-                                          ("conditional", 0.0)])
-def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name, weight):
+@pytest.mark.parametrize("name, weight, decay_steps", [
+    ("supervised_cond", 1.0, 0), ("supervised_cond_light", 0.1, 0),
+    ("supervised_cond_decay", 0.1, 1000), ("conditional", 0.0, 0)])
+def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name, weight,
+                                                                            decay_steps):
     """The cell keeps the default run's name (search-50), so that beside_default.md puts it
     beside the default RNNsearch-50; only its architecture (and the supervision) differ."""
     merged, cells = presets.resolve(name, REPO / "params.yaml")
@@ -277,6 +279,7 @@ def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name
     assert train.model_config("search").model == "search_cond"
     assert train.supervised("search") == (weight > 0)
     assert train.supervised_attention.weight == weight
+    assert train.supervised_attention.decay_steps == decay_steps
 
 
 def test_supervised_transformer_preset_supervises_the_transformer_cell_of_the_transformer_preset():

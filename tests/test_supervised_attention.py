@@ -50,6 +50,12 @@ def test_the_weight_decays_per_epoch():
     assert [supervision_weight(2.0, 0.5, epoch) for epoch in range(3)] == [2.0, 1.0, 0.5]
 
 
+def test_with_decay_steps_the_weight_decays_every_that_many_steps_whatever_the_epoch():
+    weights = [supervision_weight(2.0, 0.5, epoch=3, step=step, decay_steps=4)
+               for step in (0, 3, 4, 7, 8, 12)]
+    assert weights == [2.0, 2.0, 1.0, 1.0, 0.5, 0.25]
+
+
 def test_batches_carry_each_pairs_links_padded_with_the_batch():
     items = [([5, 6, 7], [8, 9], ((0, 1), (2, 0))), ([5], [8, 9, 10], ((0, 2),))]
     batch = collate_linked(items)                 # src 2 x 3, targets 2 x 4 (</s> included)
@@ -146,6 +152,9 @@ WITH_LINKS = {"align": {"train_links": "fast_align_vb/grow-diag-final-and"}}
      r"train.supervised_attention.decay: must be in \(0, 1\]"),
     ({"supervised_attention": {"weight": 1.0, "decay": 1.5}},
      r"train.supervised_attention.decay: must be in \(0, 1\]"),
+    ({"supervised_attention": {"weight": 1.0, "decay_steps": -5}},
+     r"train.supervised_attention.decay_steps: must be >= 0 \(0: the weight decays once per "
+     r"epoch\), got -5"),
     ({"supervised_attention": SUPERVISED, "grid": {"models": ["encdec"]}},
      r"train.supervised_attention.weight: is 1.0, but no model of train.grid.models \(encdec\) "
      r"has attention to supervise"),
@@ -263,11 +272,12 @@ def test_supervision_pulls_the_attention_towards_the_links_and_is_logged(model, 
 
 def test_a_killed_supervised_run_resumes_to_the_unbroken_runs_weights(corpus, tmp_path,
                                                                       monkeypatch):
-    """The batches carry their links through the checkpoint's batch position; new links are
-    a new run (the links are part of the run's fingerprint)."""
+    """The batches carry their links through the checkpoint's batch position, and the weight
+    its step (halved every 4 steps: the run dies in its second period and ends in its third);
+    new links are a new run (the links are part of the run's fingerprint)."""
     links = reversal_links(corpus)
     cfg = config(budget={"max_steps": 10, "val_every_steps": 3},
-                 supervised_attention=SUPERVISED)
+                 supervised_attention={"weight": 1.0, "decay": 0.5, "decay_steps": 4})
     train_cell(cfg, "search", 12, corpus, tmp_path / "unbroken", links_dir=links)
     original, dies_at_step_7 = dying_at_step(7)
     monkeypatch.setattr(TranslationTask, "training_step", dies_at_step_7)

@@ -207,17 +207,21 @@ class InitConfig:
 class SupervisedAttentionConfig:
     """Liu et al. (2016)'s supervised attention: ``weight`` x the cross-entropy between the
     align stage's normalised links (``align.train_links``) and the attention weights, added to
-    the training loss of every grid model with attention; the weight of epoch k is
-    ``weight * decay**k``. ``weight`` 0: off (nothing is read)."""
+    the training loss of every grid model with attention; the weight of period k is
+    ``weight * decay**k``, a period being an epoch (``decay_steps`` 0) or ``decay_steps``
+    optimizer steps. ``weight`` 0: off (nothing is read)."""
 
     weight: float = 0.0
-    decay: float = 1.0              # per epoch (1: a fixed weight)
+    decay: float = 1.0              # per period (1: a fixed weight)
+    decay_steps: int = 0            # the period in optimizer steps (0: an epoch)
 
     def check(self, key: str) -> None:
         require(0 <= self.weight < math.inf, f"{key}.weight",
                 f"must be a finite number >= 0 (0: off), got {self.weight}")
         require(0 < self.decay <= 1, f"{key}.decay",
                 f"must be in (0, 1] (1: the weight stays fixed), got {self.decay}")
+        require(self.decay_steps >= 0, f"{key}.decay_steps",
+                f"must be >= 0 (0: the weight decays once per epoch), got {self.decay_steps}")
 
     @property
     def on(self) -> bool:

@@ -102,7 +102,8 @@ class TranslationTask(pl.LightningModule):
         total, linked = supervision_loss(attention, batch.links)
         loss = total / linked.clamp(min=1)
         cfg = self.supervision
-        weight = supervision_weight(cfg.weight, cfg.decay, self.current_epoch)
+        weight = supervision_weight(cfg.weight, cfg.decay, self.current_epoch,
+                                    self.global_step, cfg.decay_steps)
         self.log_dict({"train/attn_sup_loss": loss.detach(), "train/attn_sup_weight": weight},
                       batch_size=batch.src.size(0))
         return weight * loss

@@ -90,6 +90,10 @@ def supervision_loss(attention: torch.Tensor, target: torch.Tensor) -> tuple[tor
     return total, linked
 
 
-def supervision_weight(weight: float, decay: float, epoch: int) -> float:
-    """The supervision loss' weight in epoch ``epoch`` (0-based): ``weight * decay**epoch``."""
-    return weight * decay ** epoch
+def supervision_weight(weight: float, decay: float, epoch: int, step: int = 0,
+                       decay_steps: int = 0) -> float:
+    """The supervision loss' weight at optimizer step ``step`` of epoch ``epoch`` (both
+    0-based): ``weight * decay**k``, k the epoch when ``decay_steps`` is 0, else
+    ``step // decay_steps``."""
+    period = step // decay_steps if decay_steps else epoch
+    return weight * decay ** period
