@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from conftest import REPO, run_script
 from decoding_workspace import SRC, make_workspace
@@ -103,3 +104,17 @@ def test_command_line_prints_one_line_per_input_unless_nbest_asks(tmp_path):
                          capture_output=True, timeout=120, env=env)
     assert two.returncode == 0, two.stderr
     assert len(two.stdout.splitlines()) == 6 and all("\t" in l for l in two.stdout.splitlines())
+
+
+def test_command_line_overrides_the_length_penalty_and_refuses_a_negative_alpha(tmp_path,
+                                                                               capsys):
+    root = make_workspace(tmp_path)
+    base = ["--model", "x", "--params", str(root / "params.yaml")]
+    parse = cli.argument_parser().parse_args
+    default = cli._settings(parse(base)).search
+    changed = cli._settings(parse(base + ["--length-penalty", "gnmt", "--alpha", "1.0"])).search
+    assert (default.length_penalty, changed.length_penalty, changed.alpha) == ("mean", "gnmt", 1.0)
+    assert changed.beam_size == default.beam_size
+    with pytest.raises(SystemExit):
+        parse(base + ["--alpha", "-1"])
+    assert "--alpha: must be >= 0" in capsys.readouterr().err

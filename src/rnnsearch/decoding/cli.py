@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, Sequence, TextIO, get_args
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from rnnsearch.config.base import (DEFAULT_PARAMS, at_least, from_dict, read_par
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.methods import method_names
-from rnnsearch.config.translate import DEVICES, TranslateConfig, method_options, resolve_device
+from rnnsearch.config.translate import (DEVICES, LengthPenalty, TranslateConfig, method_options,
+                                        resolve_device)
 from rnnsearch.data.textio import decode_lines
 from rnnsearch.data.subword import TextUnits
 from rnnsearch.data.tokenize import tokenize_line
@@ -97,9 +98,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     search = translate.search
     # One line per input unless --nbest asks for more: translate.search.nbest is the size of the
     # translate stage's n-best files, not what a user typing a sentence wants to read.
-    overrides: dict[str, int] = {"nbest": args.nbest or 1}
+    overrides: dict[str, Any] = {"nbest": args.nbest or 1}
     if args.beam_size:
         overrides["beam_size"] = args.beam_size
+    if args.length_penalty:
+        overrides["length_penalty"] = args.length_penalty
+    if args.alpha is not None:
+        overrides["alpha"] = args.alpha
     search = method_options(dataclasses.replace(search, **overrides), args.method)
     search.check("command line")
     return Settings(prepare.src_lang, prepare.tgt_lang, tokenize.lowercase,
@@ -121,8 +126,8 @@ def _print_translation(out: TextIO, translator: Translator, units: TextUnits, wo
                                    hypothesis.attention) + "\n", file=out)
 
 
-@entry_point("rnnsearch-translate")
-def main(argv: list[str] | None = None) -> int:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line's options."""
     parser = argparse.ArgumentParser(prog="rnnsearch-translate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", nargs="?", default="-", help="text file (default: stdin)")
@@ -131,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
     parser.add_argument("--method", choices=method_names(), default="beam")
     parser.add_argument("--beam-size", type=at_least(0), default=0, help="override translate.search")
+    parser.add_argument("--length-penalty", choices=get_args(LengthPenalty), default=None,
+                        help="how beam search ranks finished hypotheses (override "
+                             "translate.search)")
+    parser.add_argument("--alpha", type=at_least(0, float), default=None,
+                        help="the GNMT length penalty's exponent (override translate.search)")
     parser.add_argument("--nbest", type=at_least(0), default=0,
                         help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
@@ -141,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=DEVICES, default=None,
                         help="where to decode (default: translate.device; auto = the GPU when "
                              "torch sees one, else the CPU)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+@entry_point("rnnsearch-translate")
+def main(argv: list[str] | None = None) -> int:
+    args = argument_parser().parse_args(argv)
     settings = _settings(args)
     units = TextUnits.read(args.vocab_dir)
     translator = Translator.load(args.model, args.vocab_dir, settings.source_eos, settings.device)
