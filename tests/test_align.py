@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from rnnsearch.alignment.aer import alignment_scores, diagonal_links
-from rnnsearch.alignment.attention import argmax_links, forced_attention, threshold_links
+from rnnsearch.alignment.aer import (aer_of_counts, alignment_scores, diagonal_links,
+                                    paired_bootstrap_aer, sentence_counts)
+from rnnsearch.alignment.attention import (argmax_links, attention_counts, forced_attention,
+                                          threshold_links)
 from rnnsearch.alignment.gold import read_gold, read_sentences
 from rnnsearch.alignment.ibm1 import DiagonalPrior, dense_ids, normalise, train_model1, viterbi
 from rnnsearch.alignment.mapping import NgramCounts, map_corpus, map_sentence
@@ -106,6 +108,30 @@ def test_aer_equals_a_hand_computation_and_zero_for_the_gold():
     assert scores["precision"] == pytest.approx(2 / 3)
     assert scores["recall"] == pytest.approx(0.5)
     assert alignment_scores([set(sure)], [sure], [possible])["aer"] == 0.0
+
+
+def test_per_sentence_counts_sum_to_the_corpus_aer():
+    sure, possible = frozenset({(0, 0), (1, 1)}), frozenset({(0, 0), (1, 1), (1, 2)})
+    counts = sentence_counts([{(0, 0), (1, 2), (2, 2)}, set(sure)], [sure, sure],
+                             [possible, possible])
+    assert counts.tolist() == [[3, 1, 2, 2], [2, 2, 2, 2]]
+    # |A| = 5, |S| = 4, |A∩S| = 3, |A∩P| = 4: AER = 1 - 7/9
+    assert aer_of_counts(counts.sum(0)) == pytest.approx(2 / 9)
+    assert aer_of_counts(np.zeros(4, dtype=np.int64)) == 0.0
+
+
+def test_paired_bootstrap_of_aer_tells_a_real_difference_from_a_tie():
+    """Counts |A|, |A∩S|, |A∩P|, |S| per sentence: a perfect sentence and one with a single
+    link, wrong."""
+    perfect, wrong = [2, 2, 2, 2], [1, 0, 0, 2]
+    better, worse = np.array([perfect] * 60), np.array([wrong] * 60)
+    assert paired_bootstrap_aer(better, worse, 999, seed=7) == pytest.approx(1 / 1000)
+    # each system wins on half the sentences: the same corpus AER, no evidence of a difference
+    half = np.array([perfect] * 30 + [wrong] * 30)
+    p = paired_bootstrap_aer(half, half[::-1].copy(), 999, seed=7)
+    assert p > 0.3 and p == paired_bootstrap_aer(half, half[::-1].copy(), 999, seed=7)
+    with pytest.raises(ValueError, match="not the same sentences"):
+        paired_bootstrap_aer(better, worse[:-1], 99, seed=7)
 
 
 def test_diagonal_links_follow_the_length_ratio():
@@ -342,6 +368,9 @@ def test_attention_links_are_scored_as_english_french_whichever_side_is_the_sour
     result = score_cell(ScriptedModel(attend + [0]), gold, vocabs, source,
                         AlignConfig(figure_sentence="1"))
     assert result["scores"]["argmax"]["aer"] == 0.0
+    counts = attention_counts(ScriptedModel(attend + [0]), gold, vocabs, source, 0.3)
+    assert list(counts) == list(result["scores"])
+    assert counts["argmax"].tolist() == [[3, 3, 3, 3]]     # |A|, |A∩S|, |A∩P|, |S|
     assert result["figure"]["source"] == list(words[source])
     assert sorted(result["figure"]["sure"]) == sorted(figure_links)
 

@@ -11,6 +11,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -112,9 +113,9 @@ def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
         for column, name in ((11, "argmax"), (12, "threshold 0.3")):
             aer = scores.get(name, {}).get("aer")
             assert row[column] == (f"{aer:.3f}" if aer is not None else "–")
-        assert row[13] == "–"                   # no significance.json: no p-value
+        assert row[13:] == ["–", "–"]            # no significance.json: no p-values
     assert rows[3][3:] == ["9.25", "9.75", "12.25 (30)", "29.25", "50.00", "55.50", "22.25",
-                           "13.00", "0.412", "0.422", "–"]
+                           "13.00", "0.412", "0.422", "–", "–"]
 
 
 def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
@@ -289,10 +290,25 @@ def fmt_p(tests: dict, cell: str) -> str:
     return f"{tests['cells'][cell]['all']['p_value']:.3f}"
 
 
-def test_compare_against_another_preset_tests_the_two_branches_translations(runs):
+def test_compare_against_another_preset_tests_the_two_branches_translations(runs,
+                                                                              monkeypatch):
     """``compare NAME --against OTHER``: the paired bootstrap of the two presets' branches
-    (read through DVC), written to significance_<other>.json and shown in beside_<other>.md."""
+    (read through DVC), written to significance_<other>.json and shown in beside_<other>.md;
+    with the attention's AER counts of both branches, the same test of their AER."""
+    from rnnsearch.alignment.aer import paired_bootstrap_aer
     from rnnsearch.evaluation.scores import paired_bootstrap
+
+    perfect, wrong = [2, 2, 2, 2], [1, 0, 0, 2]      # |A|, |A∩S|, |A∩P|, |S| of a gold sentence
+    gold_counts = {"conditional": np.array([perfect] * 20 + [wrong] * 20),
+                   "supervised_cond": np.array([perfect] * 26 + [wrong] * 14)}
+    fetched = []
+
+    def counts_at(root, rev, label, cells):
+        fetched.append((rev, label, cells))
+        return {cell: {"argmax": gold_counts[label], "threshold 0.3": gold_counts[label][::-1]}
+                for cell in cells}
+
+    monkeypatch.setattr(presets, "attention_counts_at", counts_at)
 
     refs = [f"the house meets at {i} o'clock today ." for i in range(40)]
     sources = [" ".join(["word"] * 5) for _ in range(40)]
@@ -317,6 +333,16 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
     assert tests["cells"]["search-50"]["all"] == expected
     page = (folder / "beside_conditional.md").read_text()
     assert [row[-1] for row in table_rows(page)[:2]] == ["–", fmt_p(tests, "search-50")]
+    assert fetched == [("preset/supervised_cond", "supervised_cond", ["search-50"]),
+                       ("preset/conditional", "conditional", ["search-50"])]
+    aer = tests["cells"]["search-50"]["aer"]
+    p_argmax = paired_bootstrap_aer(gold_counts["supervised_cond"], gold_counts["conditional"],
+                                    200, 7)
+    # 1 - (|A∩S| + |A∩P|) / (|A| + |S|): 1 - 104/146 (26 perfect sentences), 1 - 80/140 (20)
+    assert aer["argmax"] == {"n": 40, "p_value": p_argmax, "aer": pytest.approx(42 / 146),
+                             "baseline_aer": pytest.approx(60 / 140)}
+    assert [row[-2] for row in table_rows(page)[:2]] == [
+        "–", f"{p_argmax:.3f} / {aer['threshold 0.3']['p_value']:.3f}"]
     assert "BLEU by source sentence length, preset 'conditional' vs 'supervised_cond'" in page
     assert "against the preset 'conditional''s on the same sentences" in page
 

@@ -85,7 +85,8 @@ def test_align_attention_scores_piece_models_on_words():
     from rnnsearch.alignment.gold import GoldPair
     from rnnsearch.alignment.mapping import Mapped
     from rnnsearch.config.align import AlignConfig
-    from rnnsearch.stages.align_attention import score_cell, split_words, word_matrices
+    from rnnsearch.alignment.attention import split_words, word_matrices
+    from rnnsearch.stages.align_attention import score_cell
 
     src, tgt = ("ho", "use", "."), ("Tier", "haus")
     units = Pieces({"ho": ["▁h", "o"], "haus": ["▁hau", "s"]})

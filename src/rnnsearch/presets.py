@@ -150,6 +150,17 @@ def git(root: Path, *args: str) -> str:
                           check=True).stdout.strip()
 
 
+def file_at(root: Path, rev: str, path: str) -> str:
+    """The text of ``path`` at git revision ``rev``; one it lacks raises
+    :class:`~rnnsearch.errors.DataError` naming both."""
+    from rnnsearch.errors import DataError
+
+    try:
+        return git(root, "show", f"{rev}:{path}")
+    except subprocess.CalledProcessError as err:
+        raise DataError(f"{rev} has no {path} ({err.stderr.strip()})") from err
+
+
 def tracked_paths(root: Path) -> set[str]:
     """Every file git tracks under ``root`` and every folder holding one (relative, POSIX)."""
     files = [name for name in git(root, "ls-files", "-z").split("\0") if name]
@@ -403,11 +414,91 @@ def significance(name: str, folder: Path, against: str | None = None) -> str:
         return f"{untested}: {err}"
     tests = {cell: compare_systems(runs[ref][cell], runs[base_ref][cell], label, test, cfg)
              for cell in cells}
+    attention = [cell for cell in cells if has_attention(baseline, cell)
+                 and has_attention(preset, cell)]
+    try:
+        for cell, aer in aer_tests(root, ((ref, name), (base_ref, label)), attention,
+                                   cfg.bootstrap_samples, cfg.bootstrap_seed).items():
+            tests[cell]["aer"] = aer
+        alignments = f"; attention AER of {', '.join(attention)} too" if attention else ""
+    except ExpectedError as err:
+        alignments = f"; no paired bootstrap of attention AER: {err}"
     write_json(target, {
         "method": method, "samples": cfg.bootstrap_samples, "seed": cfg.bootstrap_seed,
         "baseline": label, "baseline_commit": git(root, "rev-parse", base_ref),
         "preset_commit": git(root, "rev-parse", ref), "cells": tests})
-    return f"paired bootstrap against {baseline.title} ({', '.join(cells)}) in {target.name}"
+    return (f"paired bootstrap against {baseline.title} ({', '.join(cells)}) in {target.name}"
+            f"{alignments}")
+
+
+def has_attention(run: Run, cell: str) -> bool:
+    """Whether ``run``'s align_attention metrics scored ``cell``'s attention."""
+    return bool(((run.inputs.align_attention or {}).get("cells", {}).get(cell) or {})
+                .get("attention"))
+
+
+def aer_tests(root: Path, runs: tuple[tuple[str, str], tuple[str, str]], cells: Sequence[str],
+              samples: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Per cell, per link variant both runs measured: the paired bootstrap of the attention's
+    AER on the gold sentences (:func:`rnnsearch.alignment.aer.paired_bootstrap_aer`), the
+    first of ``runs`` (``(git revision, label)`` each) against the second. Each run's model,
+    vocabularies and gold set come from the DVC cache as its commit records them."""
+    from rnnsearch.alignment.aer import aer_of_counts, paired_bootstrap_aer
+    from rnnsearch.errors import DataError
+
+    system, baseline = (attention_counts_at(root, rev, label, cells) for rev, label in runs)
+    tests: dict[str, dict[str, Any]] = {}
+    for cell in cells:
+        for variant in [v for v in system[cell] if v in baseline[cell]]:
+            ours, theirs = system[cell][variant], baseline[cell][variant]
+            if ours.shape != theirs.shape:
+                raise DataError(f"the two runs' gold sets differ ({len(ours)} and {len(theirs)} "
+                                f"sentences)")
+            tests.setdefault(cell, {})[variant] = {
+                "n": len(ours), "p_value": paired_bootstrap_aer(ours, theirs, samples, seed),
+                "aer": float(aer_of_counts(ours.sum(0))),
+                "baseline_aer": float(aer_of_counts(theirs.sum(0)))}
+    return tests
+
+
+def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str]
+                        ) -> dict[str, dict[str, Any]]:
+    """``{cell: {variant: counts}}``: AER's counts per gold sentence of each cell's attention
+    (:func:`rnnsearch.alignment.attention.attention_counts`) as git revision ``rev`` (run
+    ``label``) trained it, its files fetched from the DVC cache."""
+    import dvc.api
+    from dvc.exceptions import DvcException
+
+    from rnnsearch.alignment.attention import attention_counts
+    from rnnsearch.alignment.corpus import GoldCorpus
+    from rnnsearch.config.align import AlignConfig
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.data.subword import TextUnits
+    from rnnsearch.data.vocab import Vocabulary
+    from rnnsearch.errors import DataError
+    from rnnsearch.experiment_files import TOKENIZED, fetch, model_path
+    from rnnsearch.models.seq2seq import load_model
+
+    lock, text = (yaml.safe_load(file_at(root, rev, "dvc.lock")),
+                  file_at(root, rev, "params.yaml") + "\n")
+    params = parse_params(text, f"{rev}:params.yaml")
+    cfg = from_dict(AlignConfig, params.get("align") or {}, "align")
+    gold_path = "data/align/gold.json"
+    try:
+        with dvc.api.open(gold_path, repo=str(root), rev=rev) as handle:
+            gold = GoldCorpus.from_records(json.load(handle))
+    except (DvcException, OSError) as err:
+        raise DataError(f"{gold_path} at {rev}: not in the DVC cache here "
+                        f"({type(err).__name__}: {err})") from err
+    counts = {}
+    for cell in cells:
+        folder = fetch(root, lock, text, cell, label)
+        tokenized = folder / TOKENIZED
+        vocabs = {side: Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
+        counts[cell] = attention_counts(load_model(folder / model_path(cell)), gold, vocabs,
+                                        params["prepare"]["src_lang"], cfg.attention_threshold,
+                                        TextUnits.read(tokenized), cfg.batch_size)
+    return counts
 
 
 def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str], method: str,
@@ -521,8 +612,8 @@ def translate(name: str, cell: str, options: list[str]) -> int:
     cells = branch_cells(root, ref)
     if cell not in cells:
         raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: {', '.join(cells)})")
-    folder = fetch(root, yaml.safe_load(git(root, "show", f"{ref}:dvc.lock")),
-                   git(root, "show", f"{ref}:params.yaml") + "\n", cell, name)
+    folder = fetch(root, yaml.safe_load(file_at(root, ref, "dvc.lock")),
+                   file_at(root, ref, "params.yaml") + "\n", cell, name)
     return cli.main([*options, "--model", str(folder / model_path(cell)),
                      "--vocab-dir", str(folder / TOKENIZED), "--params", str(folder / "params.yaml")])
 

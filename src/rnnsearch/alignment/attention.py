@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from rnnsearch.alignment import Link
-from rnnsearch.data.vocab import BOS_ID, PAD_ID
+from rnnsearch.alignment.corpus import GoldCorpus
+from rnnsearch.data.subword import TextUnits
+from rnnsearch.data.vocab import BOS_ID, PAD_ID, Vocabulary
 
 
 def pad(rows: Sequence[Sequence[int]], prefix: Sequence[int] = ()) -> torch.Tensor:
@@ -79,3 +81,53 @@ def threshold_links(weights: np.ndarray, threshold: float) -> set[Link]:
     """``(source, target)`` links: every source word with weight >= ``threshold``."""
     targets, sources = np.nonzero(weights >= threshold)
     return {(int(i), int(j)) for j, i in zip(targets, sources)}
+
+
+WORD_UNITS = TextUnits("word", {})
+
+
+def split_words(sentences: Sequence[Sequence[str]], units: TextUnits, side: str
+                ) -> tuple[list[list[str]], list[list[int]]]:
+    """Each sentence's units (word units: its words; else each word's pieces, in order) and how
+    many units each word has."""
+    split = [[units.split([word], side) for word in words] for words in sentences]
+    return ([[unit for word in words for unit in word] for words in split],
+            [[len(word) for word in words] for words in split])
+
+
+def word_matrices(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
+                  units: TextUnits, batch_size: int) -> list[np.ndarray]:
+    """Per gold pair, the target words x source words attention of teacher-forced decoding
+    (with subword units: the pieces' weights turned into the words', :func:`word_attention`)."""
+    target = "fr" if source == "en" else "en"
+    src, src_lengths = split_words([m.tokens for m in getattr(gold, source)], units, "src")
+    tgt, tgt_lengths = split_words([m.tokens for m in getattr(gold, target)], units, "tgt")
+    matrices = forced_attention(model, [vocabs["src"].encode(s) for s in src],
+                                [vocabs["tgt"].encode(t) for t in tgt], batch_size)
+    return [word_attention(w, s, t) for w, s, t in zip(matrices, src_lengths, tgt_lengths)]
+
+
+def variant_links(matrices: list[np.ndarray], source: str, threshold: float
+                  ) -> dict[str, list[set[Link]]]:
+    """Each link variant's (English, French) links per gold pair, read from the target x source
+    ``matrices``: ``argmax`` and ``threshold <threshold>`` (the metrics' names)."""
+    variants = {"argmax": argmax_links,
+                f"threshold {threshold}": lambda w: threshold_links(w, threshold)}
+    result = {}
+    for name, links_of in variants.items():
+        links = [links_of(w) for w in matrices]                         # (source, target)
+        if source == "fr":
+            links = [{(j, i) for i, j in sentence} for sentence in links]
+        result[name] = links
+    return result
+
+
+def attention_counts(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
+                     threshold: float, units: TextUnits = WORD_UNITS, batch_size: int = 32
+                     ) -> dict[str, np.ndarray]:
+    """Per link variant (:func:`variant_links`), AER's counts per gold sentence of ``model``'s
+    attention (sentences x 4: :meth:`GoldCorpus.counts`), for a paired bootstrap of two models'
+    AER on the same gold sentences."""
+    matrices = word_matrices(model, gold, vocabs, source, units, batch_size)
+    return {name: gold.counts(links)
+            for name, links in variant_links(matrices, source, threshold).items()}

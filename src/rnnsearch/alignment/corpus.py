@@ -6,8 +6,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from rnnsearch.alignment import Link
-from rnnsearch.alignment.aer import alignment_scores, diagonal_links
+from rnnsearch.alignment.aer import alignment_scores, diagonal_links, sentence_counts
 from rnnsearch.alignment.gold import GoldPair
 from rnnsearch.alignment.ibm1 import DiagonalPrior, train_model1, viterbi
 from rnnsearch.alignment.mapping import Mapped, gold_links
@@ -49,6 +51,12 @@ class GoldCorpus:
         """AER, precision, recall of pipeline-token links against the gold."""
         return alignment_scores(self.to_gold(links), [p.sure for p in self.pairs],
                                 [p.possible for p in self.pairs])
+
+    def counts(self, links: Sequence[set[Link]]) -> np.ndarray:
+        """AER's counts per gold sentence of pipeline-token links (sentences x 4:
+        :func:`rnnsearch.alignment.aer.sentence_counts`)."""
+        return sentence_counts(self.to_gold(links), [p.sure for p in self.pairs],
+                               [p.possible for p in self.pairs])
 
     def diagonal(self) -> dict[str, float | int]:
         """The diagonal baseline's scores (on the gold tokens themselves)."""

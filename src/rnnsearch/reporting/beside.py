@@ -39,7 +39,7 @@ BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 LOCATION_KEYS = ("mirror", "download", "cache_dir")
 HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (sentences)",
           "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)",
-          "AER (threshold)", "p (paired bootstrap)")
+          "AER (threshold)", "p AER (argmax / threshold)", "p BLEU (paired bootstrap)")
 
 
 @dataclass(frozen=True)
@@ -183,13 +183,22 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                  tests: dict[str, Any] | None = None) -> Table:
     """One row per run and cell, the default run's first; ``tests``: significance.json's
     cells (the preset row's p-value against the default row)."""
-    def p_value(run: Run, cell: str) -> str:
-        test = (tests or {}).get(cell) if run is preset else None
-        return fmt(test["all"]["p_value"], 3) if test else "–"
+    def test(run: Run, cell: str) -> dict[str, Any]:
+        return ((tests or {}).get(cell) or {}) if run is preset else {}
 
-    rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
-                  p_value(run, cell)) for cell in cells for run in (default, preset))
+    def p_aer(run: Run, cell: str) -> str:
+        variants = ("argmax", f"threshold {threshold}")
+        aer = test(run, cell).get("aer", {})
+        return (" / ".join(fmt(aer.get(v, {}).get("p_value"), 3) for v in variants) if aer
+                else "–")
+
+    def p_bleu(run: Run, cell: str) -> str:
+        return fmt(test(run, cell)["all"]["p_value"], 3) if test(run, cell) else "–"
+
     threshold = (preset.inputs.align_attention or {}).get("threshold")
+    rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
+                  p_aer(run, cell), p_bleu(run, cell))
+                 for cell in cells for run in (default, preset))
     return Table(f"The preset '{preset.label}' beside {default.title} ({method})", HEADER, rows,
                  (f"BLEU and chrF: sacreBLEU on detokenised output against the raw references; "
                   f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
@@ -206,10 +215,13 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   "the Hansard gold links, on words: each target word's argmax source word, or "
                   f"every source word of weight above {fmt(threshold)} (threshold). `–`: not in "
                   "that run's metrics (not measured, or evaluated before the measure existed).",
-                  "p: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the preset's "
+                  "p BLEU: paired bootstrap resampling (sacreBLEU, Koehn 2004) of the preset's "
                   f"BLEU against {default.title}'s on the same sentences "
                   f"({default.significance_file}; `–`: not tested, e.g. the translations were "
-                  "not in the DVC cache when the comparison was made)."))
+                  "not in the DVC cache when the comparison was made). p AER: the same test of "
+                  "the attention's AER on the gold sentences, argmax and thresholded links (`–`: "
+                  "not tested, e.g. a model without attention, or the models not in the DVC "
+                  "cache)."))
 
 
 def length_table(default: Run, preset: Run, cells: list[str], method: str,

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from rnnsearch.alignment.attention import (argmax_links, forced_attention, threshold_links,
-                                           word_attention)
+from rnnsearch.alignment.attention import WORD_UNITS, variant_links, word_matrices
 from rnnsearch.alignment.corpus import GoldCorpus
 from rnnsearch.config.align import AlignConfig
 from rnnsearch.config.sections import grid_cells
@@ -45,45 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, default=Path("metrics/align_attention.json"))
 
 
-WORD_UNITS = TextUnits("word", {})
-
-
-def split_words(sentences: Sequence[Sequence[str]], units: TextUnits, side: str
-                ) -> tuple[list[list[str]], list[list[int]]]:
-    """Each sentence's units (word units: its words; else each word's pieces, in order) and how
-    many units each word has."""
-    split = [[units.split([word], side) for word in words] for words in sentences]
-    return ([[unit for word in words for unit in word] for words in split],
-            [[len(word) for word in words] for words in split])
-
-
-def word_matrices(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
-                  units: TextUnits, batch_size: int) -> list[np.ndarray]:
-    """Per gold pair, the target words x source words attention of teacher-forced decoding
-    (with subword units: the pieces' weights turned into the words', :func:`word_attention`)."""
-    target = "fr" if source == "en" else "en"
-    src, src_lengths = split_words([m.tokens for m in getattr(gold, source)], units, "src")
-    tgt, tgt_lengths = split_words([m.tokens for m in getattr(gold, target)], units, "tgt")
-    matrices = forced_attention(model, [vocabs["src"].encode(s) for s in src],
-                                [vocabs["tgt"].encode(t) for t in tgt], batch_size)
-    return [word_attention(w, s, t) for w, s, t in zip(matrices, src_lengths, tgt_lengths)]
-
-
 def score_cell(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
                cfg: AlignConfig, units: TextUnits = WORD_UNITS) -> dict[str, Any]:
     """Scores of both link variants and the figure sentence's weights for one model."""
     matrices = word_matrices(model, gold, vocabs, source, units, cfg.batch_size)
-    variants = {"argmax": argmax_links,
-                f"threshold {cfg.attention_threshold}":
-                    lambda w: threshold_links(w, cfg.attention_threshold)}
-    result: dict[str, Any] = {"scores": {}}
-    for name, links_of in variants.items():
-        links = [links_of(w) for w in matrices]                         # (source, target)
-        if source == "fr":
-            links = [{(j, i) for i, j in sentence} for sentence in links]
-        result["scores"][name] = gold.score(links)
-    result["figure"] = figure_record(gold, matrices, source, cfg.figure_sentence)
-    return result
+    links = variant_links(matrices, source, cfg.attention_threshold)
+    return {"scores": {name: gold.score(found) for name, found in links.items()},
+            "figure": figure_record(gold, matrices, source, cfg.figure_sentence)}
 
 
 def check_figure_sentence(gold: GoldCorpus, ident: str | None, path: Path) -> None:
