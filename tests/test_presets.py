@@ -282,9 +282,13 @@ def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name
     assert train.supervised_attention.decay_steps == decay_steps
 
 
-def test_supervised_transformer_preset_supervises_the_transformer_cell_of_the_transformer_preset():
-    merged, cells = presets.resolve("supervised_transformer", REPO / "params.yaml")
+@pytest.mark.parametrize("name, layer", [("supervised_transformer", -1),
+                                         ("supervised_transformer_penultimate", -2)])
+def test_supervised_transformer_presets_supervise_the_transformer_cell_of_the_transformer_preset(
+        name, layer):
+    merged, cells = presets.resolve(name, REPO / "params.yaml")
     train = validate_params(merged)["train"]
     _, unsupervised = presets.resolve("transformer", REPO / "params.yaml")
     assert cells == ["transformer-50"] and cells[0] in unsupervised
-    assert train.supervised("transformer") and train.model_config("transformer").alignment_layer == -1
+    assert train.supervised("transformer")
+    assert train.model_config("transformer").alignment_layer == layer
