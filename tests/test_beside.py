@@ -17,6 +17,7 @@ import yaml
 
 from rnnsearch import presets
 from rnnsearch.data.vocab import Vocabulary
+from conftest import REPO
 from test_report import HANSARD, _eval, write_prepare
 
 F1 = {"all": 40.0, "in_vocabulary": 45.5, "rare": 12.25, "unseen": 3.0}
@@ -357,3 +358,34 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
     assert json.loads((folder / "significance_conditional.json").read_text())["cells"] == \
         tests["cells"]
     assert (folder / "beside_conditional.md").read_text() == page
+
+
+def test_layers_scores_a_transformer_cells_attention_from_each_decoder_layer(runs, monkeypatch,
+                                                                             capsys):
+    """``layers NAME CELL`` reads the cell's attention from each of its decoder layers in turn
+    (the model and gold set from the branch's DVC files: replaced here by their counts) and
+    refuses a cell without layers of attention, naming it."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["train"]["grid"] = {"models": ["search", "transformer"], "max_lens": [50]}
+    (runs / "params.yaml").write_text(yaml.safe_dump(params))
+    git(runs, "init", "-q", "-b", "main")
+    git(runs, "add", "params.yaml")
+    git(runs, "commit", "-q", "-m", "preset run")
+    git(runs, "branch", "preset/transformer")
+    perfect, wrong = [2, 2, 2, 2], [1, 0, 0, 2]      # |A|, |A∩S|, |A∩P|, |S| of a gold sentence
+    read = []
+
+    def counts_at(root, rev, label, cells, layer=None):
+        read.append((rev, label, cells, layer))
+        return {cells[0]: {"argmax": np.array([perfect] * layer + [wrong] * (4 - layer))}}
+
+    monkeypatch.setattr(presets, "attention_counts_at", counts_at)
+    assert presets.main(["layers", "transformer", "transformer-50"]) == 0
+    assert read == [("preset/transformer", "transformer", ["transformer-50"], layer)
+                    for layer in range(3)]
+    # 1 - 2 * found / (|A| + |S|): 4 sentences, 0, 1 and 2 of them perfect
+    assert capsys.readouterr().out.splitlines() == [
+        f"decoder layer {layer}: AER argmax {1 - 2 * found / total:.3f}"
+        for layer, (found, total) in enumerate([(0, 12), (2, 13), (4, 14)])]
+    assert presets.main(["layers", "transformer", "search-50"]) == 2
+    assert "search-50 of preset/transformer is a 'search' model" in capsys.readouterr().err

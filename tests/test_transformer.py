@@ -45,6 +45,22 @@ def test_steps_compute_the_teacher_forced_logits_and_attention(alignment_layer):
     assert torch.equal(state.step, torch.tensor([4, 4]))
 
 
+def test_the_attention_can_be_read_from_another_layer_as_if_it_were_the_alignment_layer():
+    """What ``presets layers`` relies on: reading layer 0 of a model trained to align layer -1
+    gives what a model whose alignment_layer is 0 returns, weights and logits alike."""
+    src, src_len, tgt_in = batch()
+    logits, first = small(alignment_layer=0)(src, src_len, tgt_in)
+    model = small()
+    _, last = model(src, src_len, tgt_in)
+    model.decoder.read_attention_from(0)
+    again_logits, again = model(src, src_len, tgt_in)
+    assert not torch.allclose(first, last)
+    torch.testing.assert_close(again, first)
+    torch.testing.assert_close(again_logits, logits)
+    with pytest.raises(ValueError, match=r"layer 3: the decoder has 3 layers \(0 to 2, or -1"):
+        model.decoder.read_attention_from(3)
+
+
 def test_the_attention_is_a_distribution_over_the_real_source_words_only():
     src, src_len, tgt_in = batch()
     _, attention = small()(src, src_len, tgt_in)

@@ -461,11 +461,12 @@ def aer_tests(root: Path, runs: tuple[tuple[str, str], tuple[str, str]], cells: 
     return tests
 
 
-def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str]
-                        ) -> dict[str, dict[str, Any]]:
+def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
+                        layer: int | None = None) -> dict[str, dict[str, Any]]:
     """``{cell: {variant: counts}}``: AER's counts per gold sentence of each cell's attention
     (:func:`rnnsearch.alignment.attention.attention_counts`) as git revision ``rev`` (run
-    ``label``) trained it, its files fetched from the DVC cache."""
+    ``label``) trained it, its files fetched from the DVC cache. ``layer``: a Transformer's
+    attention read from that decoder layer instead of its ``alignment_layer``."""
     import dvc.api
     from dvc.exceptions import DvcException
 
@@ -495,10 +496,37 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str]
         folder = fetch(root, lock, text, cell, label)
         tokenized = folder / TOKENIZED
         vocabs = {side: Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
-        counts[cell] = attention_counts(load_model(folder / model_path(cell)), gold, vocabs,
-                                        params["prepare"]["src_lang"], cfg.attention_threshold,
-                                        TextUnits.read(tokenized), cfg.batch_size)
+        model = load_model(folder / model_path(cell))
+        if layer is not None:
+            model.decoder.read_attention_from(layer)
+        counts[cell] = attention_counts(model, gold, vocabs, params["prepare"]["src_lang"],
+                                        cfg.attention_threshold, TextUnits.read(tokenized),
+                                        cfg.batch_size)
     return counts
+
+
+def layer_aers(name: str, cell: str) -> list[dict[str, float]]:
+    """The attention AER of Transformer cell ``cell`` of preset or experiment ``name`` read
+    from each decoder layer's cross-attention (head average) in turn, first layer first: which
+    layer aligns, and what supervising one (``alignment_layer``) did to the others."""
+    from rnnsearch.alignment.aer import aer_of_counts
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainConfig
+
+    root, ref = repo_root(), branch(check_name(name))
+    require_branch(root, ref, f"run it first (make preset NAME={name})")
+    if cell not in branch_cells(root, ref):
+        raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: "
+                          f"{', '.join(branch_cells(root, ref))})")
+    params = parse_params(file_at(root, ref, "params.yaml"), f"{ref}:params.yaml")
+    model = from_dict(TrainConfig, params.get("train", {}), "train").model_config(
+        cell.rpartition("-")[0])
+    if model.model != "transformer":
+        raise ConfigError(f"{cell} of {ref} is a '{model.model}' model: only a Transformer has "
+                          f"layers of attention to choose from")
+    return [{variant: float(aer_of_counts(counts.sum(0))) for variant, counts in
+             attention_counts_at(root, ref, name, [cell], layer)[cell].items()}
+            for layer in range(model.decoder_layers)]
 
 
 def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str], method: str,
@@ -623,9 +651,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["check", "show", "run", "export", "compare",
-                                           "translate"],
+                                           "translate", "layers"],
                         help="translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
-                             "translate with that cell of the experiment's branch")
+                             "translate with that cell of the experiment's branch; layers NAME "
+                             "CELL: a Transformer cell's attention AER read from each decoder "
+                             "layer")
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     parser.add_argument("--against", metavar="PRESET",
                         help="compare: beside that exported preset's cells instead of the "
@@ -634,6 +664,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="your own params overrides: copied to presets/<name>.yaml first "
                              "(make experiment NAME=... PARAMS=FILE)")
     args, rest = parser.parse_known_args(argv)
+    if args.action == "layers":
+        if len(rest) != 1:
+            parser.error("layers needs one Transformer grid cell after the name, e.g. "
+                         "transformer-50")
+        for layer, aer in enumerate(layer_aers(args.name, rest[0])):
+            print(f"decoder layer {layer}: " + ", ".join(f"AER {variant} {value:.3f}"
+                                                         for variant, value in aer.items()))
+        return 0
     if args.action == "translate":
         if not rest:
             parser.error("translate needs a grid cell after the name, e.g. search-50")

@@ -200,6 +200,15 @@ class TransformerDecoder(nn.Module):
         """The cross-attention whose head average is the model's attention."""
         return self.layers[self.aligned].cross_attention
 
+    def read_attention_from(self, layer: int) -> None:
+        """Return decoder layer ``layer``'s cross-attention (from 0; negative: from the last)
+        as the model's attention from now on, e.g. to score each layer's alignments; training
+        and supervision use ``alignment_layer``'s."""
+        if not -len(self.layers) <= layer < len(self.layers):
+            raise ValueError(f"layer {layer}: the decoder has {len(self.layers)} layers "
+                             f"(0 to {len(self.layers) - 1}, or -1 for the last)")
+        self.aligned = layer % len(self.layers)
+
     def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
                        ) -> Memory:
         """Project the source once per batch for every layer's cross-attention."""
