@@ -221,6 +221,28 @@ def require_branch(root: Path, ref: str, advice: str) -> None:
         raise ConfigError(f"no git branch '{ref}': {advice}")
 
 
+def trained_cell(name: str, cell: str) -> tuple[Path, str]:
+    """The repository root and the branch of preset or experiment ``name``, refused unless the
+    branch exists and trained grid cell ``cell``."""
+    root, ref = repo_root(), branch(check_name(name))
+    require_branch(root, ref, f"run it first (make experiment NAME={name} PARAMS=..., or make "
+                              f"preset NAME={name})")
+    cells = branch_cells(root, ref)
+    if cell not in cells:
+        raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: {', '.join(cells)})")
+    return root, ref
+
+
+def fetch_cell(root: Path, rev: str, cell: str, label: str) -> Path:
+    """``cell``'s model, the vocabularies and the params of git revision ``rev``, copied from
+    the DVC cache into ``.cache/experiments/<label>/``
+    (:func:`rnnsearch.experiment_files.fetch`)."""
+    from rnnsearch.experiment_files import fetch
+
+    return fetch(root, yaml.safe_load(file_at(root, rev, "dvc.lock")),
+                 file_at(root, rev, "params.yaml") + "\n", cell, label)
+
+
 def shell_line(args: Sequence[str]) -> str:
     """``args`` as one line to paste into a shell."""
     return shlex.join(args)
@@ -477,12 +499,10 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     from rnnsearch.data.subword import TextUnits
     from rnnsearch.data.vocab import Vocabulary
     from rnnsearch.errors import DataError
-    from rnnsearch.experiment_files import TOKENIZED, fetch, model_path
+    from rnnsearch.experiment_files import TOKENIZED, model_path
     from rnnsearch.models.seq2seq import load_model
 
-    lock, text = (yaml.safe_load(file_at(root, rev, "dvc.lock")),
-                  file_at(root, rev, "params.yaml") + "\n")
-    params = parse_params(text, f"{rev}:params.yaml")
+    params = parse_params(file_at(root, rev, "params.yaml"), f"{rev}:params.yaml")
     cfg = from_dict(AlignConfig, params.get("align") or {}, "align")
     gold_path = "data/align/gold.json"
     try:
@@ -493,7 +513,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
                         f"({type(err).__name__}: {err})") from err
     counts = {}
     for cell in cells:
-        folder = fetch(root, lock, text, cell, label)
+        folder = fetch_cell(root, rev, cell, label)
         tokenized = folder / TOKENIZED
         vocabs = {side: Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")}
         model = load_model(folder / model_path(cell))
@@ -513,11 +533,7 @@ def layer_aers(name: str, cell: str) -> list[dict[str, float]]:
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.train import TrainConfig
 
-    root, ref = repo_root(), branch(check_name(name))
-    require_branch(root, ref, f"run it first (make preset NAME={name})")
-    if cell not in branch_cells(root, ref):
-        raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: "
-                          f"{', '.join(branch_cells(root, ref))})")
+    root, ref = trained_cell(name, cell)
     params = parse_params(file_at(root, ref, "params.yaml"), f"{ref}:params.yaml")
     model = from_dict(TrainConfig, params.get("train", {}), "train").model_config(
         cell.rpartition("-")[0])
@@ -632,16 +648,10 @@ def translate(name: str, cell: str, options: list[str]) -> int:
     workspace untouched; ``options``: the translation command line's (input file, --method,
     --align, ...)."""
     from rnnsearch.decoding import cli
-    from rnnsearch.experiment_files import TOKENIZED, fetch, model_path
+    from rnnsearch.experiment_files import TOKENIZED, model_path
 
-    root, ref = repo_root(), branch(check_name(name))
-    require_branch(root, ref, f"run it first (make experiment NAME={name} PARAMS=..., or make "
-                              f"preset NAME={name})")
-    cells = branch_cells(root, ref)
-    if cell not in cells:
-        raise ConfigError(f"{ref} trained no cell '{cell}' (its cells: {', '.join(cells)})")
-    folder = fetch(root, yaml.safe_load(file_at(root, ref, "dvc.lock")),
-                   file_at(root, ref, "params.yaml") + "\n", cell, name)
+    root, ref = trained_cell(name, cell)
+    folder = fetch_cell(root, ref, cell, name)
     return cli.main([*options, "--model", str(folder / model_path(cell)),
                      "--vocab-dir", str(folder / TOKENIZED), "--params", str(folder / "params.yaml")])
 

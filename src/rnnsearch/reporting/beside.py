@@ -182,7 +182,7 @@ def model_name(run: Run, cell: str) -> str:
 def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                  tests: dict[str, Any] | None = None) -> Table:
     """One row per run and cell, the default run's first; ``tests``: significance.json's
-    cells (the preset row's p-value against the default row)."""
+    cells (the preset row's p-values, of AER and of BLEU, against the default row)."""
     def test(run: Run, cell: str) -> dict[str, Any]:
         return ((tests or {}).get(cell) or {}) if run is preset else {}
 
@@ -193,7 +193,7 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                 else "–")
 
     def p_bleu(run: Run, cell: str) -> str:
-        return fmt(test(run, cell)["all"]["p_value"], 3) if test(run, cell) else "–"
+        return fmt(test(run, cell).get("all", {}).get("p_value"), 3)
 
     threshold = (preset.inputs.align_attention or {}).get("threshold")
     rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
