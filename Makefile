@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export OPENBLAS_CORETYPE ?= Haswell
 
 .PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
-	test-fast clean-venv
+	test-fast deps clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15
@@ -27,6 +27,11 @@ repro: $(STAMP)
 ## TEST_JOBS=0 runs serially.
 test: $(STAMP)
 	$(PYTEST)
+
+## Write every stage's code deps in dvc.yaml from the imports (after a new module or import:
+## tests/test_dvc_deps.py fails until dvc.yaml is what this writes).
+deps: $(STAMP)
+	$(PY) scripts/stage_deps.py
 
 ## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; the bare address
 ## opens the experiment's runs table, every page in MLflow's model-training view (rnnsearch.ui_app).

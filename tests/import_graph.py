@@ -1,92 +1,10 @@
-"""The import graph of a package, read from its source (nothing is imported).
-
-Every ``import`` and ``from ... import`` of a file counts, at any depth: inside functions, under
-``if TYPE_CHECKING:``, in ``try`` blocks. An import a function makes at call time ties the two
-modules together as firmly as one at the top of the file does, so the layout checks see both.
-
-A registry entry names its code as a string, ``"package.module:attribute"``, that
-``<package>.config.registry.load`` imports when the entry is used (the registries sit below the
-code they name): a module that imports that loader imports, besides what it writes, every module
-named by an entry of the modules it imports (:func:`registry_imports`).
-
-Used by ``test_layout.py`` (cycles, layers) and ``test_dvc_deps.py`` (what each stage runs).
-"""
+"""The layout checks of the import graph (:mod:`rnnsearch.code_graph` reads it): cycles and
+the layer order. Used by ``test_layout.py`` and ``test_dvc_deps.py``."""
 from __future__ import annotations
 
-import ast
-import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
-
-@dataclass(frozen=True)
-class Graph:
-    """The modules of ``package`` (dotted name -> file) and what each imports of it."""
-
-    package: str
-    files: dict[str, Path]
-    imports: dict[str, frozenset[str]]
-
-
-def module_name(path: Path, src: Path) -> str:
-    """``src/pkg/a/b.py`` -> ``pkg.a.b``; a package's ``__init__.py`` is the package."""
-    parts = list(path.relative_to(src).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def resolve(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
-    """The absolute module a ``from`` import reads from (relative imports resolved)."""
-    if not node.level:
-        return node.module or ""
-    base = importer.split(".")
-    base = base[:len(base) - node.level + (1 if is_package else 0)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-def file_imports(path: Path, name: str, files: dict[str, Path]) -> set[str]:
-    """The modules of ``files`` that the file ``path`` (module ``name``) imports: for
-    ``from a import b`` the module ``a.b`` when there is one, else ``a``."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            source = resolve(node, name, path.name == "__init__.py")
-            found.update(f"{source}.{a.name}" if f"{source}.{a.name}" in files else source
-                         for a in node.names)
-    return {module for module in found if module in files}
-
-
-REFERENCE = re.compile(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*")
-LOADER = "config.registry"      # the module of ``load``, below the package
-
-
-def references(path: Path, files: dict[str, Path]) -> set[str]:
-    """The modules of ``files`` that registry entries in ``path`` name: string constants
-    ``"module:attribute"``."""
-    return {match.group(1) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and (match := REFERENCE.fullmatch(node.value)) and match.group(1) in files}
-
-
-def registry_imports(imports: dict[str, set[str]], named: dict[str, set[str]], loader: str
-                     ) -> dict[str, set[str]]:
-    """``imports`` with, for every module that imports ``loader``, the modules named (``named``)
-    by the modules it imports."""
-    return {module: deps | {target for dep in deps for target in named[dep]}
-                    if loader in deps else deps
-            for module, deps in imports.items()}
-
-
-def read_graph(src: Path, package: str) -> Graph:
-    """The import graph of ``src/<package>`` (every ``.py`` file below it), registry entries
-    included."""
-    files = {module_name(p, src): p for p in sorted((src / package).rglob("*.py"))}
-    imports = {name: file_imports(path, name, files) for name, path in files.items()}
-    named = {name: references(path, files) for name, path in files.items()}
-    imports = registry_imports(imports, named, f"{package}.{LOADER}")
-    return Graph(package, files, {name: frozenset(deps) for name, deps in imports.items()})
+from rnnsearch.code_graph import Graph, closure, parents, read_graph  # noqa: F401 (re-exported)
 
 
 def cycles(graph: Graph) -> list[list[str]]:
@@ -154,21 +72,3 @@ def layer_problems(graph: Graph, layers: Sequence[Sequence[str]]) -> list[str]:
     return sorted(problems)
 
 
-def parents(module: str) -> list[str]:
-    """The packages Python initialises before ``module``: ``a.b.c`` -> ``a``, ``a.b``."""
-    parts = module.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts))]
-
-
-def closure(graph: Graph, start: Iterable[str]) -> set[str]:
-    """Every module that importing ``start`` can run: their imports, transitively, and the
-    ``__init__`` of every package on the way."""
-    seen: set[str] = set()
-    todo = list(start)
-    while todo:
-        module = todo.pop()
-        if module in seen or module not in graph.files:
-            continue
-        seen.add(module)
-        todo += list(graph.imports[module]) + parents(module)
-    return seen

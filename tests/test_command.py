@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 from rnnsearch.command import EXIT_ERROR, EXIT_INTERRUPTED, entry_point, run_command
-from rnnsearch.errors import ChildCrashed, ConfigError, DataError, StageError, TrainingDiverged
+from rnnsearch.errors import ConfigError, DataError, StageError, TrainingDiverged
 
 
 def fail_with(error: BaseException):
@@ -59,26 +59,6 @@ def test_the_decorator_passes_argv_and_the_status_through(capsys):
     assert capsys.readouterr().err == "tool: error: bad: not a file\n"
     assert run_command("tool", lambda: None) == 0
     assert run_command("tool", lambda: {"report": 1}) == 0
-
-
-@pytest.mark.parametrize("status", [2, 1, 130])
-def test_a_child_stages_exit_is_reported_as_what_it_was(status, tmp_path, monkeypatch):
-    """Was: a stage run by the bench or a study that died of a bug (exit 1) was reported as a
-    data error (exit 2, one line), hiding the bug."""
-    from rnnsearch import stage_command
-
-    (tmp_path / "pipeline").mkdir()
-    (tmp_path / "pipeline/fails.py").write_text(f"import sys\nsys.exit({status})\n")
-    monkeypatch.setattr(stage_command, "repo_root", lambda: tmp_path)
-
-    def run() -> None:
-        stage_command.run_stage_command("fails.py", tmp_path / "params.yaml", tmp_path / "m.db")
-
-    if status == 1:                    # a bug: not caught, so the caller's traceback shows it
-        with pytest.raises(ChildCrashed, match=r"pipeline/fails.py crashed \(exit 1;"):
-            run_command("tool", run)
-    else:                              # the caller ends as the stage did
-        assert run_command("tool", run) == status
 
 
 def main_is_guarded(path: Path) -> bool:

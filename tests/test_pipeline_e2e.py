@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -75,6 +76,24 @@ def test_repro_whole_pipeline_then_up_to_date(default_run):
         assert name in shown, name      # the headline numbers (metrics/summary/, the report's)
     plots = run_in(["dvc", "plots", "show", "--json"], project).stdout
     assert "bleu_by_length" in plots
+
+
+def test_an_edit_reruns_only_the_cells_whose_code_it_changes(default_run, tmp_path):
+    """In a copy of the committed tiny run, one edit to the Transformer and one to beam search:
+    ``dvc repro`` retrains the Transformer cell alone (its model_code record changed, the
+    recurrent models' records are byte for byte what they were), then decodes every cell,
+    evaluates and reports again."""
+    project = tmp_path / "copy"
+    shutil.copytree(default_run, project, symlinks=True)
+    for name in ("models/transformer.py", "decoding/beam.py"):
+        path = project / "src/rnnsearch" / name
+        path.write_text(path.read_text(encoding="utf-8") + "# an edit\n", encoding="utf-8")
+    ran = run_in(["dvc", "repro"], project).stdout
+    for stage in ("model_code@search", "train@transformer-20", "translate@search-20",
+                  "translate@encdec-20", "evaluate", "report"):
+        assert f"Running stage '{stage}'" in ran, stage
+    for stage in ("pretrain_lm", "train@search-20", "train@encdec-20"):
+        assert f"Running stage '{stage}'" not in ran, stage
 
 
 def test_preset_run_leaves_the_committed_default_run_intact(default_run):

@@ -21,7 +21,8 @@ from conftest import REPO
 from decoding_workspace import SRC, make_workspace
 from rnnsearch.config.base import from_dict
 from rnnsearch.config.methods import DECODING_METHODS, DecodingMethod
-from rnnsearch.config.model import ARCHITECTURES, TRANSFORMER_SETTINGS, Architecture, ModelConfig
+from rnnsearch.config.architectures import ARCHITECTURES, TRANSFORMER_SETTINGS, Architecture
+from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.config.translate import TranslateConfig, method_options
 from rnnsearch.data.vocab import EOS_ID

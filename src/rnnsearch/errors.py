@@ -35,11 +35,6 @@ class NotSplit(DataError):
     """A word that cannot be split into senses (too rare, too few distinct contexts); says why."""
 
 
-class ChildCrashed(RuntimeError):
-    """A command run in a child process died of a bug (its traceback is on stderr above): a
-    bug, reported as one (exit status 1), not as bad input."""
-
-
 EXPECTED: tuple[type[BaseException], ...] = (ExpectedError, OSError)
 """What a command reports in one line (exit status 2) instead of a traceback."""
 EXIT_ERROR = 2           # an expected failure: one line on stderr

@@ -1,6 +1,7 @@
 """Typed config of one translation model (one entry of ``train.models`` merged over ``train.base_model``).
 
-A model is ``model`` (its architecture: an entry of :data:`ARCHITECTURES`, the one list of them)
+A model is ``model`` (its architecture: an entry of
+:data:`rnnsearch.config.architectures.ARCHITECTURES`, the one list of them)
 plus a cell, sizes and an attention score:
 
 * ``encdec``: RNNencdec (Cho et al. 2014): no attention, the encoder's final state summarises
@@ -21,46 +22,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rnnsearch.config.architectures import (ARCHITECTURES, ATTENTIONS, SCORES,
+                                            TRANSFORMER_SETTINGS, Architecture)
 from rnnsearch.config.base import check_non_negative, check_positive, from_dict, require
 
 CELLS = ("gru", "lstm", "rnn")
-SCORES = ("additive", "concat", "dot", "general", "scaled_dot")
-ATTENTIONS = ("global", "local_m", "local_p")
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """How a model is wired: the classes :class:`rnnsearch.models.seq2seq.Seq2Seq` builds and
-    the attention settings it accepts."""
-
-    # "module:Class" of the decoder, built as Class(tgt_vocab, config) (rnnsearch.models.decoder)
-    decoder: str
-    attention: bool = True                  # attends to the source (False: score etc. unused)
-    scores: tuple[str, ...] = SCORES        # the attention scores it accepts (none: its own, and
-                                            # score and attention are not read)
-    attentions: tuple[str, ...] = ATTENTIONS  # ... and the attentions (global, local)
-    # "module:Class" of the encoder, built as Class(src_vocab, config)
-    encoder: str = "rnnsearch.models.encoder:Encoder"
-    recurrent: bool = True                  # RNN encoder and decoder (orthogonal init, init.lm)
-    # the fields of ModelConfig only this architecture reads: checked for it, and saved with
-    # its models only (a model of another architecture is saved as before they existed)
-    settings: tuple[str, ...] = ()
-
-
-TRANSFORMER_SETTINGS = ("heads", "feedforward_size", "alignment_layer")
-
-
-ARCHITECTURES: dict[str, Architecture] = {
-    "encdec": Architecture("rnnsearch.models.decoder:BahdanauDecoder", attention=False),
-    "search": Architecture("rnnsearch.models.decoder:BahdanauDecoder",
-                           scores=("additive", "concat"), attentions=("global",)),
-    "search_cond": Architecture("rnnsearch.models.decoder:ConditionalDecoder",
-                                scores=("additive", "concat"), attentions=("global",)),
-    "luong": Architecture("rnnsearch.models.decoder:LuongDecoder"),
-    "transformer": Architecture("rnnsearch.models.transformer:TransformerDecoder", scores=(),
-                                attentions=(), recurrent=False, settings=TRANSFORMER_SETTINGS,
-                                encoder="rnnsearch.models.transformer:TransformerEncoder"),
-}
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,10 @@
 """Every params.yaml section with the dataclass that validates it, for whole-file checks."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rnnsearch.config.align import AlignConfig
-from rnnsearch.config.base import (check_params, check_runtime, from_dict, read_params,
-                                   required_section)
+from rnnsearch.config.base import (check_params, check_runtime, from_dict, required_section)
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig
@@ -51,8 +49,3 @@ def validate_params(params: dict[str, Any], origin: str = "params.yaml",
 def grid_cells(train: TrainConfig) -> list[str]:
     """The grid's cell names in DVC's matrix order, e.g. ``['encdec-30', 'encdec-50', ...]``."""
     return [cell_name(m, n) for m in train.grid.models for n in train.grid.max_lens]
-
-
-def validate_file(path: str | Path) -> dict[str, Any]:
-    """Validate a whole params file."""
-    return validate_params(read_params(path), str(path))

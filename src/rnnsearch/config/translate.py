@@ -7,8 +7,8 @@ from typing import Literal, get_args
 
 from rnnsearch.config.base import check_non_negative, check_positive, require
 from rnnsearch.config.methods import DECODING_METHODS, method_names
+from rnnsearch.config.search import LengthPenalty, SearchOptions  # noqa: F401 (its section)
 
-LengthPenalty = Literal["none", "mean", "gnmt"]
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = get_args(Device)
 
@@ -27,28 +27,6 @@ def resolve_device(name: str, key: str = "translate.device") -> str:
             f"cuda asked for, but torch {torch.__version__} sees no CUDA GPU on this machine "
             "(auto decodes on the GPU when there is one, else on the CPU)")
     return name
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """How to search; lengths count output tokens including the closing ``</s>``."""
-
-    beam_size: int = 5              # k: hypotheses kept per sentence (1 = greedy)
-    length_penalty: LengthPenalty = "mean"  # how finished hypotheses are compared
-    alpha: float = 0.6              # GNMT penalty exponent (length_penalty: gnmt only)
-    nbest: int = 1                  # finished hypotheses returned per sentence (<= beam_size)
-    max_len_a: float = 1.5          # output length limit: a * source length + b ...
-    max_len_b: int = 10
-    max_len_cap: int = 250          # ... but never more than this many tokens
-
-    def check(self, key: str) -> None:
-        """Validate values; ``key`` is the params key this came from (for messages)."""
-        check_positive(self, key, "beam_size", "nbest", "max_len_cap")
-        check_non_negative(self, key, "alpha", "max_len_a", "max_len_b")
-        require(self.nbest <= self.beam_size, f"{key}.nbest",
-                f"must be <= beam_size ({self.beam_size}), got {self.nbest}")
-        require(self.max_len_b >= 1 or self.max_len_a > 0, f"{key}.max_len_b",
-                "max_len_a and max_len_b cannot both be 0 (no output could be produced)")
 
 
 @dataclass(frozen=True)

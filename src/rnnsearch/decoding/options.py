@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from rnnsearch.config.translate import SearchOptions
+from rnnsearch.config.search import SearchOptions
 
 __all__ = ["SearchOptions", "max_output_lengths", "normalise"]
 

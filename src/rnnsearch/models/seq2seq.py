@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rnnsearch.config.model import ARCHITECTURES, ModelConfig
+from rnnsearch.config.architectures import ARCHITECTURES
+from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.registry import load
 from rnnsearch.data.savefile import save_atomically
 from rnnsearch.errors import DataError
@@ -23,7 +24,7 @@ from rnnsearch.models.state import DecoderState, Memory
 
 class Seq2Seq(nn.Module):
     """The encoder and decoder of ``config.model``'s entry of
-    :data:`~rnnsearch.config.model.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention, the
+    :data:`~rnnsearch.config.architectures.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention, the
     Transformer)."""
 
     def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:

@@ -62,13 +62,12 @@ def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: V
     if sentences <= 0:
         return None
     try:
-        from rnnsearch.config.translate import method_options
         from rnnsearch.decoding.greedy import greedy
         from rnnsearch.decoding.options import SearchOptions
     except ImportError:
         return None
     sample, refs = list(pairs[:sentences]), list(references[:sentences])
-    options = method_options(SearchOptions(), "greedy")
+    options = SearchOptions(beam_size=1, nbest=1)   # greedy's, as translate.methods gives it
 
     def score(model: Seq2Seq) -> float:
         training = model.training

@@ -1,0 +1,49 @@
+"""The architectures: the one list of them (:data:`ARCHITECTURES`), each naming its code.
+
+A model's ``model`` param names an entry; :class:`rnnsearch.models.seq2seq.Seq2Seq` builds the
+encoder and decoder classes the entry names (``"module:Class"``, loaded when used). A module of
+its own, below :mod:`rnnsearch.config.model`, so that the DVC stages that build models depend on
+one entry each, not on this list (:mod:`rnnsearch.stages.model_code`): adding an architecture
+reruns no cell of another one (docs/contributing.md, "Adding a decoder or an architecture").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCORES = ("additive", "concat", "dot", "general", "scaled_dot")
+ATTENTIONS = ("global", "local_m", "local_p")
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """How a model is wired: the classes :class:`rnnsearch.models.seq2seq.Seq2Seq` builds and
+    the attention settings it accepts."""
+
+    # "module:Class" of the decoder, built as Class(tgt_vocab, config) (rnnsearch.models.decoder)
+    decoder: str
+    attention: bool = True                  # attends to the source (False: score etc. unused)
+    scores: tuple[str, ...] = SCORES        # the attention scores it accepts (none: its own, and
+                                            # score and attention are not read)
+    attentions: tuple[str, ...] = ATTENTIONS  # ... and the attentions (global, local)
+    # "module:Class" of the encoder, built as Class(src_vocab, config)
+    encoder: str = "rnnsearch.models.encoder:Encoder"
+    recurrent: bool = True                  # RNN encoder and decoder (orthogonal init, init.lm)
+    # the fields of ModelConfig only this architecture reads: checked for it, and saved with
+    # its models only (a model of another architecture is saved as before they existed)
+    settings: tuple[str, ...] = ()
+
+
+TRANSFORMER_SETTINGS = ("heads", "feedforward_size", "alignment_layer")
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "encdec": Architecture("rnnsearch.models.decoder:BahdanauDecoder", attention=False),
+    "search": Architecture("rnnsearch.models.decoder:BahdanauDecoder",
+                           scores=("additive", "concat"), attentions=("global",)),
+    "search_cond": Architecture("rnnsearch.models.decoder:ConditionalDecoder",
+                                scores=("additive", "concat"), attentions=("global",)),
+    "luong": Architecture("rnnsearch.models.decoder:LuongDecoder"),
+    "transformer": Architecture("rnnsearch.models.transformer:TransformerDecoder", scores=(),
+                                attentions=(), recurrent=False, settings=TRANSFORMER_SETTINGS,
+                                encoder="rnnsearch.models.transformer:TransformerEncoder"),
+}
