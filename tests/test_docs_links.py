@@ -9,7 +9,12 @@ The committed documents are README.md, docs/*.md and every reports/**/README.md.
   by the key path in backquotes, several separated by commas, e.g.
   ``[`metrics/train/search-50.json`](metrics/train/search-50.json) `epochs`, `train_minutes```;
   each key path is resolved in the linked file (dots separate levels, a number indexes a list,
-  a key that itself holds a dot, such as ``threshold 0.3``, is matched whole);
+  a key that itself holds a dot, such as ``threshold 0.3``, is matched whole); a link followed
+  by ", the same keys" cites the key paths of the citation before it in another file;
+- a number quoted beside a citation is the cited value: every cited key whose value is a number
+  must be quoted, at some rounding, in the paragraph (list item, table row) of its citation (see
+  ``quotes_value``); a number the sentence derives from the cited keys (a ratio, a sum) is
+  allowed only by an entry of ``DERIVED``, which says why;
 - no row of a results table the report stage generated is typed into README.md or docs/*.md:
   those tables are linked, not copied.
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -34,6 +40,8 @@ README_MAX_BYTES = 20_000
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+[^)]*)?\)")
 # A link to a JSON (or YAML: params.yaml) file, then the backquoted key paths cited from it.
 CITATION = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml))>?\)((?:\s*,?\s*`[^`\n]+`)+)")
+# ... or "[file](file), the same keys": the key paths of the citation before it, in another file.
+SAME_KEYS = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml))>?\),?\s+the same keys")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
@@ -114,26 +122,42 @@ def resolve(data: object, key_path: str) -> object:
     return node
 
 
+def citations(text: str) -> list[tuple[int, str, list[str]]]:
+    """The citations of ``text`` in order: (offset, JSON or YAML file, key paths), "the same
+    keys" standing for the key paths of the citation before it."""
+    found = sorted([(m.start(), m.group(1), re.findall(r"`([^`\n]+)`", m.group(2)))
+                    for m in CITATION.finditer(text)]
+                   + [(m.start(), m.group(1), None) for m in SAME_KEYS.finditer(text)])
+    keys: list[str] = []
+    for i, (start, file, cited) in enumerate(found):
+        keys = cited if cited is not None else keys
+        found[i] = (start, file, keys)
+    return found
+
+
 def cited_keys(path: Path) -> list[tuple[str, str]]:
-    """The (JSON or YAML file, key path) pairs ``path`` cites (the module docstring's convention)."""
-    cited = []
-    for file, keys in CITATION.findall(FENCE.sub("", path.read_text(encoding="utf-8"))):
-        cited += [(file, key) for key in re.findall(r"`([^`\n]+)`", keys)]
-    return cited
+    """The (JSON or YAML file, key path) pairs ``path`` cites (the module docstring says how)."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return [(file, key) for _, file, keys in citations(text) for key in keys]
+
+
+def load_cited(path: Path, file: str, loaded: dict[str, object]) -> object:
+    """The parsed JSON or YAML ``file`` linked from ``path`` (cached in ``loaded``), or the
+    exception that reading it raised."""
+    if file not in loaded:
+        try:
+            text = (path.parent / file).read_text(encoding="utf-8")
+            loaded[file] = json.loads(text) if file.endswith(".json") else yaml.safe_load(text)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            loaded[file] = exc
+    return loaded[file]
 
 
 def citation_problems(path: Path) -> list[str]:
     """Each cited key of ``path`` that its linked JSON or YAML file does not have."""
     problems, loaded = [], {}
     for file, key in cited_keys(path):
-        target = path.parent / file
-        if file not in loaded:
-            try:
-                text = target.read_text(encoding="utf-8")
-                loaded[file] = json.loads(text) if file.endswith(".json") else yaml.safe_load(text)
-            except (OSError, ValueError, yaml.YAMLError) as exc:
-                loaded[file] = exc
-        data = loaded[file]
+        data = load_cited(path, file, loaded)
         if isinstance(data, Exception):
             problems.append(f"{file}: cannot read it for `{key}` ({data})")
             continue
@@ -142,6 +166,110 @@ def citation_problems(path: Path) -> list[str]:
         except KeyError as exc:
             problems.append(f"{file}: no key `{key}` (nothing at {exc})")
     return problems
+
+
+# A number as prose quotes it: 1,798,904 / 12.19 / 66% / 0.03 (not the 50 of "RNNsearch-50", the 16
+# of "bf16" or the 1 of "L1"; a sign is not read: values are compared by size).
+NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\d|[.,]\d)(\s?%)?")
+# Where a paragraph's unit of text starts: a list item, a table row, a heading.
+BLOCK_START = re.compile(r"\s*(?:[-*+]|\d+\.)\s|\s*\||#{1,6}\s")
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+# Citations whose sentence quotes a number derived from the cited keys, not a key's own value:
+# (document, linked file, key) -> why. Keep it short; prefer citing the keys whose values appear.
+DERIVED: dict[tuple[str, str, str], str] = {}
+
+
+def blocks(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of ``text``'s units of prose: paragraphs, list items (with their
+    continuation lines), table rows and headings; blank lines separate them."""
+    spans, start, pos, single = [], None, 0, False
+    for line in text.splitlines(keepends=True):
+        if not line.strip():
+            if start is not None:
+                spans.append((start, pos))
+            start = None
+        elif start is None or single or BLOCK_START.match(line):
+            if start is not None:
+                spans.append((start, pos))
+            start, single = pos, bool(re.match(r"\s*\||#", line))
+        pos += len(line)
+    if start is not None:
+        spans.append((start, pos))
+    return spans
+
+
+def quoted_numbers(prose: str) -> list[str]:
+    """The numbers ``prose`` quotes, as written (``"1,234.5"``, ``"66%"``), leaving out those in
+    inline code and link targets (key paths, file names, commands)."""
+    prose = INLINE_CODE.sub(" ", LINK_TARGET.sub("]", prose))
+    return [m.group(1) + (m.group(2) or "") + ("%" if m.group(3) else "")
+            for m in NUMBER.finditer(prose)]
+
+
+def quotes_value(quoted: str, value: float) -> bool:
+    """True when the number ``quoted`` (as :func:`quoted_numbers` gives it) is ``value`` at the
+    rounding it is written to: ``value`` rounded to the quoted decimals gives it (1.0749 is
+    "1.07" or "1.075"; 5247.6 is "5,248"), or, written with "%", ``value`` x 100 does (0.66 is
+    "66%"); a whole number ending in zeros may round to its last non-zero digit (15,044.9 is
+    "15,000", with two significant digits kept). Sizes are compared, not signs. A whole number
+    of one significant digit ("8") must equal ``value`` (0.03's decimals say its rounding): such
+    small numbers stand in prose for many other things (cores, threads, list items).
+    """
+    percent = quoted.endswith("%")
+    digits = quoted.rstrip("%").replace(",", "")
+    number = Decimal(digits)
+    size = abs(Decimal(repr(float(value))))
+    sizes = [size, size * 100] if percent else [size]
+    if "." in digits:
+        places = [len(digits.partition(".")[2])]
+    else:
+        zeros = len(digits) - len(digits.rstrip("0")) if number else 0
+        places = [-z for z in range(zeros + 1)                    # 15,000: units ... thousands
+                  if len(digits.lstrip("0")) - z >= 2]            # two significant digits kept
+        if not places:
+            return any(s == number for s in sizes)
+    return any(abs(s - number) <= Decimal(5) * Decimal(10) ** (-p - 1) * (1 + Decimal("1e-9"))
+               for s in sizes for p in places)
+
+
+def number_problems(path: Path, derived: dict[tuple[str, str, str], str] = DERIVED) -> list[str]:
+    """Each numeric cited key of ``path`` whose value its citation's paragraph does not quote
+    (:func:`quotes_value`), naming the line, the key, its value and the numbers found there;
+    the (document, file, key) entries of ``derived`` are not checked."""
+    text = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), path.read_text(encoding="utf-8"))
+    spans, loaded, problems = blocks(text), {}, []
+    for offset, file, keys in citations(text):
+        data = load_cited(path, file, loaded)
+        start, end = next(span for span in spans if span[0] <= offset < span[1])
+        numbers = quoted_numbers(text[start:end])
+        line = text.count("\n", 0, offset) + 1
+        for key in keys:
+            try:
+                value = resolve(data, key)
+            except (KeyError, TypeError):
+                continue                                  # test_every_cited_metrics_key_exists
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or (doc_id(path), file, key) in derived):
+                continue
+            if not any(quotes_value(n, value) for n in numbers):
+                problems.append(f"{doc_id(path)}:{line}: {file} `{key}` is {value!r}, but the "
+                                f"paragraph quotes {numbers or 'no number'}")
+    return problems
+
+
+def numeric_citations(path: Path) -> list[tuple[str, str]]:
+    """The (file, key) pairs ``path`` cites whose value is a number: what ``number_problems``
+    checks (a ``DERIVED`` entry included)."""
+    loaded, found = {}, []
+    for file, key in cited_keys(path):
+        try:
+            value = resolve(load_cited(path, file, loaded), key)
+        except (KeyError, TypeError):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((file, key))
+    return found
 
 
 def generated_rows(root: Path) -> set[str]:
@@ -164,7 +292,10 @@ def copied_rows(path: Path, generated: set[str]) -> list[str]:
 
 
 def doc_id(path: Path) -> str:
-    return str(path.relative_to(REPO))
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:                                    # a page the unit tests write
+        return path.name
 
 
 @pytest.mark.parametrize("path", documents(), ids=doc_id)
@@ -179,6 +310,17 @@ def test_every_cited_metrics_key_exists(path):
     assert not problems, f"{doc_id(path)}: {problems}"
 
 
+@pytest.mark.parametrize("path", documents(), ids=doc_id)
+def test_every_cited_number_is_quoted_beside_its_key(path):
+    problems = number_problems(path)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_derived_number_entry_names_a_citation():
+    cited = {(doc_id(p), file, key) for p in documents() for file, key in numeric_citations(p)}
+    assert set(DERIVED) <= cited, f"DERIVED entries no document cites: {set(DERIVED) - cited}"
+
+
 @pytest.mark.parametrize("path", hand_written(), ids=doc_id)
 def test_no_generated_table_is_copied(path):
     copied = copied_rows(path, generated_rows(REPO / "reports"))
@@ -189,6 +331,7 @@ def test_no_generated_table_is_copied(path):
 def test_the_documents_have_links_and_citations_to_check():
     assert relative_links(REPO / "README.md"), "no relative link found in README.md"
     assert any(cited_keys(p) for p in hand_written()), "no metrics key cited in the docs"
+    assert sum(len(numeric_citations(p)) for p in documents()) >= 100, "few numbers cited"
 
 
 def test_readme_is_a_short_guide():
@@ -260,3 +403,47 @@ def test_heading_ids(tmp_path):
                     encoding="utf-8")
     assert heading_ids(page) == {"top", "the-paper-width-curve-make-preset-namegpu_curve", "top-1",
                                  "linked-heading-with-punctuation"}
+
+
+def test_quoted_numbers_and_their_rounding():
+    assert quoted_numbers("RNNsearch-50 read 1,798,904 words/s (bf16, 1.3-1.6 epochs, 66 % of "
+                          "`key.20` [x](m-30.json), torch 2.13.0, 0.98x)") == [
+        "1,798,904", "1.3", "1.6", "66%", "0.98"]
+    assert quotes_value("1.07", 1.0749) and quotes_value("1.075", 1.0749)
+    assert quotes_value("1.1", 1.0749) and not quotes_value("1.08", 1.0749)
+    assert not quotes_value("1", 1.0749)                  # one digit: exact only
+    assert quotes_value("5,248", 5247.6) and quotes_value("1,798,904", 1798904.4)
+    assert quotes_value("66%", 0.66) and quotes_value("54%", 0.5398) and quotes_value("40%", 40)
+    assert not quotes_value("66", 0.66)                   # x 100 only when written as a percentage
+    assert quotes_value("0.03", 0.0297) and quotes_value("0.001", 0.000999000999)
+    assert quotes_value("15,000", 15044.9) and not quotes_value("15,000", 15600)
+    assert quotes_value("12", 12.19) and quotes_value("2.5", -2.5)
+    assert quotes_value("8", 8) and quotes_value("8.5", 8.48)
+    assert not quotes_value("8", 8.48) and not quotes_value("1,000", 1400)   # one digit: exact
+
+
+def test_checker_finds_a_planted_wrong_number(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps(
+        {"speedup": 1.0749, "rate": 5247.6, "share": 0.66, "runs": 3, "name": "x", "ok": True}),
+        encoding="utf-8")
+    (tmp_path / "n.json").write_text(json.dumps({"speedup": 1.5316}), encoding="utf-8")
+    good = tmp_path / "good.md"
+    good.write_text(
+        "# Good\nFused loss 1.07x at 5,248 tokens/s, 66% of the roofline, 3 runs\n"
+        "([m](m.json) `speedup`, `rate`, `share`, `runs`, `name`, `ok`); 1.53x with bf16\n"
+        "([n](n.json), the same keys).\n\n- an item: 1.075 ([m](m.json) `speedup`)\n\n"
+        "| a row | 1.07 ([m](m.json) `speedup`) |\n\n```\n9.99 [m](m.json) `speedup`\n```\n",
+        encoding="utf-8")
+    assert number_problems(good) == []
+    assert len(numeric_citations(good)) == 7
+
+    bad = tmp_path / "bad.md"
+    bad.write_text(
+        "Fused loss 1.08x ([m](m.json) `speedup`).\n\nIts 5,248 tokens/s are in this paragraph,\n\n"
+        "- not in this item ([m](m.json) `rate`)\n\nIntel: 1.07x ([m](m.json) `speedup`); AMD:\n"
+        "1.07x too ([n](n.json), the same keys)\n", encoding="utf-8")
+    assert number_problems(bad) == [
+        "bad.md:1: m.json `speedup` is 1.0749, but the paragraph quotes ['1.08']",
+        "bad.md:5: m.json `rate` is 5247.6, but the paragraph quotes no number",
+        "bad.md:8: n.json `speedup` is 1.5316, but the paragraph quotes ['1.07', '1.07']"]
+    assert len(number_problems(bad, {("bad.md", "m.json", "rate"): "a sum of two keys"})) == 2
