@@ -28,11 +28,6 @@ repro: $(STAMP)
 test: $(STAMP)
 	$(PYTEST)
 
-## Write every stage's code deps in dvc.yaml from the imports (after a new module or import:
-## tests/test_dvc_deps.py fails until dvc.yaml is what this writes).
-deps: $(STAMP)
-	$(PY) scripts/stage_deps.py
-
 ## The MLflow UI on http://127.0.0.1:5000 over the project's tracking store; the bare address
 ## opens the experiment's runs table, every page in MLflow's model-training view (rnnsearch.ui_app).
 ## PORT=5001 for another port (one in use is refused). Ctrl-C or SIGTERM stops the server and all
@@ -98,6 +93,12 @@ gpu-check: $(STAMP)
 	@PYTHON=$(PY) OUT=$(OUT) bash scripts/gpu_check.sh
 
 ### A contributor's targets
+
+## Write every stage's code deps in dvc.yaml and
+## reports/presets/dvc.yaml from the imports (after a new module or import:
+## tests/test_dvc_deps.py fails until they are what this writes).
+deps: $(STAMP)
+	$(PY) scripts/stage_deps.py
 
 ## Unit tests only (skips the tests marked slow).
 test-fast: $(STAMP)

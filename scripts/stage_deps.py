@@ -1,7 +1,8 @@
-"""Write the code deps of every stage of dvc.yaml from the imports: ``make deps``.
+"""Write the code deps of every stage of the DVC pipelines from the imports: ``make deps``.
 
 A stage's code is its ``pipeline/<script>.py``, ``pipeline/_entry.py`` and every module that
-importing ``rnnsearch.stages.<stage>`` can run (:func:`rnnsearch.code_graph.code_modules`: at
+importing ``rnnsearch.stages.<stage>`` can run (for a command ``python -m <module>``: that
+module's) (:func:`rnnsearch.code_graph.code_modules`: at
 any depth, with the ``__init__`` of every package on the way and the modules the registries
 name). Two exceptions keep one model's cells apart from another's code:
 
@@ -28,20 +29,29 @@ from rnnsearch.code_graph import (ARCHITECTURES_MODULE, code_modules,  # noqa: E
 from rnnsearch.config.architectures import ARCHITECTURES  # noqa: E402
 
 STAGE = re.compile(r"^  ([A-Za-z_]\w*):")
-ITEM = re.compile(r"^      - ([^\s#]+)")
+DEPS = re.compile(r"^(\s+)deps:\s*$")
 CODE = ("pipeline/", "src/")
+PIPELINES = ("dvc.yaml", "reports/presets/dvc.yaml")   # the project's and the comparisons'
+
 MODEL_RECORDS = "data/code"
 
 
-def script_of(block: list[str]) -> str:
-    """The ``pipeline/<script>.py`` a stage's command runs."""
-    return re.search(r"python (pipeline/\S+\.py)", "".join(block)).group(1)
+def entry_of(name: str, block: list[str]) -> tuple[list[str], str]:
+    """The scripts a stage's command runs and the module it starts from: ``pipeline/<script>.py``
+    (with ``pipeline/_entry.py``) runs ``rnnsearch.stages.<stage>``; ``python -m <module>`` runs
+    that module."""
+    command = "".join(block)
+    script = re.search(r"python (pipeline/\S+\.py)", command)
+    if script:
+        return [script.group(1), "pipeline/_entry.py"], f"rnnsearch.stages.{name}"
+    return [], re.search(r"python -m (\S+)", command).group(1)
 
 
-def code_deps(name: str, script: str, data_deps: list[str]) -> list[str]:
-    """The code deps stage ``name`` should list (module docstring)."""
+def code_deps(name: str, block: list[str], data_deps: list[str]) -> list[str]:
+    """The code deps stage ``name`` (its lines ``block``) should list (module docstring)."""
+    scripts, start = entry_of(name, block)
     graph = package_graph(ROOT / "src")
-    modules = code_modules(graph, [f"rnnsearch.stages.{name}"])
+    modules = code_modules(graph, [start])
     if any(dep == MODEL_RECORDS or dep.startswith(f"{MODEL_RECORDS}/") for dep in data_deps):
         modules -= {ARCHITECTURES_MODULE}
     if name == "model_code":
@@ -49,22 +59,23 @@ def code_deps(name: str, script: str, data_deps: list[str]) -> list[str]:
                                         for entry in ARCHITECTURES.values()
                                         for reference in (entry.encoder, entry.decoder)])
     files = sorted(graph.files[m].relative_to(ROOT).as_posix() for m in modules)
-    return [script, "pipeline/_entry.py", *files]
+    return [*scripts, *files]
 
 
 def rewrite_block(name: str, block: list[str]) -> list[str]:
     """A stage's lines with its code deps replaced by :func:`code_deps`, first in ``deps:``."""
-    start = next((i for i, line in enumerate(block) if line.rstrip() == "    deps:"), None)
+    start = next((i for i, line in enumerate(block) if DEPS.match(line)), None)
     if start is None:
         return block
+    indent = DEPS.match(block[start]).group(1) + "  "
+    item = re.compile(rf"^{indent}- ([^\s#]+)")
     end = start + 1
-    while end < len(block) and (ITEM.match(block[end]) or block[end].startswith("       ")):
+    while end < len(block) and (item.match(block[end]) or block[end].startswith(indent + " ")):
         end += 1
-    items = block[start + 1:end]
-    kept = [line for line in items if not (ITEM.match(line)
-                                           and ITEM.match(line).group(1).startswith(CODE))]
-    data = [ITEM.match(line).group(1) for line in kept if ITEM.match(line)]
-    code = [f"      - {path}\n" for path in code_deps(name, script_of(block), data)]
+    kept = [line for line in block[start + 1:end]
+            if not (item.match(line) and item.match(line).group(1).startswith(CODE))]
+    data = [item.match(line).group(1) for line in kept if item.match(line)]
+    code = [f"{indent}- {path}\n" for path in code_deps(name, block, data)]
     return block[:start + 1] + code + kept + block[end:]
 
 
@@ -92,22 +103,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 if stale")
-    parser.add_argument("--file", type=Path, default=ROOT / "dvc.yaml")
+    parser.add_argument("--file", type=Path, action="append",
+                        help=f"a dvc.yaml (default: {', '.join(PIPELINES)})")
     args = parser.parse_args(argv)
-    text = args.file.read_text(encoding="utf-8")
+    files = args.file or [ROOT / p for p in PIPELINES if (ROOT / p).is_file()]
+    return max(update(path, args.check) for path in files)
+
+
+def update(path: Path, check: bool) -> int:
+    """Generate ``path``'s code deps: write them (exit status 0), or with ``check`` only say
+    whether they differ (1, with the diff)."""
+    text = path.read_text(encoding="utf-8")
     wanted = generate(text)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     if wanted == text:
-        print(f"{args.file.name}: the code deps follow the imports")
+        print(f"{shown}: the code deps follow the imports")
         return 0
-    if args.check:
+    if check:
         import difflib
 
         sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), wanted.splitlines(True),
-                                                   str(args.file), "generated"))
-        print(f"{args.file.name}: code deps differ from the imports; run `make deps`")
+                                                   str(shown), "generated"))
+        print(f"{shown}: code deps differ from the imports; run `make deps`")
         return 1
-    args.file.write_text(wanted, encoding="utf-8")
-    print(f"{args.file.name}: code deps rewritten from the imports")
+    path.write_text(wanted, encoding="utf-8")
+    print(f"{shown}: code deps rewritten from the imports")
     return 0
 
 

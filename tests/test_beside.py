@@ -83,9 +83,8 @@ def beside_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("beside_"))
 
 
-def test_the_table_holds_each_runs_numbers_from_its_files(runs, capsys):
-    assert presets.main(["compare", "subword"]) == 0
-    assert "encdec-50, search-50 beside the default run's" in capsys.readouterr().out
+def test_the_table_holds_each_runs_numbers_from_its_files(runs):
+    assert "encdec-50, search-50 beside the default run's" in presets.compare("subword").message
     folder = preset_folder(runs)
     assert beside_files(folder) == ["beside_default.md", "beside_default.png",
                                     "beside_default.tex"]
@@ -126,7 +125,7 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
     default["speed"]["greedy"]["sentences_per_s"] = 123.0
     (metrics / "eval/encdec-50.json").write_text(json.dumps(default))
     (metrics / "tokenize.json").write_text((runs / "metrics/tokenize.json").read_text())
-    presets.main(["compare", "subword"])
+    presets.compare("subword")
     rows = table_rows((preset_folder(runs) / "beside_default.md").read_text())
     assert [row[:2] for row in rows] == [["RNNsearch-50", "default"], ["RNNsearch-50", "subword"]]
     (metrics / "eval/search-50.json").write_text((runs / "metrics/eval/search-50.json").read_text())
@@ -157,7 +156,7 @@ def test_a_test_set_that_may_differ_refuses_the_table_with_the_reason(runs, chan
     assert "|" not in page and len(page.strip().splitlines()) == 3   # heading, blank, reason
 
 
-def test_against_another_preset_puts_the_cells_beside_that_presets(runs, capsys):
+def test_against_another_preset_puts_the_cells_beside_that_presets(runs):
     """``compare supervised --against luong``: the cells two presets share, beside each other,
     in ``beside_<other>.md``; the default run's comparison is left as it was."""
     write_run(runs / "reports/presets/luong/metrics", {"encdec-50": 6.0, "search-50": 8.0,
@@ -165,8 +164,8 @@ def test_against_another_preset_puts_the_cells_beside_that_presets(runs, capsys)
     write_run(runs / "reports/presets/supervised/metrics", {"encdec-50": 6.0, "search-50": 8.25,
                                                             "luong_general-50": 7.25}, {},
               aer=0.3125)
-    assert presets.main(["compare", "supervised", "--against", "luong"]) == 0
-    assert "beside the preset 'luong''s in supervised/beside_luong.md" in capsys.readouterr().out
+    outcome = presets.compare("supervised", against="luong")
+    assert "beside the preset 'luong''s in supervised/beside_luong.md" in outcome.message
     folder = runs / "reports/presets/supervised"
     assert beside_files(folder) == ["beside_luong.md", "beside_luong.png", "beside_luong.tex"]
     page = (folder / "beside_luong.md").read_text()
@@ -326,7 +325,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
         commit_run(runs, lines, f"{name} run")
     git(runs, "checkout", "-q", "main")
 
-    assert presets.main(["compare", "supervised_cond", "--against", "conditional"]) == 0
+    assert presets.main(["bootstrap", "supervised_cond", "--against", "conditional"]) == 0
     folder = runs / "reports/presets/supervised_cond"
     tests = json.loads((folder / "significance_conditional.json").read_text())
     assert tests["baseline"] == "conditional" and not (folder / "significance.json").exists()

@@ -336,11 +336,12 @@ def export(name: str) -> Path:
     return export_folder(name)
 
 
-def tested_comparison(name: str, folder: Path, against: str | None = None) -> Outcome:
+def tested_comparison(name: str, folder: Path, against: str | None = None,
+                      strict: bool = False) -> Outcome:
     """The paired bootstrap (:func:`significance`) and the comparison (:func:`compare`) of
     preset ``name``'s folder against the default run or preset ``against``, each printing
-    what it did."""
-    print(f"preset '{name}': {significance(name, folder, against)}")
+    what it did (``strict``: a bootstrap that cannot be made is an error, nothing written)."""
+    print(f"preset '{name}': {significance(name, folder, against, strict)}")
     outcome = compare(name, folder, against)
     print(f"preset '{name}': {outcome.message}")
     return outcome
@@ -397,16 +398,19 @@ def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> l
     return [path for path in files if own(path)]
 
 
-def significance(name: str, folder: Path, against: str | None = None) -> str:
+def significance(name: str, folder: Path, against: str | None = None,
+                 strict: bool = False) -> str:
     """Write ``<folder>/significance.json``: for each cell the preset shares with the default
     grid and whose numbers differ (:func:`rnnsearch.reporting.beside.differing_cells`), the
     paired bootstrap of its ``report.method`` translations against the default run's (all
     sentences, the No-UNK subset, each length bucket; evaluate's samples and seed), both read
     from the DVC cache as the commits record them (:func:`committed_translations`). Returns
     what it did. ``against``: against that preset's cells (its branch and exported metrics)
-    instead, in ``significance_<against>.json``. Nothing is written when the runs' test sets may
-    differ or the translations are not here (a clone whose cache lacks them): the comparison
-    then has no p-values."""
+    instead, in ``significance_<against>.json``. Where nothing can be tested (no cell differs,
+    the runs' test sets may differ) the file says why and holds no cells. Where the branches
+    or their translations are not here (a clone without them), nothing is written: ``strict``
+    raises the reason (the DVC stage, :func:`dispatch`), else it is returned (export, whose
+    fresh folder then has no p-values)."""
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import write_json
@@ -422,17 +426,22 @@ def significance(name: str, folder: Path, against: str | None = None) -> str:
     baseline, preset = exported_run(label, root), exported_run(name, root, folder)
     cells = differing_cells(baseline, preset, method)
     target = folder / baseline.significance_file
-    target.unlink(missing_ok=True)
     untested = f"no paired bootstrap against {baseline.title}"
-    if not cells or cfg.bootstrap_samples == 0:
-        return f"{untested}: no cell to test"
-    if (reason := unshared_test_set(baseline, preset)) is not None:
+    record = {"method": method, "samples": cfg.bootstrap_samples, "seed": cfg.bootstrap_seed,
+              "baseline": label}
+    reason = ("no cell to test" if not cells or cfg.bootstrap_samples == 0
+              else unshared_test_set(baseline, preset))
+    if reason is not None:
+        write_json(target, {**record, "untested": reason, "cells": {}})
         return f"{untested}: {reason}"
     try:
-        require_branch(root, base_ref, f"run the preset first (make preset NAME={label})")
+        for rev, run in ((ref, name), (base_ref, label)):
+            require_branch(root, rev, f"run the preset first (make preset NAME={run})")
         test = TestSet.load(root / "data" / "prepared", root / "data" / "tokenized", cfg.buckets)
         runs = committed_translations(root, (base_ref, ref), cells, method, len(test.refs))
     except ExpectedError as err:
+        if strict:
+            raise
         return f"{untested}: {err}"
     tests = {cell: compare_systems(runs[ref][cell], runs[base_ref][cell], label, test, cfg)
              for cell in cells}
@@ -445,10 +454,8 @@ def significance(name: str, folder: Path, against: str | None = None) -> str:
         alignments = f"; attention AER of {', '.join(attention)} too" if attention else ""
     except ExpectedError as err:
         alignments = f"; no paired bootstrap of attention AER: {err}"
-    write_json(target, {
-        "method": method, "samples": cfg.bootstrap_samples, "seed": cfg.bootstrap_seed,
-        "baseline": label, "baseline_commit": git(root, "rev-parse", base_ref),
-        "preset_commit": git(root, "rev-parse", ref), "cells": tests})
+    write_json(target, {**record, "baseline_commit": git(root, "rev-parse", base_ref),
+                        "preset_commit": git(root, "rev-parse", ref), "cells": tests})
     return (f"paired bootstrap against {baseline.title} ({', '.join(cells)}) in {target.name}"
             f"{alignments}")
 
@@ -599,6 +606,70 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
                         f"beside_{against}" if against else BESIDE)
 
 
+COMPARISONS = Path("reports/presets/comparisons.yaml")   # the comparisons DVC tracks
+PIPELINE = Path("reports/presets/dvc.yaml")              # their stages, compare@<key>
+
+
+def comparison_entry(name: str, against: str | None) -> tuple[str, dict[str, str]]:
+    """The key (``<name>-vs-<against or default>``) and entry of a comparison in
+    :data:`COMPARISONS`: what the stage reads and writes."""
+    baseline = against or "default"
+    return f"{name}-vs-{baseline}", {
+        "preset": name, "against": baseline,
+        "baseline": "metrics" if against is None else f"reports/presets/{against}/metrics",
+        "tests": "significance.json" if against is None else f"significance_{against}.json"}
+
+
+def track(name: str, against: str | None) -> tuple[str, str | None]:
+    """Add the comparison of preset ``name`` with ``against`` (None: the default run) to
+    :data:`COMPARISONS` if it is not there; returns its key and the file's text before (None
+    when the entry was there)."""
+    from rnnsearch.data.textio import atomic_write_text
+
+    path = repo_root() / COMPARISONS
+    key, entry = comparison_entry(name, against)
+    if (read_params(path).get("comparisons") or {}).get(key) == entry:
+        return key, None
+    before = path.read_text(encoding="utf-8")
+    line = yaml.safe_dump({key: entry}, sort_keys=False, default_flow_style=None, width=200)
+    atomic_write_text(path, f"{before}  {line}")
+    return key, before
+
+
+def require_comparable(name: str, against: str | None) -> None:
+    """Refuse, with the reason, a comparison that would hold no table: no cell of the two
+    exported runs differs, or their test sets may differ (what the stage's page would say)."""
+    from rnnsearch.reporting.beside import differing_cells, unshared_test_set
+
+    root = repo_root()
+    preset = exported_run(check_name(name), root)
+    baseline = exported_run(check_name(against) if against else "default", root)
+    method = report_method(read_params(root / "params.yaml"))
+    reason = ("no cell of the two runs differs" if not differing_cells(baseline, preset, method)
+              else unshared_test_set(baseline, preset))
+    if reason is not None:
+        raise ConfigError(f"preset '{name}' is not compared with {baseline.title}: {reason}")
+
+
+def dispatch(name: str, against: str | None) -> int:
+    """``compare NAME [--against OTHER]``: run the comparison's DVC stage
+    (``compare@<key>`` of :data:`PIPELINE`, added to :data:`COMPARISONS` first), which writes
+    the p-values and the page or, where the branches or their DVC cache are missing, fails
+    and leaves every file as it was (a new entry is taken out again)."""
+    from rnnsearch.data.textio import atomic_write_text
+
+    require_comparable(name, against)
+    key, before = track(name, against)
+    status = subprocess.call(["dvc", "repro", "--force", "--single-item",
+                              f"{PIPELINE.as_posix()}:compare@{key}"], cwd=repo_root())
+    if status:
+        if before is not None:
+            atomic_write_text(repo_root() / COMPARISONS, before)
+        raise ConfigError(f"the comparison compare@{key} was not made (DVC's output above says "
+                          f"why); every file under reports/presets/ is as it was")
+    return 0
+
+
 def report_method(params: dict[str, Any]) -> str:
     """The system the report's tables show (``report.method``), as params.yaml sets it."""
     from rnnsearch.config.report import ReportConfig
@@ -661,15 +732,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["check", "show", "run", "export", "compare",
-                                           "translate", "layers"],
-                        help="translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
+                                           "bootstrap", "translate", "layers"],
+                        help="compare NAME [--against OTHER]: its comparison's DVC stage "
+                             "(reports/presets/dvc.yaml); bootstrap: what that stage runs; "
+                             "translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
                              "translate with that cell of the experiment's branch; layers NAME "
                              "CELL: a Transformer cell's attention AER read from each decoder "
                              "layer")
     parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
     parser.add_argument("--against", metavar="PRESET",
                         help="compare: beside that exported preset's cells instead of the "
-                             "default run's")
+                             "default run's (default: the default run)")
     parser.add_argument("--from", dest="source", metavar="FILE",
                         help="your own params overrides: copied to presets/<name>.yaml first "
                              "(make experiment NAME=... PARAMS=FILE)")
@@ -692,11 +765,11 @@ def main(argv: list[str] | None = None) -> int:
         folder = export(args.name)
         print(f"preset '{args.name}': its report is in {folder.relative_to(repo_root())}/README.md")
         return 0
+    against = None if args.against in (None, "default") else args.against
     if args.action == "compare":
-        if args.against:
-            tested_comparison(args.name, export_folder(check_name(args.name)), args.against)
-        else:
-            print(f"preset '{args.name}': {compare(args.name).message}")
+        return dispatch(args.name, against)
+    if args.action == "bootstrap":
+        tested_comparison(args.name, export_folder(check_name(args.name)), against, strict=True)
         return 0
     if args.source:
         adopt(args.name, args.source)

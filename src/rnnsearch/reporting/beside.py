@@ -335,5 +335,7 @@ def page(default: Run, preset: Run, tables: list[Table], figure: str, latex: str
         *(table.markdown() for table in tables[1:]),
         f"### {caption}", "", f"![{caption}]({figure})", "",
         f"LaTeX: [{latex}]({latex}). Regenerate with `python -m rnnsearch.presets compare "
-        f"{preset.label}{'' if default.label == 'default' else ' --against ' + default.label}` "
-        "(it reads the metrics files only and takes seconds)."]) + "\n"
+        f"{preset.label}{'' if default.label == 'default' else ' --against ' + default.label}`: "
+        f"the DVC stage `compare@{preset.label}-vs-{default.label}` of "
+        "[`reports/presets/dvc.yaml`](../dvc.yaml), which needs both runs' git branches and DVC "
+        "cache; `dvc status reports/presets/dvc.yaml` says when it is stale."]) + "\n"
