@@ -239,9 +239,11 @@ def test_a_failed_training_run_is_a_row_and_its_model_is_gone(tmp_path, monkeypa
     plan = plan_for("tiny")
     model = bench_models(plan, PARAMS)[0]
     write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
-    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", 1, 2, tmp_path)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true@medium", 1, 2, tmp_path)
     assert row["tokens_per_s"] > 0 and len(built) == 1
     assert built[0]() is None
+    assert (row["precision"], row["matmul_precision"]) == ("32-true", "medium")  # bf16 products
+    assert torch.get_float32_matmul_precision() == "highest"     # the next row starts afresh
 
     def fail(self, *args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")

@@ -30,6 +30,31 @@ def test_search_hand_count():
     assert training_flops_per_token(cfg, SHAPE) == pytest.approx(3 * 504)
 
 
+def test_conditional_gru_adds_its_transitions_recurrence_to_search():
+    """Was: the conditional GRU (search_cond) was counted by name as no-attention wiring, its
+    context input 3 wide instead of 6 and without its second recurrence: 504 - 54 forward."""
+    search = ModelConfig(model="search", embedding_size=2, hidden_size=3, attention_size=4,
+                         output_size=4)
+    cond = ModelConfig(model="search_cond", embedding_size=2, hidden_size=3, attention_size=4,
+                       output_size=4)
+    # the transition reads the 6-wide context (as search's decoder input does) and adds its own
+    # recurrence, 2*3*9=54 FLOPs per target token
+    assert training_flops_per_token(cond, SHAPE) == pytest.approx(3 * (504 + 54))
+    names = [g.name for g in model_gemms(cond, SHAPE)]
+    assert names == [*[g.name for g in model_gemms(search, SHAPE)][:9],
+                     "dec.transition_recurrent", *[g.name for g in model_gemms(search, SHAPE)][9:]]
+
+
+def test_a_decoder_without_a_count_is_refused(monkeypatch):
+    from rnnsearch.config import architectures
+    from rnnsearch.errors import ConfigError
+
+    monkeypatch.setitem(architectures.ARCHITECTURES, "reversed", architectures.Architecture(
+        "rnnsearch.models.reversed:ReversedDecoder"))
+    with pytest.raises(ConfigError, match="no FLOP count for its decoder"):
+        training_flops_per_token(ModelConfig(model="reversed"), SHAPE)
+
+
 def test_transformer_hand_count():
     cfg = ModelConfig(model="transformer", embedding_size=2, hidden_size=2, heads=1,
                       feedforward_size=3)

@@ -125,3 +125,14 @@ def test_bf16_variants_only_where_the_cpu_runs_bf16_natively(native):
     assert list(side) == (list(SIDE_BY_SIDE) if native else
                           ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
     assert all(len(row["windows"]) == 2 for row in side.values())
+
+
+def test_the_command_shown_in_a_report_leaves_out_the_machines_output_folder():
+    """Was: reports printed `--out /tmp/bench2` and `/root/out`, the folders of the machine
+    that ran them."""
+    from rnnsearch.bench.__main__ import shown_command
+
+    assert shown_command(["--out", "/tmp/b", "--threads", "2"]) == \
+        "python -m rnnsearch.bench --threads 2"
+    assert shown_command(["--quick", "--out=/root/out"]) == "python -m rnnsearch.bench --quick"
+    assert shown_command([]) == "python -m rnnsearch.bench"

@@ -92,3 +92,38 @@ def test_the_stage_trainer_keeps_gradients_of_weights_cast_under_no_grad(tmp_pat
     bare_trainer(tiny_config("bf16-mixed"), tmp_path, []).fit(
         module, train_dataloaders=DataLoader([torch.ones(2, 4)], batch_size=None))
     assert module.grad is not None and module.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("setting, on_cpu, on_cuda", [
+    ("auto", "highest", "high"), ("highest", "highest", "highest"), ("medium", "medium", "medium")])
+def test_matmul_precision_auto_is_tf32_on_a_gpu_and_full_fp32_on_the_cpu(setting, on_cpu,
+                                                                         on_cuda):
+    before = torch.get_float32_matmul_precision()
+    try:
+        assert precision.set_matmul_precision(setting, "cpu") == on_cpu
+        assert torch.get_float32_matmul_precision() == on_cpu
+        assert precision.set_matmul_precision(setting, "cuda") == on_cuda
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def test_the_trainer_sets_the_matmul_precision_and_the_metrics_name_it(tmp_path):
+    """train.trainer.matmul_precision reaches torch when the stage's Trainer is made, and the
+    environment block every metrics file carries records it; a bad value names the key."""
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainerConfig
+    from rnnsearch.environment import describe_environment
+    from rnnsearch.errors import ConfigError
+
+    before = torch.get_float32_matmul_precision()
+    config = tiny_config("32-true")
+    try:
+        bare_trainer(replace(config, trainer=replace(config.trainer, matmul_precision="medium")),
+                     tmp_path, [])
+        assert describe_environment()["float32_matmul_precision"] == "medium"
+        bare_trainer(config, tmp_path, [])                        # auto, on the CPU
+        assert describe_environment()["float32_matmul_precision"] == "highest"
+    finally:
+        torch.set_float32_matmul_precision(before)
+    with pytest.raises(ConfigError, match=r"train\.trainer\.matmul_precision: must be one of"):
+        from_dict(TrainerConfig, {"matmul_precision": "tf32"}, "train.trainer")

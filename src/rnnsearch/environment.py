@@ -47,6 +47,7 @@ def torch_environment() -> dict[str, Any]:
         "onednn": onednn.group(1) if onednn else None,
         "threads": torch.get_num_threads(),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
     }
     if torch.cuda.is_available():
         info["cuda"] = torch.version.cuda

@@ -41,7 +41,20 @@ def machine(device: str) -> dict[str, Any]:
     return {**device_machine(device), "cpu": cpu_model(), "cores": os.cpu_count(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "python": platform.python_version(), "load_average_before": load_average(),
-            "command": " ".join(["python -m rnnsearch.bench", *sys.argv[1:]])}
+            "command": shown_command(sys.argv[1:])}
+
+
+def shown_command(argv: list[str]) -> str:
+    """The command that made the numbers, as another machine would repeat it: without
+    ``--out``, whose folder is this machine's (the report lies beside the numbers anyway)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("--out="):
+            skip = False
+            continue
+        skip = arg == "--out"
+        kept += [] if skip else [arg]
+    return " ".join(["python -m rnnsearch.bench", *kept])
 
 
 def load_average() -> list[float] | None:

@@ -4,15 +4,34 @@ terms scaled by the source/target length ratio, attention terms by the source le
 rows of one call, decides the measured rate: :mod:`rnnsearch.bench.gemm`). A multiply-add is two
 FLOPs; training costs three times the forward (the backward is two more products of the same
 size); element-wise work, softmax and embedding lookups, a few per cent, are left out.
+
+The products follow the decoder class a model's architecture entry names (:data:`WIRINGS`), not
+its name: a model whose decoder has no count here is refused, not counted as another.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rnnsearch.config.model import ModelConfig
+from rnnsearch.errors import ConfigError
 
 GATES = {"gru": 3, "lstm": 4, "rnn": 1}
 TRAIN_FACTOR = 3  # forward + backward (two products per forward product)
+# The wiring each decoder class runs: Bahdanau's (with or without attention), the conditional
+# GRU's (Bahdanau's plus a second transition reading the context), Luong's, the Transformer's.
+WIRINGS = {"rnnsearch.models.decoder:BahdanauDecoder": "bahdanau",
+           "rnnsearch.models.decoder:ConditionalDecoder": "conditional",
+           "rnnsearch.models.decoder:LuongDecoder": "luong",
+           "rnnsearch.models.transformer:TransformerDecoder": "transformer"}
+
+
+def wiring(cfg: ModelConfig) -> str:
+    """The :data:`WIRINGS` entry of the model's decoder; refused for a decoder without one."""
+    decoder = cfg.architecture.decoder
+    if decoder not in WIRINGS:
+        raise ConfigError(f"model {cfg.model}: no FLOP count for its decoder {decoder} "
+                          "(add its products to rnnsearch.bench.flops)")
+    return WIRINGS[decoder]
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,7 @@ def encoder_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
 
 def attention_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
     """Keys (once per source token), query, scores and context (per target token)."""
-    if cfg.model == "encdec":
+    if not cfg.architecture.attention:
         return []
     rows, ratio, src = round(shape.batch * shape.src_len), shape.src_len / shape.tgt_len, shape.src_len
     annotations, hidden = cfg.encoder_output_size, cfg.hidden_size
@@ -67,7 +86,7 @@ def attention_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
             terms.append(Gemm("att.keys", rows, annotations, hidden, ratio))
         terms.append(Gemm("att.scores", shape.batch, hidden, 1, src))
     terms.append(Gemm("att.context", shape.batch, 1, annotations, src))
-    if cfg.model == "luong":
+    if wiring(cfg) == "luong":
         terms.append(Gemm("att.combine", shape.batch, annotations + hidden, hidden, 1.0))
     return terms
 
@@ -76,20 +95,23 @@ def decoder_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
     """Decoder recurrence, deep output (Bahdanau wiring) and the output layer."""
     gates, hidden = GATES[cfg.cell] * cfg.hidden_size, cfg.hidden_size
     rows = round(shape.batch * shape.tgt_len)
-    if cfg.model == "luong":
+    luong = wiring(cfg) == "luong"
+    if luong:
         extra = hidden if cfg.input_feeding else 0
         output_in = hidden
-    else:
-        extra = cfg.encoder_output_size if cfg.model == "search" else hidden
+    else:   # the context: attention's (annotation wide), or the encoder's summary
+        extra = cfg.encoder_output_size if cfg.architecture.attention else hidden
         output_in = cfg.output_size
     terms = [Gemm("dec.word_input", rows, cfg.embedding_size, gates, 1.0)]
     if extra:
         terms.append(Gemm("dec.context_input", shape.batch, extra, gates, 1.0))
     terms.append(Gemm("dec0.recurrent", shape.batch, hidden, gates, 1.0))
+    if wiring(cfg) == "conditional":     # the transition's own recurrence (it reads the context)
+        terms.append(Gemm("dec.transition_recurrent", shape.batch, hidden, gates, 1.0))
     for layer in range(1, cfg.decoder_layers):
         terms += [Gemm(f"dec{layer}.input", shape.batch, hidden, gates, 1.0),
                   Gemm(f"dec{layer}.recurrent", shape.batch, hidden, gates, 1.0)]
-    if cfg.model != "luong":
+    if not luong:
         deep_in = hidden + cfg.embedding_size + extra
         terms.append(Gemm("dec.deep_output", rows, deep_in, cfg.output_size * (2 if cfg.maxout else 1), 1.0))
     terms.append(Gemm("dec.output", rows, output_in, shape.tgt_vocab, 1.0))
@@ -128,7 +150,7 @@ def transformer_terms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
 
 def model_gemms(cfg: ModelConfig, shape: Shape) -> list[Gemm]:
     """Every product of one training step, per target token."""
-    if not cfg.architecture.recurrent:
+    if wiring(cfg) == "transformer":
         return transformer_terms(cfg, shape)
     return encoder_terms(cfg, shape) + attention_terms(cfg, shape) + decoder_terms(cfg, shape)
 

@@ -73,7 +73,9 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
     flops = {model: a["mflop_per_token"] * 1e6 for (model, _), a in arithmetic.items()}
     rows = []
     for r in results["training"]:
-        head = [r["model"], r["batch"], r["precision"], "yes" if r.get("cuda_graphs") else "no"]
+        matmul = f" ({r['matmul_precision']} matmul)" if "matmul_precision" in r else ""
+        head = [r["model"], r["batch"], r["precision"] + matmul,
+                "yes" if r.get("cuda_graphs") else "no"]
         if "tokens_per_s" not in r:
             rows.append(head + _failed(r, 6) + [f"{r['peak_memory_mib']:,.0f}"])
             continue

@@ -73,16 +73,19 @@ def train_speed(model: Any, data_dir: Path, device: str, batch: int, precision: 
 
 def _timed_training(model: Any, data_dir: Path, device: str, batch: int, precision: str,
                     warmup: int, steps: int, work_dir: Path, graphs: bool) -> dict[str, Any]:
-    config = harness.device_config(model.train, device, precision, batch, warmup + steps,
-                                   cuda_graphs=graphs)
-    row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": precision,
+    # "32-true@highest": a precision with train.trainer.matmul_precision (fp32 beside TF32)
+    lightning, _, matmul = precision.partition("@")
+    config = harness.device_config(model.train, device, lightning, batch, warmup + steps,
+                                   cuda_graphs=graphs, matmul_precision=matmul or "auto")
+    row: dict[str, Any] = {"model": model.name, "batch": batch, "precision": lightning,
                            "cuda_graphs": graphs}
     pl.seed_everything(config.seed, verbose=False)
     data = TranslationDataModule(data_dir, MAX_LEN, batch, config.data.max_padding, 0,
                                  config.seed)
     task, runner = harness.bare_task(config, build_model(model.config, model.vocab, model.vocab))
     timer = StepTimer(warmup, device, (lambda: runner.capture_seconds) if runner else float)
-    deterministic = torch.are_deterministic_algorithms_enabled()
+    deterministic, matmul_before = (torch.are_deterministic_algorithms_enabled(),
+                                    torch.get_float32_matmul_precision())
     # the progress bar the stage gets under dvc repro (a log file: refreshed every 50 steps)
     progress = TQDMProgressBar(refresh_rate=max(config.trainer.log_every_steps, 50))
     trainer = harness.bare_trainer(config, work_dir, [timer, progress])
@@ -91,12 +94,14 @@ def _timed_training(model: Any, data_dir: Path, device: str, batch: int, precisi
     except RuntimeError as err:     # out of memory, or a CUDA failure: the next runs still run
         row["error"] = failure(err)
     else:
-        row.update(tokens_per_s=timer.tokens / timer.seconds if timer.seconds else 0.0,
+        row.update(matmul_precision=torch.get_float32_matmul_precision(),
+                   tokens_per_s=timer.tokens / timer.seconds if timer.seconds else 0.0,
                    steps=timer.steps, ms_per_step=1e3 * timer.seconds / max(timer.steps, 1))
         if runner:
             row.update(runner.stats())
-    finally:   # Lightning's deterministic flag is process-wide: decoding must not inherit it
+    finally:   # process-wide flags, which decoding and the next row must not inherit
         torch.use_deterministic_algorithms(deterministic)
+        torch.set_float32_matmul_precision(matmul_before)
     if runner:
         runner.release()                   # the graphs' pool, whatever else still refers to it
     return row

@@ -130,6 +130,9 @@ def _devices_ok(devices: int | str) -> bool:
     return "," in text and bool(indices) and all(part.isdigit() for part in indices)
 
 
+MATMUL_PRECISIONS = ("auto", "highest", "high", "medium")
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
     """Passed to Lightning's Trainer as they are (scale-out: devices, num_nodes, strategy: ddp)."""
@@ -147,6 +150,9 @@ class TrainerConfig:
     bf16_cross_entropy: bool = False  # with bf16-mixed: the training loss over the vocabulary in bf16
     fused_loss: bool = False        # the output layer and training loss in one chunked pass
     autocast_cache: bool = True     # with 16-mixed/bf16-mixed: each weight cast once per forward
+    # float32 products: highest (fp32), high (TF32 tensor cores on a GPU), medium (bf16); auto:
+    # high on a GPU, highest on the CPU (torch.set_float32_matmul_precision)
+    matmul_precision: str = "auto"
 
     def check(self, key: str) -> None:
         """Values Lightning accepts anywhere (names from its own registries)."""
@@ -154,6 +160,8 @@ class TrainerConfig:
         require(not self.cuda_graphs or self.accelerator in ("gpu", "cuda", "auto"),
                 f"{key}.cuda_graphs", f"needs a GPU (accelerator gpu), not {self.accelerator!r}")
         check_non_negative(self, key, "threads")
+        require(self.matmul_precision in MATMUL_PRECISIONS, f"{key}.matmul_precision",
+                f"must be one of {list(MATMUL_PRECISIONS)}, got {self.matmul_precision!r}")
         require(not self.bf16_cross_entropy or str(self.precision) in BF16_PRECISIONS,
                 f"{key}.bf16_cross_entropy",
                 f"needs precision bf16-mixed (the logits are fp32 in {self.precision!r})")

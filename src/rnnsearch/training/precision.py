@@ -25,6 +25,15 @@ from pytorch_lightning.utilities import rank_zero_warn
 AUTOCAST_DTYPES = {"16-mixed": torch.float16, "bf16-mixed": torch.bfloat16}
 
 
+def set_matmul_precision(setting: str, device_type: str) -> str:
+    """Set torch's float32 matmul precision as ``train.trainer.matmul_precision`` asks on a
+    ``device_type`` device (``auto``: ``high``, TF32 tensor cores, on CUDA; ``highest``, full
+    fp32, elsewhere, as torch's default); returns what was set. Process-wide, as torch keeps it."""
+    chosen = ("high" if device_type == "cuda" else "highest") if setting == "auto" else setting
+    torch.set_float32_matmul_precision(chosen)
+    return chosen
+
+
 def mixed_autocast(device: str, precision: str, enabled: bool = True,
                    cache: bool = True) -> torch.autocast:
     """The autocast the train stage's forward runs in under ``precision`` (``16-mixed`` or

@@ -50,7 +50,7 @@ from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
 from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.precision import with_weight_cache
+from rnnsearch.training.precision import set_matmul_precision, with_weight_cache
 from rnnsearch.training.resume import LastCheckpoint, RngState
 from rnnsearch.training.supervision import META_FILE, links_file
 
@@ -238,7 +238,8 @@ def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, 
 
 def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
     """Lightning's Trainer for ``train.trainer`` and ``train.budget``; its mixed precision with
-    autocast's weight cache on unless ``train.trainer.autocast_cache`` is false
+    autocast's weight cache on unless ``train.trainer.autocast_cache`` is false, and torch's
+    float32 matmul precision as ``train.trainer.matmul_precision`` asks on its device
     (:mod:`rnnsearch.training.precision`)."""
     t, b = config.trainer, config.budget
     trainer = pl.Trainer(
@@ -252,6 +253,7 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         plugins=[SameDiskCheckpointIO()])
     if t.autocast_cache:
         trainer.strategy.precision_plugin = with_weight_cache(trainer.strategy.precision_plugin)
+    set_matmul_precision(t.matmul_precision, trainer.strategy.root_device.type)
     return trainer
 
 
