@@ -2,14 +2,17 @@
 length normalisation, n-best, length limits."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from rnnsearch.data.vocab import EOS_ID
+from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.beam import beam_search
 from rnnsearch.decoding.corpus import pad_batch, translate_corpus
 from rnnsearch.decoding.greedy import greedy
-from rnnsearch.decoding.options import SearchOptions
+from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise, reachable
+from rnnsearch.decoding.steps import next_log_probs
 from test_decoding_toy import ScriptedModel, TinyAttentionModel
 
 WORDS = "he I hit struck was got me a with on one pie tart the his".split()
@@ -123,11 +126,12 @@ def test_beam_width_one_equals_greedy(attention):
             assert torch.allclose(torch.tensor(g.best.attention), torch.tensor(b.best.attention))
 
 
-@pytest.mark.parametrize("method", ["greedy", "beam"])
-def test_output_independent_of_batch_size_and_companions(method):
+@pytest.mark.parametrize("method, stop", [("greedy", "first_k"), ("beam", "first_k"),
+                                          ("beam", "bound")])
+def test_output_independent_of_batch_size_and_companions(method, stop):
     model = TinyAttentionModel()
     sources = _tiny_sources()
-    options = SearchOptions(beam_size=4, nbest=3, max_len_a=1.0, max_len_b=4)
+    options = SearchOptions(beam_size=4, nbest=3, max_len_a=1.0, max_len_b=4, stop=stop)
     alone = [translate_corpus(model, [s], method, options, 1, progress=False).translations[0]
              for s in sources]
     for batch_size in (2, 4, len(sources)):
@@ -154,3 +158,100 @@ def test_nbest_and_length_limit():
         for h in translation.hypotheses:
             assert len(h.tokens) <= limit and h.tokens[-1] == EOS_ID
             assert h.attention.shape == (len(h.tokens), len(source))
+
+
+def exhaustive_best(model, source: list[int], options: SearchOptions) -> tuple[float, tuple]:
+    """The best finished output (normalised score, tokens) over every output the length limit
+    allows, found by enumerating them all through the searches' own masked distributions."""
+    src, src_len = pad_batch([source])
+    memory = model.encode(src, src_len)
+    limit = int(max_output_lengths(src_len, options)[0])
+    best: tuple[float, tuple] = (-math.inf, ())
+    frontier = [((), 0.0, model.init_state(memory))]
+    for step in range(limit):
+        grown = []
+        for tokens, score, state in frontier:
+            prev = torch.tensor([tokens[-1] if tokens else BOS_ID])
+            out = next_log_probs(model, prev, state, memory, torch.tensor([step + 1 == limit]))
+            for word, log_prob in enumerate(out.log_probs[0].double().tolist()):
+                if word == EOS_ID:
+                    norm = normalise(score + log_prob, len(tokens) + 1, options)
+                    best = max(best, (norm, (*tokens, EOS_ID)))
+                elif log_prob > -math.inf:
+                    grown.append(((*tokens, word), score + log_prob, out.state))
+        frontier = grown
+    return best
+
+
+@pytest.mark.parametrize("stop", ["first_k", "bound"])
+@pytest.mark.parametrize("penalty", ["none", "mean", "gnmt"])
+def test_a_beam_as_wide_as_the_search_space_is_exhaustive_search(penalty, stop):
+    """Words 4-6, unk and </s>, at most 4 tokens: 125 live prefixes at the most, so a beam of
+    200 prunes nothing and each rule must find what enumerating every output finds."""
+    model = TinyAttentionModel(vocab=7, seed=3)
+    options = SearchOptions(beam_size=200, nbest=1, length_penalty=penalty, alpha=0.6,
+                            max_len_a=0.0, max_len_b=4, stop=stop)
+    for source in ([4, 5, 6], [6, 6, 4, 5], [5]):
+        norm, tokens = exhaustive_best(model, source, options)
+        found = _one(model, options, source).best
+        assert found.tokens == tokens and found.norm_score == pytest.approx(norm, abs=1e-9)
+
+
+# With k = 2 both best pairs of step 2 end the sentence ("x", "z" finished: first_k stops), while
+# "z w" is still live and ends better by the mean log-probability: (log .45 + log .45 - .01) / 3
+# against (log .45 + log .6) / 2.
+EARLY = {(): {"x": math.log(0.45), "z": math.log(0.45)},
+         ("x",): {"</s>": math.log(0.6)},
+         ("z",): {"</s>": math.log(0.5), "w": math.log(0.45)},
+         ("z", "w"): {"</s>": -0.01}}
+
+
+def test_first_k_stops_before_the_best_output_and_the_bound_finds_it():
+    model = ScriptedModel("x z q w".split(), EARLY)
+    first = _one(model, SearchOptions(beam_size=2, nbest=2, stop="first_k"))
+    assert [model.text(h.tokens) for h in first.hypotheses] == ["x", "z"]
+    assert first.best.norm_score == pytest.approx((math.log(0.45) + math.log(0.6)) / 2)
+    bound = _one(model, SearchOptions(beam_size=2, nbest=1, stop="bound"))
+    assert model.text(bound.best.tokens) == "z w"
+    assert bound.best.norm_score == pytest.approx((2 * math.log(0.45) - 0.01) / 3)
+
+
+def test_reachable_is_the_sum_normalised_at_the_length_limit():
+    scores, limits = torch.tensor([-2.0, -6.0], dtype=torch.float64), torch.tensor([4, 10])
+    assert reachable(scores, limits, SearchOptions(length_penalty="none")).tolist() == [-2, -6]
+    assert reachable(scores, limits, SearchOptions(length_penalty="mean")).tolist() == [-0.5,
+                                                                                      -0.6]
+    gnmt = reachable(scores, limits, SearchOptions(length_penalty="gnmt", alpha=0.6))
+    assert gnmt.tolist() == pytest.approx([-2 / 1.5 ** 0.6, -6 / 2.5 ** 0.6])
+
+
+def test_the_searches_read_no_field_of_a_models_state_or_memory():
+    """The state protocol (rnnsearch.models.state): greedy and beam search only pass a model's
+    memory and state on and reorder them, so that every architecture's own types serve."""
+    import ast
+    from pathlib import Path
+
+    import rnnsearch.decoding.beam as beam_module
+    import rnnsearch.decoding.greedy as greedy_module
+
+    read = []
+    for module in (beam_module, greedy_module):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        read += [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                 and ast.unparse(node.value).split(".")[-1] in ("state", "memory")]
+    assert read == []
+
+
+def test_the_transformers_state_and_memory_are_its_own_and_reorder_like_any_other():
+    from rnnsearch.models.state import reorder
+    from rnnsearch.models.transformer import TransformerMemory, TransformerState
+    from test_transformer import batch, small
+
+    model = small()
+    src, src_len, _ = batch()
+    memory = model.encode(src, src_len)
+    state = model.init_state(memory)
+    _, state, _ = model.step(torch.tensor([2, 2]), state, memory)
+    assert isinstance(memory, TransformerMemory) and isinstance(state, TransformerState)
+    swapped = reorder(state, torch.tensor([1, 0]))
+    assert torch.equal(swapped.cache[0], state.cache[1]) and torch.equal(swapped.step, state.step)

@@ -41,7 +41,7 @@ def test_steps_compute_the_teacher_forced_logits_and_attention(alignment_layer):
         step_logits, state, weights = model.step(tgt_in[:, t], state, memory)
         torch.testing.assert_close(step_logits, logits[:, t], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(weights, attention[:, t], rtol=1e-5, atol=1e-6)
-    assert state.hidden.shape == (2, 3, 4, 32)                # batch x layers x steps x 2d
+    assert state.cache.shape == (2, 3, 4, 32)                 # batch x layers x steps x 2d
     assert torch.equal(state.step, torch.tensor([4, 4]))
 
 

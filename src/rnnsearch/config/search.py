@@ -12,6 +12,8 @@ from typing import Literal
 from rnnsearch.config.base import check_non_negative, check_positive, require
 
 LengthPenalty = Literal["none", "mean", "gnmt"]
+Stop = Literal["first_k", "bound"]
+STOPS: tuple[str, ...] = ("first_k", "bound")
 
 
 @dataclass(frozen=True)
@@ -25,10 +27,14 @@ class SearchOptions:
     max_len_a: float = 1.5          # output length limit: a * source length + b ...
     max_len_b: int = 10
     max_len_cap: int = 250          # ... but never more than this many tokens
+    # when a sentence's beam search ends: first_k, once k hypotheses have finished; bound, once
+    # no live hypothesis can still beat the nbest-th best finished one under the length penalty
+    stop: Stop = "first_k"
 
     def check(self, key: str) -> None:
         """Validate values; ``key`` is the params key this came from (for messages)."""
         check_positive(self, key, "beam_size", "nbest", "max_len_cap")
+        require(self.stop in STOPS, f"{key}.stop", f"must be one of {list(STOPS)}, got {self.stop!r}")
         check_non_negative(self, key, "alpha", "max_len_a", "max_len_b")
         require(self.nbest <= self.beam_size, f"{key}.nbest",
                 f"must be <= beam_size ({self.beam_size}), got {self.nbest}")

@@ -10,9 +10,15 @@ their cumulative log-probability ``sum_i log P(y_i | y_<i, x)``. Each step:
    finished hypothesis of its sentence and is never expanded again;
 3. **advance** (:func:`_advance`): the ``k`` best pairs that do not emit ``</s>`` become the
    new beam (decoder states, tokens and attention rows are gathered from their parents);
-4. **retire** (:func:`_retire`): a sentence with ``k`` finished hypotheses, or at its length
-   limit ``a * src_len + b`` (where only ``</s>`` is allowed), leaves the batch, so the batch
-   shrinks as sentences end.
+4. **retire** (:func:`_retire`): a sentence whose search is over (:func:`_settled`), or at its
+   length limit ``a * src_len + b`` (where only ``</s>`` is allowed), leaves the batch, so the
+   batch shrinks as sentences end.
+
+When a search is over is ``translate.search.stop``: ``first_k`` (Bahdanau et al.'s, the notes'),
+once ``k`` hypotheses have finished, though a live one may still have ended better; ``bound``,
+once ``nbest`` have finished and no live hypothesis can beat the ``nbest``-th best of them under
+the length penalty (:func:`rnnsearch.decoding.options.reachable`), so that the search is exact
+wherever the beam itself lost nothing.
 
 Finished hypotheses are ranked by the length-normalised score
 (:func:`rnnsearch.decoding.options.normalise`); live ones by the raw sum, which is what the
@@ -28,7 +34,7 @@ import torch
 
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.hypothesis import Hypothesis, Translation
-from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
+from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise, reachable
 from rnnsearch.decoding.steps import StepOutput, next_log_probs
 from rnnsearch.models.state import reorder
 
@@ -66,7 +72,8 @@ def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
         out = next_log_probs(model, prev, beam.state, beam.memory, at_limit)
         top, origin, word = _expand_and_prune(beam.scores, out.log_probs)   # n x 2k each
         _finish(beam, out, top, origin, word, finished, lengths, options)
-        beam = _retire(_advance(beam, out, top, origin, word), k)
+        beam = _advance(beam, out, top, origin, word)
+        beam = _retire(beam, _settled(beam, finished, options))
     return [_rank(hypotheses, options.nbest) for hypotheses in finished]
 
 
@@ -167,12 +174,28 @@ def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tens
                  beam.memory, reorder(out.state, parents))
 
 
-def _retire(beam: _Beam, k: int) -> _Beam:
-    """Drop sentences with ``k`` finished hypotheses, at their length limit, or with no live one."""
-    enough = beam.finished.index_select(0, beam.sentence) >= k
+def _settled(beam: _Beam, finished: list[list[Hypothesis]], options: SearchOptions
+             ) -> torch.Tensor:
+    """n: whether each active sentence's search is over under ``options.stop`` (module
+    docstring). ``bound`` compares, per sentence, the ``nbest``-th best normalised score
+    finished so far with the best its live hypotheses could reach by the length limit."""
+    count = beam.finished.index_select(0, beam.sentence)                      # n
+    if options.stop == "first_k":
+        return count >= options.beam_size
+    nth = [sorted((h.norm_score for h in finished[i]), reverse=True)[options.nbest - 1]
+           if len(finished[i]) >= options.nbest else -torch.inf
+           for i in beam.sentence.tolist()]
+    best = reachable(beam.scores.max(dim=1).values, beam.limits, options)     # n
+    return torch.tensor(nth, dtype=best.dtype, device=best.device) >= best
+
+
+def _retire(beam: _Beam, settled: torch.Tensor) -> _Beam:
+    """Drop sentences whose search is over (``settled``, n), at their length limit, or with no
+    live hypothesis."""
+    k = beam.scores.size(1)
     at_limit = beam.limits <= beam.tokens.size(1)
     dead = ~torch.isfinite(beam.scores).any(dim=1)
-    keep = ~(enough | at_limit | dead)
+    keep = ~(settled | at_limit | dead)
     if bool(keep.all()):
         return beam
     slots = keep.nonzero().squeeze(1)                                         # m

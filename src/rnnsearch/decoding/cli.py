@@ -29,6 +29,7 @@ from rnnsearch.config.base import (DEFAULT_PARAMS, at_least, from_dict, read_par
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.methods import method_names
+from rnnsearch.config.search import STOPS
 from rnnsearch.config.translate import (DEVICES, LengthPenalty, TranslateConfig, method_options,
                                         resolve_device)
 from rnnsearch.data.textio import decode_lines
@@ -105,6 +106,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["length_penalty"] = args.length_penalty
     if args.alpha is not None:
         overrides["alpha"] = args.alpha
+    if args.stop:
+        overrides["stop"] = args.stop
     search = method_options(dataclasses.replace(search, **overrides), args.method)
     search.check("command line")
     return Settings(prepare.src_lang, prepare.tgt_lang, tokenize.lowercase,
@@ -141,6 +144,9 @@ def argument_parser() -> argparse.ArgumentParser:
                              "translate.search)")
     parser.add_argument("--alpha", type=at_least(0, float), default=None,
                         help="the GNMT length penalty's exponent (override translate.search)")
+    parser.add_argument("--stop", choices=STOPS, default=None,
+                        help="when a sentence's beam search ends: first_k (k finished) or bound "
+                             "(no live hypothesis can win) (override translate.search)")
     parser.add_argument("--nbest", type=at_least(0), default=0,
                         help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")

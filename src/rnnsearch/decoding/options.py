@@ -1,10 +1,11 @@
 """Search options and the small pure helpers every decoder shares.
 
-* :class:`SearchOptions`: beam width, length normalisation, n-best and the output length limit;
-  it is the ``translate.search`` section of params.yaml, so it lives (and is validated) in
-  :mod:`rnnsearch.config.translate`; decoders import it from here.
+* :class:`SearchOptions`: beam width, length normalisation, n-best, the output length limit and
+  the stopping rule; it is the ``translate.search`` section of params.yaml, so it lives (and is
+  validated) in :mod:`rnnsearch.config.search`; decoders import it from here.
 * :func:`max_output_lengths`: ``min(cap, floor(a * src_len + b))`` per sentence, at least 1.
 * :func:`normalise`: the score finished hypotheses are ranked by.
+* :func:`reachable`: the best score a live hypothesis could still finish with.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 from rnnsearch.config.search import SearchOptions
 
-__all__ = ["SearchOptions", "max_output_lengths", "normalise"]
+__all__ = ["SearchOptions", "max_output_lengths", "normalise", "reachable"]
 
 
 def max_output_lengths(src_len: torch.Tensor, options: SearchOptions) -> torch.Tensor:
@@ -34,3 +35,18 @@ def normalise(score: float, length: int, options: SearchOptions) -> float:
     if options.length_penalty == "mean":
         return score / length
     return score / math.pow((5.0 + length) / 6.0, options.alpha)
+
+
+def reachable(scores: torch.Tensor, limits: torch.Tensor, options: SearchOptions) -> torch.Tensor:
+    """The best normalised score live hypotheses could still finish with: ``scores`` (their
+    summed log-probabilities, any shape) normalised as if they ended at ``limits`` tokens (the
+    length limit, broadcast). A bound for every penalty: each further word, ``</s>`` included,
+    lowers the sum (a log-probability is <= 0), and a sum <= 0 divided by a penalty that grows
+    with the length (``mean``: the length; ``gnmt``: ``((5 + length) / 6) ** alpha``) is highest
+    at the longest length allowed; ``none`` reads the sum as it is."""
+    if options.length_penalty == "none":
+        return scores
+    lengths = limits.to(scores.dtype)
+    if options.length_penalty == "mean":
+        return scores / lengths
+    return scores / torch.pow((5.0 + lengths) / 6.0, options.alpha)

@@ -1,8 +1,12 @@
 """What flows between encoder, decoder steps and search: ``Memory``, ``DecoderState``, ``reorder``.
 
-Both are NamedTuples of tensors whose first dimension is the batch (or ``None`` fields), so beam
-search can expand a batch to batch*k and reorder hypotheses with :func:`reorder` without knowing
-which model produced them.
+The protocol every decoder honours: ``prepare_memory`` returns, and ``init_state`` and ``step``
+take and return, NamedTuples whose fields are tensors with the batch first (or ``None``). The
+searches (:mod:`rnnsearch.decoding.greedy`, :mod:`rnnsearch.decoding.beam`) read no field of
+them: they expand a batch to batch*k and reorder hypotheses with :func:`reorder`, whichever
+model produced them, so a new architecture brings its own types and no search changes.
+``Memory`` and ``DecoderState`` are the recurrent decoders'; the Transformer's are
+:class:`rnnsearch.models.transformer.TransformerMemory` and ``TransformerState``.
 """
 from __future__ import annotations
 

@@ -8,16 +8,16 @@ word vectors fit as they do the recurrent models. Multi-head attention is writte
 rather than taken from ``nn.MultiheadAttention`` so that every path (training, a decoding step,
 the key-padding mask) runs the same arithmetic and hands back each head's weights.
 
-Fitting :mod:`rnnsearch.models.state`:
+Its own state types, as :mod:`rnnsearch.models.state`'s protocol asks (NamedTuples of
+batch-first tensors, which the searches only reorder):
 
-* ``Memory.values`` are the encoder's outputs, ``Memory.keys`` the keys and values of every
-  decoder layer's cross-attention, projected once per batch (batch x src_len x layers*2*d),
-  ``Memory.summary`` the mean of the outputs over the real words.
-* ``DecoderState.hidden`` holds, for every decoder layer, the self-attention's keys and values
-  of the target positions decoded so far (batch x layers x t x 2d): a step projects its own
-  position once, appends it and attends over them all, so a step-by-step decode computes what
-  teacher forcing computes under the causal mask without projecting a position twice, and beam
-  search reorders the cache with every other field (``reorder``).
+* :class:`TransformerMemory`: the encoder's outputs, and the keys and values of every decoder
+  layer's cross-attention, projected once per batch;
+* :class:`TransformerState`: for every decoder layer, the self-attention's keys and values of
+  the target positions decoded so far: a step projects its own position once, appends it and
+  attends over them all, so a step-by-step decode computes what teacher forcing computes under
+  the causal mask without projecting a position twice, and beam search reorders the cache as
+  any other state (``reorder``).
 
 The model's attention (what decoding hands back, the alignment stages read and supervised
 attention trains) is the cross-attention of decoder layer ``alignment_layer``, averaged over
@@ -26,13 +26,30 @@ its heads.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.vocab import PAD_ID
-from rnnsearch.models.state import DecoderState, Memory
+
+
+class TransformerMemory(NamedTuple):
+    """The encoded source, computed once per batch."""
+
+    values: Tensor          # batch x src_len x d: the encoder's outputs
+    cross: Tensor           # batch x src_len x layers*2d: each decoder layer's cross keys, values
+    mask: Tensor            # batch x src_len, bool, True on real words
+    lengths: Tensor         # batch, long: real source lengths
+    summary: Tensor         # batch x d: the outputs' mean over the real words
+
+
+class TransformerState(NamedTuple):
+    """Between decoding steps: what the decoded target positions left."""
+
+    cache: Tensor           # batch x layers x t x 2d: each layer's self-attention keys, values
+    step: Tensor            # batch, long: index t of the next target word
 
 
 def sinusoids(positions: Tensor, size: int) -> Tensor:
@@ -115,7 +132,8 @@ class DecoderLayer(nn.Module):
         """The self-attention's keys and values of positions x: batch x T x d -> batch x T x 2d."""
         return self.self_attention.key_value(self.norm_self(x))
 
-    def forward(self, x: Tensor, past: Tensor, causal: Tensor, source: Tensor, memory: Memory
+    def forward(self, x: Tensor, past: Tensor, causal: Tensor, source: Tensor,
+                memory: TransformerMemory
                 ) -> tuple[Tensor, Tensor]:
         """Queries x (batch x T x d) over ``past``, the projected keys and values (batch x P x
         2d, :meth:`project`) of this layer's inputs, x's own positions among them, where
@@ -210,36 +228,35 @@ class TransformerDecoder(nn.Module):
         self.aligned = layer % len(self.layers)
 
     def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
-                       ) -> Memory:
+                       ) -> TransformerMemory:
         """Project the source once per batch for every layer's cross-attention."""
-        keys = torch.cat([layer.cross_attention.key_value(values) for layer in self.layers], -1)
-        return Memory(values, keys, mask, lengths, final)          # keys: batch x S x L*2d
+        cross = torch.cat([layer.cross_attention.key_value(values) for layer in self.layers], -1)
+        return TransformerMemory(values, cross, mask, lengths, final)  # cross: batch x S x L*2d
 
-    def init_state(self, memory: Memory) -> DecoderState:
+    def init_state(self, memory: TransformerMemory) -> TransformerState:
         """An empty cache: no target position decoded yet."""
         batch, size = memory.values.size(0), self.config.embedding_size
         cache = memory.values.new_zeros(batch, len(self.layers), 0, 2 * size)  # batch x L x 0 x 2d
-        step = torch.zeros(batch, dtype=torch.long, device=cache.device)
-        return DecoderState(cache, None, None, step)
+        return TransformerState(cache, torch.zeros(batch, dtype=torch.long, device=cache.device))
 
-    def step(self, prev: Tensor, state: DecoderState, memory: Memory
-             ) -> tuple[Tensor, DecoderState, Tensor]:
+    def step(self, prev: Tensor, state: TransformerState, memory: TransformerMemory
+             ) -> tuple[Tensor, TransformerState, Tensor]:
         """prev: batch ids -> logits batch x V, the state with this position's keys and values
         appended, the attention batch x S."""
         x = self.embed(prev, state.step).unsqueeze(1)                      # batch x 1 x d
-        allowed = torch.ones(1, state.hidden.size(2) + 1, dtype=torch.bool, device=x.device)
+        allowed = torch.ones(1, state.cache.size(2) + 1, dtype=torch.bool, device=x.device)
         projected, weights = [], None
         for index, layer in enumerate(self.layers):
             projected.append(layer.project(x))                            # batch x 1 x 2d
-            past = torch.cat([state.hidden[:, index], projected[-1]], 1)  # batch x (t+1) x 2d
+            past = torch.cat([state.cache[:, index], projected[-1]], 1)   # batch x (t+1) x 2d
             x, cross = layer(x, past, allowed, self._source(memory, index), memory)
             weights = cross if index == self.aligned else weights
-        cache = torch.cat([state.hidden, torch.stack(projected, 1)], 2)   # batch x L x (t+1) x 2d
+        cache = torch.cat([state.cache, torch.stack(projected, 1)], 2)    # batch x L x (t+1) x 2d
         logits = self.output(self.dropout(self.norm(x.squeeze(1))))
-        return logits, DecoderState(cache, None, None, state.step + 1), weights.mean(1).squeeze(1)
+        return logits, TransformerState(cache, state.step + 1), weights.mean(1).squeeze(1)
 
-    def forward(self, tgt_in: Tensor, memory: Memory, state: DecoderState, features: bool = False
-                ) -> tuple[Tensor, Tensor]:
+    def forward(self, tgt_in: Tensor, memory: TransformerMemory, state: TransformerState,
+                features: bool = False) -> tuple[Tensor, Tensor]:
         """Teacher forcing: batch x T ids -> logits batch x T x V (``features``: the output
         layer's input, batch x T x d), attention batch x T x S."""
         length = tgt_in.size(1)
@@ -253,7 +270,7 @@ class TransformerDecoder(nn.Module):
         readout = self.dropout(self.norm(x))
         return (readout if features else self.output(readout)), weights.mean(1)
 
-    def _source(self, memory: Memory, index: int) -> Tensor:
+    def _source(self, memory: TransformerMemory, index: int) -> Tensor:
         """Layer ``index``'s projected source keys and values: batch x S x 2d."""
         width = 2 * self.config.embedding_size
-        return memory.keys[..., index * width:(index + 1) * width]
+        return memory.cross[..., index * width:(index + 1) * width]
