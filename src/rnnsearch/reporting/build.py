@@ -64,8 +64,16 @@ def _table1_notes(inputs: ReportInputs, method: str, paper: bool) -> tuple[str, 
         return notes + ("Paper: Bahdanau et al. 2015, WMT'14 En->Fr newstest2014 (3,003 "
                         "sentences), 30k vocabularies, about 5 days of training per model, "
                         "beam search.",)
-    return notes + ("No paper column: Bahdanau et al.'s numbers are En->Fr (WMT'14), which "
-                    "this run is not.",)
+    return notes + (no_paper_note(inputs, "Bahdanau et al.'s numbers are En->Fr (WMT'14)"),)
+
+
+def no_paper_note(inputs: ReportInputs, paper: str) -> str:
+    """Why a table has no paper column: the run is not in the paper's setting, or its
+    metrics/prepare.json predates the record of its corpus, so that cannot be told."""
+    if inputs.corpus is None:
+        return (f"No paper column: {paper}; this run's metrics/prepare.json does not record its "
+                "corpus (written before the prepare stage recorded it).")
+    return f"No paper column: {paper}, which this run is not."
 
 
 def subword_no_unk_note(first: dict[str, Any]) -> str:
@@ -100,8 +108,7 @@ def variants_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
     title = "Attention variants (Luong et al. 2015): dev perplexity and test BLEU"
     if not inputs.in_setting_of("luong"):
         return Table(title, columns, tuple(row[:-1] for row in rows),
-                     ("No paper column: Luong et al.'s numbers are En->De (WMT'14), which this "
-                      "run is not.",))
+                     (no_paper_note(inputs, "Luong et al.'s numbers are En->De (WMT'14)"),))
     return Table(title, columns + ("Paper BLEU (ppl)",), tuple(rows),
                  ("Paper: WMT'14 En->De newstest2014, BLEU before UNK replacement; input feeding "
                   f"adds about +{LUONG_INPUT_FEEDING_GAIN} BLEU there.",))
