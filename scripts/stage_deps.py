@@ -17,6 +17,7 @@ listing what differs, when dvc.yaml is not what this would write (``tests/test_d
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from rnnsearch.code_graph import (ARCHITECTURES_MODULE, code_modules,  # noqa: E402
+from rnnsearch.code_graph import (ARCHITECTURES_MODULE, Graph, code_modules,  # noqa: E402
                                   package_graph)
 from rnnsearch.config.architectures import ARCHITECTURES  # noqa: E402
 
@@ -34,6 +35,12 @@ CODE = ("pipeline/", "src/")
 PIPELINES = ("dvc.yaml", "reports/presets/dvc.yaml")   # the project's and the comparisons'
 
 MODEL_RECORDS = "data/code"
+
+
+@functools.lru_cache(maxsize=1)
+def project_graph() -> Graph:
+    """The package's import graph, read once per run."""
+    return package_graph(ROOT / "src")
 
 
 def entry_of(name: str, block: list[str]) -> tuple[list[str], str]:
@@ -50,7 +57,7 @@ def entry_of(name: str, block: list[str]) -> tuple[list[str], str]:
 def code_deps(name: str, block: list[str], data_deps: list[str]) -> list[str]:
     """The code deps stage ``name`` (its lines ``block``) should list (module docstring)."""
     scripts, start = entry_of(name, block)
-    graph = package_graph(ROOT / "src")
+    graph = project_graph()
     modules = code_modules(graph, [start])
     if any(dep == MODEL_RECORDS or dep.startswith(f"{MODEL_RECORDS}/") for dep in data_deps):
         modules -= {ARCHITECTURES_MODULE}

@@ -8,6 +8,7 @@ mlflow, dvc, gensim and sacremoses blocked (tests/minimal_install.py).
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
 import re
@@ -223,6 +224,11 @@ def test_device_bench_runs_tiny_on_the_gpu(tmp_path):
     assert "gpu" in results["machine"]
 
 
+def live_tensors() -> int:
+    """How many tensors the garbage collector sees alive in this process."""
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, torch.Tensor))
+
+
 def test_a_failed_training_run_is_a_row_and_its_model_is_gone(tmp_path, monkeypatch):
     """Out of memory at a large batch costs that row only; and each run's model (and with it
     any CUDA graphs and their memory pool) is freed before the next one starts: on the GPU,
@@ -239,9 +245,13 @@ def test_a_failed_training_run_is_a_row_and_its_model_is_gone(tmp_path, monkeypa
     plan = plan_for("tiny")
     model = bench_models(plan, PARAMS)[0]
     write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
+    gc.collect()
+    tensors_before = live_tensors()
     row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true@medium", 1, 2, tmp_path)
     assert row["tokens_per_s"] > 0 and len(built) == 1
     assert built[0]() is None
+    gc.collect()
+    assert live_tensors() <= tensors_before      # no weight, gradient or Adam moment left
     assert (row["precision"], row["matmul_precision"]) == ("32-true", "medium")  # bf16 products
     assert torch.get_float32_matmul_precision() == "highest"     # the next row starts afresh
 
@@ -286,7 +296,11 @@ def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(m
         "CUPTI_ERROR_NOT_INITIALIZED"}
     assert {r["model"] for r in results["training"] if "tokens_per_s" in r} == {"default",
                                                                                   "paper"}
+    results["training"][0].update(cuda_graphs=True, cuda_graph_shapes=0,
+                                  cuda_graph_capture_seconds=0.0,
+                                  cuda_graph_error="operation failed due to a previous error")
     report = markdown_report(results)
+    assert "capture failed, eager after: operation failed due to a previous error" in report
     assert "default beam5: batch 4" in report           # the fastest that decoded
     assert "| default | beam5 | 16 | failed: out of memory: CUDA out of memory." in report
     assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * 2 + 2 * 2   # models x

@@ -16,10 +16,11 @@ from conftest import REPO, make_project, run_in
 pytestmark = pytest.mark.slow
 
 
-def project_with_reports(root: Path) -> Path:
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
     """A git copy of the project with the committed metrics and reports (no branches, no
-    DVC cache: a fresh clone's)."""
-    project = make_project(root, {})
+    DVC cache: a fresh clone's). Each test leaves it as it found it."""
+    project = make_project(tmp_path_factory.mktemp("clone"), {})
     for folder in ("metrics", "reports"):
         shutil.copytree(REPO / folder, project / folder, dirs_exist_ok=True)
     run_in(["git", "add", "-A"], project)
@@ -43,15 +44,18 @@ def stale(project: Path) -> set[str]:
     return {stage.rpartition(":")[2] for stage in status}
 
 
-def test_the_committed_comparisons_are_current_and_a_new_export_makes_its_own_stale(tmp_path):
-    project = project_with_reports(tmp_path / "project")
+def test_the_committed_comparisons_are_current_and_a_new_export_makes_its_own_stale(project):
     assert stale(project) == set()
     evaluated = project / "reports/presets/conditional/metrics/eval/search-50.json"
-    evaluated.write_text(evaluated.read_text() + "\n")         # conditional exported again
-    assert stale(project) == {"compare@conditional-vs-default",
-                              "compare@supervised_cond-vs-conditional",
-                              "compare@supervised_cond_decay-vs-conditional",
-                              "compare@supervised_cond_light-vs-conditional"}
+    committed = evaluated.read_text()
+    evaluated.write_text(committed + "\n")                     # conditional exported again
+    try:
+        assert stale(project) == {"compare@conditional-vs-default",
+                                  "compare@supervised_cond-vs-conditional",
+                                  "compare@supervised_cond_decay-vs-conditional",
+                                  "compare@supervised_cond_light-vs-conditional"}
+    finally:
+        evaluated.write_text(committed)
 
 
 @pytest.mark.parametrize("against, reason", [
@@ -59,13 +63,12 @@ def test_the_committed_comparisons_are_current_and_a_new_export_makes_its_own_st
     ([], "no git branch 'preset/supervised_cond_decay'"),
     (["--against", "supervised_cond_light"], "no git branch 'preset/supervised_cond_decay'"),
     (["--against", "luong"], "metrics/prepare.json has no 'corpus' block")])
-def test_compare_without_the_preset_branches_fails_and_changes_nothing(tmp_path, against,
+def test_compare_without_the_preset_branches_fails_and_changes_nothing(project, against,
                                                                        reason):
     """Was: ``compare X --against Y`` deleted the committed significance_Y.json before it
     looked for the branches, exited 0, and rewrote the page without its p-values. A comparison
     not listed yet (against supervised_cond_light) is taken out of comparisons.yaml again; one
     that could hold no table (against luong, whose test set is not recorded) is refused first."""
-    project = project_with_reports(tmp_path / "project")
     before = committed_files(project)
     done = run_in([sys.executable, "-m", "rnnsearch.presets", "compare", "supervised_cond_decay",
                    *against], project, check=False)
