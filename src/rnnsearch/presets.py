@@ -53,7 +53,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import yaml
 
@@ -67,6 +67,7 @@ from rnnsearch.config.trees import flatten, merge
 if TYPE_CHECKING:
     from rnnsearch.reporting.beside import Outcome, Run
 
+T = TypeVar("T")
 _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
 
@@ -198,7 +199,9 @@ def run_environment(params: dict[str, Any]) -> dict[str, str]:
     from rnnsearch.data.corpora import MIRROR_ENV
 
     env = dict(os.environ)
-    mirror = params["prepare"].get("mirror")
+    from rnnsearch.config.prepare import PrepareConfig
+
+    mirror = section(params, PrepareConfig, "prepare").mirror
     if mirror and not env.get(MIRROR_ENV) and not Path(mirror).expanduser().is_absolute():
         env[MIRROR_ENV] = str((repo_root() / mirror).resolve())
     return env
@@ -411,7 +414,6 @@ def significance(name: str, folder: Path, against: str | None = None,
     or their translations are not here (a clone without them), nothing is written: ``strict``
     raises the reason (the DVC stage, :func:`dispatch`), else it is returned (export, whose
     fresh folder then has no p-values)."""
-    from rnnsearch.config.base import from_dict
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import write_json
     from rnnsearch.errors import ExpectedError
@@ -421,7 +423,7 @@ def significance(name: str, folder: Path, against: str | None = None,
     root, ref = repo_root(), branch(name)
     label, base_ref = against or "default", "HEAD" if against is None else branch(against)
     params = read_params(root / "params.yaml")
-    cfg = from_dict(EvaluateConfig, params.get("evaluate") or {}, "evaluate")
+    cfg = section(params, EvaluateConfig, "evaluate")
     method = report_method(params)
     baseline, preset = exported_run(label, root), exported_run(name, root, folder)
     cells = differing_cells(baseline, preset, method)
@@ -502,7 +504,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     from rnnsearch.alignment.attention import attention_counts
     from rnnsearch.alignment.corpus import GoldCorpus
     from rnnsearch.config.align import AlignConfig
-    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.prepare import PrepareConfig
     from rnnsearch.data.subword import TextUnits
     from rnnsearch.data.vocab import Vocabulary
     from rnnsearch.errors import DataError
@@ -510,7 +512,8 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     from rnnsearch.models.seq2seq import load_model
 
     params = parse_params(file_at(root, rev, "params.yaml"), f"{rev}:params.yaml")
-    cfg = from_dict(AlignConfig, params.get("align") or {}, "align")
+    cfg = section(params, AlignConfig, "align")
+    source_language = section(params, PrepareConfig, "prepare").src_lang
     gold_path = "data/align/gold.json"
     try:
         with dvc.api.open(gold_path, repo=str(root), rev=rev) as handle:
@@ -526,7 +529,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
         model = load_model(folder / model_path(cell))
         if layer is not None:
             model.decoder.read_attention_from(layer)
-        counts[cell] = attention_counts(model, gold, vocabs, params["prepare"]["src_lang"],
+        counts[cell] = attention_counts(model, gold, vocabs, source_language,
                                         cfg.attention_threshold, TextUnits.read(tokenized),
                                         cfg.batch_size)
     return counts
@@ -598,8 +601,7 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
     baseline = exported_run(against or "default", root)
     params = read_params(root / "params.yaml")
     method = report_method(params)
-    fewest = params.get("evaluate", {}).get("min_bucket_sentences",
-                                            EvaluateConfig.min_bucket_sentences)
+    fewest = section(params, EvaluateConfig, "evaluate").min_bucket_sentences
     tests = folder / baseline.significance_file
     tests = read_json(tests)["cells"] if tests.is_file() else None
     return write_beside(baseline, preset, folder, method, fewest, tests,
@@ -674,7 +676,15 @@ def report_method(params: dict[str, Any]) -> str:
     """The system the report's tables show (``report.method``), as params.yaml sets it."""
     from rnnsearch.config.report import ReportConfig
 
-    return (params.get("report") or {}).get("method", ReportConfig.method)
+    return section(params, ReportConfig, "report").method
+
+
+def section(params: dict[str, Any], cls: type[T], key: str) -> T:
+    """Section ``key`` of ``params`` as its validated dataclass (absent: its defaults); a bad
+    value is a :class:`ConfigError` naming the key."""
+    from rnnsearch.config.base import from_dict
+
+    return from_dict(cls, params.get(key) or {}, key)
 
 
 def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
