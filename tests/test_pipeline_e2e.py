@@ -78,35 +78,42 @@ def test_repro_whole_pipeline_then_up_to_date(default_run):
     assert "bleu_by_length" in plots
 
 
-def test_an_edit_reruns_only_the_cells_whose_code_it_changes(default_run, tmp_path):
-    """In a copy of the committed tiny run, one edit to the Transformer and one to beam search.
-    The model_code records are written again (seconds): the Transformer's changes, the
-    recurrent models' stay byte for byte. DVC would then rerun the Transformer's train cell,
-    every translate cell and what follows them (evaluate, report), and no recurrent model's
-    train cell nor the language model."""
+def test_an_edit_reruns_only_the_cells_whose_code_it_changes(default_run):
+    """After the committed tiny run, one edit to the Transformer and one to beam search. The
+    model_code records are written again (seconds): the Transformer's changes, the recurrent
+    models' stay byte for byte. DVC would then rerun the Transformer's train cell, every
+    translate cell and what follows them (evaluate, report), and no recurrent model's train
+    cell nor the language model. (The run is put back as it was afterwards.)"""
     from dvc.repo import Repo
     from networkx import ancestors
 
-    project = tmp_path / "copy"
-    shutil.copytree(default_run, project, symlinks=True)
-    for name in ("models/transformer.py", "decoding/beam.py"):
-        path = project / "src/rnnsearch" / name
-        path.write_text(path.read_text(encoding="utf-8") + "# an edit\n", encoding="utf-8")
+    project = default_run
+    edited = [project / "src/rnnsearch" / name for name in ("models/transformer.py",
+                                                            "decoding/beam.py")]
     records = {model: project / f"data/code/{model}.json"
                for model in ("encdec", "search", "transformer")}
-    before = {model: path.read_bytes() for model, path in records.items()}
-    run_in(["dvc", "repro", "model_code"], project)
-    assert [model for model, path in records.items()
-            if path.read_bytes() != before[model]] == ["transformer"]
-    stale = set(json.loads(run_in(["dvc", "status", "--json"], project).stdout))
-    with Repo(str(project)) as repo:        # edges run from a stage to the stages it reads
-        graph = repo.index.graph
-        rerun = {stage.addressing for stage in graph.nodes if stage.addressing in stale}
-        rerun |= {after.addressing for stage in graph.nodes if stage.addressing in stale
-                  for after in ancestors(graph, stage)}
+    kept = {path: path.read_bytes() for path in [*edited, *records.values(),
+                                                 project / "dvc.lock"]}
+    try:
+        for path in edited:
+            path.write_text(path.read_text(encoding="utf-8") + "# an edit\n", encoding="utf-8")
+        run_in(["dvc", "repro", "model_code"], project)
+        assert [model for model, path in records.items()
+                if path.read_bytes() != kept[path]] == ["transformer"]
+        stale = set(json.loads(run_in(["dvc", "status", "--json"], project).stdout))
+        with Repo(str(project)) as repo:    # edges run from a stage to the stages it reads
+            graph = repo.index.graph
+            changed = [stage for stage in graph.nodes if stage.name in stale]
+            rerun = {stage.name for stage in changed} | {
+                after.name for stage in changed for after in ancestors(graph, stage)}
+    finally:
+        for path, content in kept.items():       # a new file, never one linked to the cache
+            path.unlink(missing_ok=True)
+            path.write_bytes(content)
     assert {"train@transformer-20", "translate@search-20", "translate@encdec-20", "evaluate",
             "report"} <= rerun, rerun
     assert not {"pretrain_lm", "train@search-20", "train@encdec-20"} & rerun, rerun
+    assert "up to date" in run_in(["dvc", "repro", "--dry"], project).stdout
 
 
 def test_preset_run_leaves_the_committed_default_run_intact(default_run):

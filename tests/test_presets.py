@@ -134,9 +134,11 @@ def test_a_printed_command_pastes_back_into_a_shell_as_the_same_arguments():
 def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypatch):
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
     monkeypatch.delenv("RNNSEARCH_CORPORA", raising=False)
-    env = presets.run_environment({"prepare": {"mirror": "../shared/corpora"}})
+    prepare = {"corpus": "hansard36", "src_lang": "en", "tgt_lang": "fr"}
+    env = presets.run_environment({"prepare": {**prepare, "mirror": "../shared/corpora"}})
     assert env["RNNSEARCH_CORPORA"] == str((tmp_path.parent / "shared" / "corpora").resolve())
-    assert "RNNSEARCH_CORPORA" not in presets.run_environment({"prepare": {"mirror": "/abs"}})
+    assert "RNNSEARCH_CORPORA" not in presets.run_environment(
+        {"prepare": {**prepare, "mirror": "/abs"}})
 
 
 
