@@ -110,10 +110,12 @@ def test_an_edit_reruns_only_the_cells_whose_code_it_changes(default_run):
         for path, content in kept.items():       # a new file, never one linked to the cache
             path.unlink(missing_ok=True)
             path.write_bytes(content)
+        run_in(["git", "reset", "-q"], project)  # DVC's autostage staged the edited dvc.lock
     assert {"train@transformer-20", "translate@search-20", "translate@encdec-20", "evaluate",
             "report"} <= rerun, rerun
     assert not {"pretrain_lm", "train@search-20", "train@encdec-20"} & rerun, rerun
     assert "up to date" in run_in(["dvc", "repro", "--dry"], project).stdout
+    assert run_in(["git", "status", "--porcelain"], project).stdout == ""
 
 
 def test_preset_run_leaves_the_committed_default_run_intact(default_run):
