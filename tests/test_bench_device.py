@@ -55,7 +55,7 @@ def check_report(out: Path, name: str) -> dict:
     assert all(("roofline_tokens_per_s_fp32" in a) is cpu for a in results["arithmetic"])
     assert results["card"]["tflops_fp32"] > 0 and 0 < results["padding"]["default"] < 1
     assert {(d["model"], d["method"]) for d in results["decoding"]} == {
-        (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
+        (m, k) for m in ("default", "paper") for k in ("greedy", "beam5", "beam5_bound")}
     assert {p["model"] for p in results["profile"]} == {"default", "paper"}
     assert all(p["wall_ms_per_step"] > 0 for p in results["profile"] + results["profile_decoding"])
     assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
@@ -272,10 +272,10 @@ def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(m
     oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
     real_decode = measure.decode
 
-    def decode(net, sources, beam, batch, device, warmup=True):
-        if beam > 1 and batch == 16:
+    def decode(net, sources, beam, batch, device, warmup=True, stop="first_k"):
+        if beam > 1 and batch == 16 and stop == "first_k":
             raise oom
-        return real_decode(net, sources, beam, batch, device, warmup)
+        return real_decode(net, sources, beam, batch, device, warmup, stop)
 
     def fail(*args, **kwargs):
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")

@@ -36,7 +36,9 @@ from rnnsearch.training.graphs import enable_cuda_graphs
 from rnnsearch.training.harness import shrink, train_step
 from rnnsearch.training.data import pad_batch
 
-METHODS = {"greedy": 1, "beam5": 5}            # name -> beam size
+# name -> beam size and translate.search.stop; beam5_bound, the exact stopping rule beside the
+# first-k one, is timed batched only (one sentence at a time says nothing more of it)
+METHODS = {"greedy": (1, "first_k"), "beam5": (5, "first_k"), "beam5_bound": (5, "bound")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,10 +162,11 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
 
 
 def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
-           device: str, warmup: bool = True) -> CorpusResult:
-    """Decode ``sources`` (greedy for ``beam`` 1), one batch as warm-up first; outputs at most
-    one token longer than the source."""
-    options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1)
+           device: str, warmup: bool = True, stop: str = "first_k") -> CorpusResult:
+    """Decode ``sources`` (greedy for ``beam`` 1; beam search ending each sentence by the
+    ``stop`` rule), one batch as warm-up first; outputs at most one token longer than the
+    source."""
+    options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1, stop=stop)
     method = "greedy" if beam == 1 else "beam"
     with torch.inference_mode():
         if warmup:
@@ -179,11 +182,12 @@ def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan:
     torch.manual_seed(0)
     net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
     rows = []
-    for method, beam in METHODS.items():
-        for batch in plan.decode_batches:
+    for method, (beam, stop) in METHODS.items():
+        for batch in [b for b in plan.decode_batches if b > 1 or stop == "first_k"]:
             reset_peak_memory(device)
             row = measured({"model": model.name, "method": method, "batch": batch},
-                           lambda: {"result": decode(net, sources, beam, batch, device)})
+                           lambda: {"result": decode(net, sources, beam, batch, device,
+                                                     stop=stop)})
             row["peak_memory_mib"] = peak_memory_mib(device)
             rows.append(row)
             if "error" not in row:
@@ -196,7 +200,7 @@ def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan:
     subset = sources[:: max(1, len(sources) // batch)][:batch]
     profiles = [measured({"model": model.name, "method": method, "sentences": len(subset)},
                          profile_decode_batch, net, subset, beam, device)
-                for method, beam in METHODS.items()]
+                for method, (beam, stop) in METHODS.items() if stop == "first_k"]
     net = None
     release(device)
     return rows, profiles
