@@ -1,46 +1,17 @@
-"""Presets: named sets of params overrides (``presets/<name>.yaml``) run as a DVC experiment.
+"""Presets: named params overrides (``presets/<name>.yaml``) run as DVC experiments.
 
-A preset file holds only the keys it changes, in params.yaml's layout; ``extends: <other>`` at
-its top starts from preset ``<other>``'s overrides and changes only what it lists
-(:func:`preset_overrides`: ``quick_bpe`` is ``quick`` on subword units). Running it
+A preset file holds only the keys it changes, in params.yaml's layout; ``extends: <other>``
+starts from another preset's overrides. ``run NAME`` (``make preset NAME=...``) validates the
+merged params, runs ``dvc exp run --temp -n NAME -C <path>... -S key=value ...``, points the
+branch ``preset/NAME`` at the experiment's commit and copies its report, metrics and params into
+``reports/presets/NAME/``, beside the default run's (``beside_default.md``). ``export`` and
+``compare`` redo those steps; ``show`` prints the commands; ``check`` only validates.
 
-    python -m rnnsearch.presets run paper      # = make preset NAME=paper
-
-merges it over params.yaml, validates the result (every section, the grid), then
-
-1. runs ``dvc exp run --temp -n <name> -C <path>... -S key=value ...`` (one ``-S`` per changed
-   leaf): an ordinary DVC experiment, run in a temporary copy of the repository
-   (``.dvc/tmp/exps/<tmp>/``), so the workspace (``params.yaml``, ``dvc.lock``, ``metrics/``,
-   ``plots/``, ``reports/README.md``, ``reports/results/``: the committed default run) is left
-   exactly as it was;
-2. points the git branch ``preset/<name>`` at the experiment's commit, which holds the preset's
-   params, ``dvc.lock``, metrics, plots and its report (``reports/README.md``,
-   ``reports/results/``);
-3. copies that report, with the metrics and params.yaml it was made from, into
-   ``reports/presets/<name>/`` (:func:`export`), a folder no stage writes, headed by where it
-   came from (branch commit, baseline, the params it changed), and puts the cells the preset
-   shares by name with the default grid beside the default run's (:func:`compare`:
-   ``beside_default.md``, from the preset's metrics and the workspace's ``metrics/``).
-
-``dvc exp show`` lists the experiment; ``dvc exp apply <name>`` brings it into the workspace on
-purpose; ``export`` copies the branch's report into ``reports/presets/<name>/`` again (e.g. after
-``git branch -f``); ``compare`` rebuilds only the comparison with the default run, from the
-committed metrics folders. ``show`` prints the commands instead of running them; ``check``
-only validates.
-
-Why ``--temp`` and not a workspace run: ``dvc exp run`` in the workspace rewrites params.yaml and
-dvc.lock and replaces the default run's metrics and report. Why ``-C``: a temporary copy gets the
-git-tracked files and the DVC-cached outputs, but not the outputs that are in neither (every
-``cache: false`` file under the git-ignored ``data/``: the resume state ``last.ckpt``,
-``best.ckpt``, ``run.json`` of ``pretrain_lm`` and ``train``). Missing outputs make DVC rerun their stages, so a
-preset that changes only decoding would retrain every model; ``-C`` copies those outputs' folders
-from the workspace (:func:`copy_paths`), and the copy skips exactly the stages the workspace would.
-(A stage that reruns resumes only a checkpoint with its own config's fingerprint, else starts
-afresh: :mod:`rnnsearch.lm.training`, :mod:`rnnsearch.training.run`.)
-A relative ``prepare.mirror`` (``../shared/corpora``) would be read from the temporary copy's
-directory; the run gets it, resolved against the repository root, in ``RNNSEARCH_CORPORA``.
-The MLflow store is the repository root's either way
-(:func:`rnnsearch.config.repository.repo_root` maps ``.dvc/tmp/exps/...`` back to the root).
+Why ``--temp``: a workspace run rewrites params.yaml, dvc.lock and the default run's results.
+Why ``-C``: the temporary copy lacks the ``cache: false`` outputs under the git-ignored
+``data/`` (checkpoints, ``run.json``), so DVC would retrain every model (:func:`copy_paths`).
+A relative ``prepare.mirror`` reaches the copy resolved, in ``RNNSEARCH_CORPORA``; the MLflow
+store stays the repository root's (:func:`rnnsearch.config.repository.repo_root`).
 """
 from __future__ import annotations
 
@@ -73,9 +44,8 @@ EXTENDS = "extends"                       # a preset's key naming the preset it 
 
 
 def preset_overrides(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The overrides of preset ``name``: its file's keys merged over those of the preset its
-    ``extends`` names (resolved the same way), or its file's alone. A name that is no preset,
-    or a cycle, is a :class:`ConfigError` naming the file."""
+    """Preset ``name``'s file merged over the preset its ``extends`` names (recursively); an
+    unknown name or a cycle is a :class:`ConfigError` naming the file."""
     own = dict(load_preset(name))
     base = own.pop(EXTENDS, None)
     if base is None:
@@ -109,10 +79,8 @@ def override_argument(key: str, value: Any) -> str:
 
 def override_arguments(base: dict[str, Any], preset: dict[str, Any],
                        prefix: str = "") -> list[str]:
-    """The ``-S`` overrides that set ``preset``'s values over the params ``base``: a mapping
-    that ``base`` has too is entered key by key; any other value is set whole (a mapping where
-    ``base`` holds null, e.g. ``prepare.custom``, which Hydra cannot enter), a key ``base``
-    lacks with Hydra's ``+``."""
+    """The ``-S`` overrides setting ``preset`` over ``base``: mappings both have are entered key
+    by key, anything else set whole (Hydra cannot enter a null); keys ``base`` lacks get ``+``."""
     out = []
     for key, value in preset.items():
         dotted = f"{prefix}{key}"
@@ -125,17 +93,15 @@ def override_arguments(base: dict[str, Any], preset: dict[str, Any],
 
 def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False
             ) -> tuple[dict[str, Any], list[str]]:
-    """Validate preset ``name`` over ``params_path``; returns the merged params and grid cells.
-
-    ``runtime``: also check that this machine can run it (packages, accelerator)."""
+    """The merged, validated params of preset ``name`` and its grid cells; ``runtime``: also
+    check that this machine can run it (packages, accelerator)."""
     merged = merge(read_params(params_path), preset_overrides(name))
     configs = validate_params(merged, f"{params_path} + presets/{name}.yaml", runtime)
     return merged, grid_cells(configs["train"])
 
 
 def command(name: str, copies: Sequence[str] = ()) -> list[str]:
-    """The ``dvc exp run --temp`` command line that runs preset ``name``, copying ``copies``
-    (paths relative to the repository root) into the experiment's temporary copy."""
+    """The ``dvc exp run --temp`` command of preset ``name``, with ``-C`` for each of ``copies``."""
     args = ["dvc", "exp", "run", "--temp", "-n", name]
     for path in copies:
         args += ["-C", path]
@@ -152,8 +118,7 @@ def git(root: Path, *args: str) -> str:
 
 
 def file_at(root: Path, rev: str, path: str) -> str:
-    """The text of ``path`` at git revision ``rev``; one it lacks raises
-    :class:`~rnnsearch.errors.DataError` naming both."""
+    """The text of ``path`` at git revision ``rev`` (missing: a ``DataError`` naming both)."""
     from rnnsearch.errors import DataError
 
     try:
@@ -179,9 +144,8 @@ def uncached_outputs(root: Path) -> list[str]:
 
 
 def copy_paths(root: Path) -> list[str]:
-    """What ``dvc exp run -C`` must copy so that a temporary copy of ``root`` holds every stage
-    output the workspace holds: the uncached outputs git does not track, each by its folder
-    where git tracks nothing in that folder (the copy lacks it; ``-C`` creates it), else alone."""
+    """What ``dvc exp run -C`` must copy: the existing uncached outputs git does not track, by
+    their folder where git tracks nothing in it, else one by one."""
     tracked = tracked_paths(root)
     picked = set()
     for out in uncached_outputs(root):
@@ -193,9 +157,8 @@ def copy_paths(root: Path) -> list[str]:
 
 
 def run_environment(params: dict[str, Any]) -> dict[str, str]:
-    """The environment of the experiment: this one, plus a relative ``prepare.mirror`` resolved
-    against the repository root in ``RNNSEARCH_CORPORA`` (unless that is set), since stages
-    in the temporary copy would resolve it against their own directory."""
+    """This environment plus a relative ``prepare.mirror``, resolved against the repository
+    root, in ``RNNSEARCH_CORPORA`` (unless set): the temporary copy would resolve it wrongly."""
     from rnnsearch.data.corpora import MIRROR_ENV
 
     env = dict(os.environ)
@@ -225,8 +188,7 @@ def require_branch(root: Path, ref: str, advice: str) -> None:
 
 
 def trained_cell(name: str, cell: str) -> tuple[Path, str]:
-    """The repository root and the branch of preset or experiment ``name``, refused unless the
-    branch exists and trained grid cell ``cell``."""
+    """The repository root and branch of preset ``name``, refused unless it trained ``cell``."""
     root, ref = repo_root(), branch(check_name(name))
     require_branch(root, ref, f"run it first (make experiment NAME={name} PARAMS=..., or make "
                               f"preset NAME={name})")
@@ -237,9 +199,8 @@ def trained_cell(name: str, cell: str) -> tuple[Path, str]:
 
 
 def fetch_cell(root: Path, rev: str, cell: str, label: str) -> Path:
-    """``cell``'s model, the vocabularies and the params of git revision ``rev``, copied from
-    the DVC cache into ``.cache/experiments/<label>/``
-    (:func:`rnnsearch.experiment_files.fetch`)."""
+    """Fetch ``cell``'s model, vocabularies and params of revision ``rev`` from the DVC cache
+    into ``.cache/experiments/<label>/`` (:func:`rnnsearch.experiment_files.fetch`)."""
     from rnnsearch.experiment_files import fetch
 
     return fetch(root, yaml.safe_load(file_at(root, rev, "dvc.lock")),
@@ -291,8 +252,7 @@ def changed_params(root: Path, ref: str) -> list[str]:
 
 
 def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
-    """The paragraph heading an exported report: which run made it and how to make it again
-    (``beside``: and where its cells stand beside the default run's)."""
+    """The paragraph heading an exported report: which run made it, how to rerun it."""
     commit, baseline = (git(root, "rev-parse", "--short", rev) for rev in (ref, f"{ref}^"))
     overrides = ", ".join(f"`{o}`" for o in changed_params(root, ref)) or "none"
     compared = (" Beside the default run: [beside_default.md]"
@@ -305,10 +265,8 @@ def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
 
 
 def export(name: str) -> Path:
-    """Copy preset ``name``'s report from its branch into :func:`export_folder`, replacing it
-    whole (a failed copy leaves the previous one), headed by :func:`provenance`, with its
-    cells beside the default run's (:func:`compare`) where the grids share cells, and beside
-    the other presets' it was compared with before (:func:`compared_presets`)."""
+    """Replace :func:`export_folder` atomically with preset ``name``'s report from its branch,
+    headed by :func:`provenance`, and redo its comparisons (default run, earlier presets)."""
     from rnnsearch.data.textio import atomic_dir
     from rnnsearch.reporting.write import REGENERATE, regenerate_line
 
@@ -341,9 +299,8 @@ def export(name: str) -> Path:
 
 def tested_comparison(name: str, folder: Path, against: str | None = None,
                       strict: bool = False) -> Outcome:
-    """The paired bootstrap (:func:`significance`) and the comparison (:func:`compare`) of
-    preset ``name``'s folder against the default run or preset ``against``, each printing
-    what it did (``strict``: a bootstrap that cannot be made is an error, nothing written)."""
+    """:func:`significance` then :func:`compare` against ``against`` (None: the default run),
+    printing each outcome; ``strict``: a bootstrap that cannot be made raises."""
     print(f"preset '{name}': {significance(name, folder, against, strict)}")
     outcome = compare(name, folder, against)
     print(f"preset '{name}': {outcome.message}")
@@ -351,8 +308,7 @@ def tested_comparison(name: str, folder: Path, against: str | None = None,
 
 
 def exported_comparison(name: str, folder: Path, against: str | None) -> Outcome:
-    """:func:`tested_comparison` as export makes it: one that cannot be made is an outcome
-    saying why (the preset's report is copied all the same)."""
+    """:func:`tested_comparison`, an expected failure turned into an outcome saying why."""
     from rnnsearch.errors import ExpectedError
     from rnnsearch.reporting.beside import Outcome
 
@@ -365,8 +321,7 @@ def exported_comparison(name: str, folder: Path, against: str | None) -> Outcome
 
 
 def compared_presets(folder: Path) -> list[str]:
-    """The presets an exported folder was put beside (``beside_<other>.md``, not the default
-    run's): export rebuilds those comparisons too."""
+    """The presets named by ``beside_<other>.md`` in an exported folder (not the default)."""
     return sorted(path.stem.removeprefix("beside_") for path in folder.glob("beside_*.md")
                   if path.stem != "beside_default")
 
@@ -384,11 +339,9 @@ def branch_cells(root: Path, ref: str) -> list[str]:
 
 
 def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> list[str]:
-    """The files of ``files`` (a preset branch's) that its own run wrote: everything but
-    ``metrics/``, and of ``metrics/`` the outputs of the stages in the branch's ``dvc.lock``
-    (or files inside an output folder), a file named after a grid cell only for its ``cells``.
-    The rest are the default run's files, which the experiment's copy of the workspace started
-    with (the metrics of cells it never ran; DVC keeps those cells' entries in the lock too)."""
+    """The branch's ``files`` its own run wrote: all outside ``metrics/``; inside, the outputs
+    in ``lock`` (files named after a cell only for ``cells``). The rest came with the copied
+    workspace (DVC keeps lock entries of cells the experiment never ran)."""
     outs = {out["path"] for stage in lock.get("stages", {}).values()
             for out in stage.get("outs", [])}
 
@@ -403,17 +356,10 @@ def own_files(files: list[str], lock: dict[str, Any], cells: Sequence[str]) -> l
 
 def significance(name: str, folder: Path, against: str | None = None,
                  strict: bool = False) -> str:
-    """Write ``<folder>/significance.json``: for each cell the preset shares with the default
-    grid and whose numbers differ (:func:`rnnsearch.reporting.beside.differing_cells`), the
-    paired bootstrap of its ``report.method`` translations against the default run's (all
-    sentences, the No-UNK subset, each length bucket; evaluate's samples and seed), both read
-    from the DVC cache as the commits record them (:func:`committed_translations`). Returns
-    what it did. ``against``: against that preset's cells (its branch and exported metrics)
-    instead, in ``significance_<against>.json``. Where nothing can be tested (no cell differs,
-    the runs' test sets may differ) the file says why and holds no cells. Where the branches
-    or their translations are not here (a clone without them), nothing is written: ``strict``
-    raises the reason (the DVC stage, :func:`dispatch`), else it is returned (export, whose
-    fresh folder then has no p-values)."""
+    """Write ``significance.json`` (``significance_<against>.json``): per differing shared cell,
+    the paired bootstrap of the committed ``report.method`` translations against the default
+    run's (or preset ``against``'s), and of the attention AER; returns what it did. Nothing to
+    test: the file says why. Branches or cache missing: nothing written, and ``strict`` raises."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import write_json
     from rnnsearch.errors import ExpectedError
@@ -470,10 +416,8 @@ def has_attention(run: Run, cell: str) -> bool:
 
 def aer_tests(root: Path, runs: tuple[tuple[str, str], tuple[str, str]], cells: Sequence[str],
               samples: int, seed: int) -> dict[str, dict[str, Any]]:
-    """Per cell, per link variant both runs measured: the paired bootstrap of the attention's
-    AER on the gold sentences (:func:`rnnsearch.alignment.aer.paired_bootstrap_aer`), the
-    first of ``runs`` (``(git revision, label)`` each) against the second. Each run's model,
-    vocabularies and gold set come from the DVC cache as its commit records them."""
+    """``{cell: {variant: test}}``: the paired bootstrap of attention AER on the gold set, the
+    first of ``runs`` (``(revision, label)``) against the second, read from the DVC cache."""
     from rnnsearch.alignment.aer import aer_of_counts, paired_bootstrap_aer
     from rnnsearch.errors import DataError
 
@@ -494,10 +438,8 @@ def aer_tests(root: Path, runs: tuple[tuple[str, str], tuple[str, str]], cells: 
 
 def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
                         layer: int | None = None) -> dict[str, dict[str, Any]]:
-    """``{cell: {variant: counts}}``: AER's counts per gold sentence of each cell's attention
-    (:func:`rnnsearch.alignment.attention.attention_counts`) as git revision ``rev`` (run
-    ``label``) trained it, its files fetched from the DVC cache. ``layer``: a Transformer's
-    attention read from that decoder layer instead of its ``alignment_layer``."""
+    """``{cell: {variant: counts}}``: per-sentence AER counts of the cells' attention as
+    revision ``rev`` trained them; ``layer``: read from that decoder layer instead."""
     import dvc.api
     from dvc.exceptions import DvcException
 
@@ -536,9 +478,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
 
 
 def layer_aers(name: str, cell: str) -> list[dict[str, float]]:
-    """The attention AER of Transformer cell ``cell`` of preset or experiment ``name`` read
-    from each decoder layer's cross-attention (head average) in turn, first layer first: which
-    layer aligns, and what supervising one (``alignment_layer``) did to the others."""
+    """Per decoder layer, first first: the AER of Transformer ``cell``'s cross-attention."""
     from rnnsearch.alignment.aer import aer_of_counts
     from rnnsearch.config.base import from_dict
     from rnnsearch.config.train import TrainConfig
@@ -557,9 +497,8 @@ def layer_aers(name: str, cell: str) -> list[dict[str, float]]:
 
 def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str], method: str,
                            sentences: int) -> dict[str, dict[str, list[str]]]:
-    """``{rev: {cell: lines}}``: each cell's ``<method>.detok.txt`` as the commit ``rev``'s
-    DVC files record it, read from the DVC cache. A file the cache lacks, or one without a line
-    per test sentence, raises :class:`~rnnsearch.errors.DataError` naming it."""
+    """``{rev: {cell: lines}}`` of ``<method>.detok.txt`` from the DVC cache; a missing file or
+    a wrong line count raises :class:`~rnnsearch.errors.DataError` naming it."""
     import dvc.api
     from dvc.exceptions import DvcException
 
@@ -582,15 +521,9 @@ def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str]
 
 
 def compare(name: str, folder: Path | None = None, against: str | None = None) -> Outcome:
-    """Write ``beside_default.{md,tex,png}`` in preset ``name``'s exported report
-    folder (``folder``, else :func:`export_folder`): the cells it shares with the default grid,
-    its numbers beside the default run's committed ``metrics/``
-    (:func:`rnnsearch.reporting.beside.write_beside`), with the p-values of
-    ``significance.json`` where export left one. ``against``: beside another exported preset's
-    cells instead, in ``beside_<against>.{md,tex,png}`` (e.g. the supervised preset's Luong
-    cells beside the luong preset's), with the p-values of ``significance_<against>.json``
-    (the command line's ``compare --against`` writes it first: :func:`significance`). Reads
-    metrics files only, so it rebuilds the comparison without running the preset again."""
+    """Write ``beside_default.{md,tex,png}`` (``beside_<against>``) in the exported folder: the
+    shared cells beside the default run's ``metrics/`` (or preset ``against``'s), with the
+    p-values of :func:`significance` where present. Reads metrics files only."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import read_json
     from rnnsearch.reporting.beside import BESIDE, write_beside
@@ -623,9 +556,8 @@ def comparison_entry(name: str, against: str | None) -> tuple[str, dict[str, str
 
 
 def track(name: str, against: str | None) -> tuple[str, str | None]:
-    """Add the comparison of preset ``name`` with ``against`` (None: the default run) to
-    :data:`COMPARISONS` if it is not there; returns its key and the file's text before (None
-    when the entry was there)."""
+    """Add the comparison to :data:`COMPARISONS` if missing; returns its key and the file's
+    previous text (None when the entry was there)."""
     from rnnsearch.data.textio import atomic_write_text
 
     path = repo_root() / COMPARISONS
@@ -639,8 +571,7 @@ def track(name: str, against: str | None) -> tuple[str, str | None]:
 
 
 def require_comparable(name: str, against: str | None) -> None:
-    """Refuse, with the reason, a comparison that would hold no table: no cell of the two
-    exported runs differs, or their test sets may differ (what the stage's page would say)."""
+    """Refuse a comparison with no table: no cell differs, or the test sets may differ."""
     from rnnsearch.reporting.beside import differing_cells, unshared_test_set
 
     root = repo_root()
@@ -654,10 +585,8 @@ def require_comparable(name: str, against: str | None) -> None:
 
 
 def dispatch(name: str, against: str | None) -> int:
-    """``compare NAME [--against OTHER]``: run the comparison's DVC stage
-    (``compare@<key>`` of :data:`PIPELINE`, added to :data:`COMPARISONS` first), which writes
-    the p-values and the page or, where the branches or their DVC cache are missing, fails
-    and leaves every file as it was (a new entry is taken out again)."""
+    """``compare NAME [--against OTHER]``: track the comparison, run its DVC stage
+    ``compare@<key>``; on failure a new entry is taken out again."""
     from rnnsearch.data.textio import atomic_write_text
 
     require_comparable(name, against)
@@ -688,8 +617,7 @@ def section(params: dict[str, Any], cls: type[T], key: str) -> T:
 
 
 def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
-    """The default run (``label`` "default": the workspace's ``metrics/``) or preset ``label``'s
-    exported metrics (in ``folder``, else :func:`export_folder`), as the comparison reads them."""
+    """The workspace's ``metrics/`` (``label`` "default") or preset ``label``'s exported ones."""
     from rnnsearch.reporting.beside import Run
 
     if label == "default":
@@ -703,10 +631,8 @@ def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
 
 
 def adopt(name: str, source: str | Path) -> Path:
-    """Your own experiment: the params overrides file ``source`` (any path, params.yaml's
-    layout, only the keys it changes) becomes the preset ``name`` (``presets/<name>.yaml``),
-    which runs like every preset: the default run, params.yaml and the committed results are
-    left alone. A different preset of that name is never overwritten."""
+    """Copy the overrides file ``source`` to ``presets/<name>.yaml`` (your own experiment); a
+    different preset of that name is never overwritten."""
     source, target = Path(source), preset_path(name)
     if not source.is_file():
         raise ConfigError(f"{source}: file not found (the params overrides of experiment "
@@ -724,17 +650,16 @@ def adopt(name: str, source: str | Path) -> Path:
 
 
 def translate(name: str, cell: str, options: list[str]) -> int:
-    """Translate with cell ``cell`` of preset or experiment ``name``, its model, vocabularies
-    and params taken from this clone's DVC cache (:mod:`rnnsearch.experiment_files`), the
-    workspace untouched; ``options``: the translation command line's (input file, --method,
-    --align, ...)."""
+    """Translate with ``cell`` of preset ``name``, fetched from the DVC cache; ``options``: the
+    translation command line's (input file, --method, ...)."""
     from rnnsearch.decoding import cli
     from rnnsearch.experiment_files import TOKENIZED, model_path
 
     root, ref = trained_cell(name, cell)
     folder = fetch_cell(root, ref, cell, name)
     return cli.main([*options, "--model", str(folder / model_path(cell)),
-                     "--vocab-dir", str(folder / TOKENIZED), "--params", str(folder / "params.yaml")])
+                     "--vocab-dir", str(folder / TOKENIZED),
+                     "--params", str(folder / "params.yaml")])
 
 
 @entry_point("presets")
