@@ -1,22 +1,15 @@
 """MLflow tracking: the one place that owns the tracking URI, the experiment and the run tags.
 
-* URI: ``MLFLOW_TRACKING_URI`` when set (a team's tracking server), else an absolute
-  ``sqlite:///<repo root>/mlflow.db``. Never the deprecated ``./mlruns`` file store. The path is
-  absolute because DVC experiments may run in a temporary copy of the repository
-  (``.dvc/tmp/exps/...``): those runs still land in the main repository's store.
-* Experiment: ``MLFLOW_EXPERIMENT_NAME`` when set, else ``rnnsearch``.
-* Tags on every run: ``stage``, ``git_commit``, ``dvc_exp_name`` (when DVC runs an experiment),
-  and the MLflow system tags ``mlflow.source.git.commit`` / ``mlflow.runName``.
+URI: ``MLFLOW_TRACKING_URI``, else an absolute ``sqlite:///<repo root>/mlflow.db`` (absolute so
+that DVC experiments run in ``.dvc/tmp/exps/...`` still land in the main repository's store).
+Experiment: ``MLFLOW_EXPERIMENT_NAME``, else ``rnnsearch``. Every run is tagged ``stage``,
+``git_commit``, ``dvc_exp_name`` (under DVC experiments) and MLflow's git commit and run name.
 
-Run ``python -m rnnsearch.tracking ui`` (or ``make ui``) to start the MLflow UI over this store.
-It checks first that the port is free (else one line naming it, exit 2), and the server's
-processes end with it (:mod:`rnnsearch.procgroup`): SIGTERM, Ctrl-C or a closed terminal stop them
-all, and a server that stops by itself ends ``ui`` with exit 2.
-The experiment is tagged ``mlflow.experimentKind = custom_model_development`` (model training,
-not GenAI), and ``ui`` prints the address of its runs table with ``?workflowType=machine_learning``:
-MLflow 3.17's UI picks its landing page from that sidebar switch (default: GenAI, an empty
-"Traces" overview), not from the tag. The server (:mod:`rnnsearch.ui_app`) also makes Model
-training the browser's choice, so run pages and deep links open in that view too.
+``python -m rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI over this store: a busy
+port is one line and exit 2, and the server's processes end with it (:mod:`rnnsearch.procgroup`).
+The experiment is tagged ``mlflow.experimentKind = custom_model_development``, but MLflow 3.17's
+UI picks its landing page from the sidebar switch, not the tag: hence ``?workflowType=
+machine_learning`` in the printed address, and :mod:`rnnsearch.ui_app` sets the browser's choice.
 """
 from __future__ import annotations
 

@@ -1,31 +1,17 @@
-"""Subword units (Sennrich, Haddow & Birch 2016): SentencePiece models learnt on Moses tokens,
-sentences split into their pieces, and pieces turned back into text.
+"""Subword units (Sennrich, Haddow & Birch 2016): SentencePiece models learnt on Moses tokens.
 
-Why on Moses tokens, not raw text: Sennrich et al. learnt their byte-pair encoding on tokenised
-text, and so does this module. SentencePiece splits at whitespace first (``split_by_whitespace``),
-so a piece never crosses a Moses token boundary: the pieces of a sentence join back into exactly
-its Moses tokens (:func:`pieces_to_words`), and the Moses detokeniser turns them into text as it
-does for the word-level models (:meth:`TextUnits.text`). Every Moses token begins with a piece
-that starts with ``▁`` (U+2581, SentencePiece's word mark); that is how the pieces of one word
-are found again.
+Learnt on Moses tokens (as Sennrich et al. did), split at whitespace first, so a piece never
+crosses a token boundary: pieces join back into exactly the Moses tokens
+(:func:`pieces_to_words`; each token begins with a ``▁`` piece) and detokenise as the word-level
+models' do (:meth:`TextUnits.text`). Settings of :func:`train_model`, and why: identity
+normalisation (NFKC would rewrite tokens, breaking the join); no byte fallback (an unseen
+character is ``<unk>``, see :func:`unseen_characters`); a hard vocabulary limit (else
+:class:`VocabularyUnfit`); one thread, every sentence, no shuffling, a fixed seed (the same lines
+give the same model file, byte for byte); the project's special ids (``<pad>`` 0, ``<unk>`` 1,
+``<s>`` 2, ``</s>`` 3), so ``vocab.<side>.txt`` lists the model's pieces in id order.
 
-The settings, and why (:func:`train_model`):
-
-* ``normalization_rule_name="identity"``: Moses already produced the tokens; NFKC would rewrite
-  some of them (full-width letters, ligatures) and the join would no longer give them back;
-* ``byte_fallback=False``: a character never seen in training is ``<unk>``, measured as the OOV
-  rate that remains (:func:`unseen_characters`), and every piece is readable text;
-* ``hard_vocab_limit=True``: the model has exactly the asked number of pieces, or training fails
-  saying the largest number the text can fill (:class:`VocabularyUnfit`);
-* ``num_threads=1``, ``input_sentence_size=0`` (every sentence, no sampling),
-  ``shuffle_input_sentence=False`` and a fixed random seed: the same lines in the same order give
-  the same model file, byte for byte;
-* the special ids are the project's (``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2, ``</s>`` 3), so the
-  model's ids are the vocabulary's: ``vocab.<side>.txt`` lists the model's pieces in id order.
-
-Files in ``data/tokenized`` with subword units (word units write none of them):
-``subword.json`` (the units and each side's model file) and the models, ``subword.src.model`` and
-``subword.tgt.model``, or one ``subword.joint.model`` for both sides.
+Files in ``data/tokenized`` (subword units only): ``subword.json`` and the models,
+``subword.{src,tgt}.model`` or one ``subword.joint.model``.
 """
 from __future__ import annotations
 

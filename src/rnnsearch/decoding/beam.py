@@ -1,29 +1,17 @@
 """Batched beam search, written as small steps: start, expand + prune, finish, advance, retire.
 
-For a batch of ``n`` sentences and width ``k`` the search holds ``n x k`` hypotheses, scored by
-their cumulative log-probability ``sum_i log P(y_i | y_<i, x)``. Each step:
+``n`` sentences x width ``k`` hypotheses, scored by cumulative log-probability. Each step:
+:func:`_expand_and_prune` keeps each sentence's ``2k`` best (hypothesis, word) pairs (so ``k``
+non-``</s>`` continuations remain however many end); :func:`_finish` moves a pair among the ``k``
+best that emits ``</s>`` to its sentence's finished list; :func:`_advance` makes the ``k`` best
+other pairs the new beam; :func:`_retire` drops a sentence whose search is over, or at its length
+limit ``a * src_len + b``, so the batch shrinks as sentences end.
 
-1. **expand + prune** (:func:`_expand_and_prune`): every live hypothesis proposes every word;
-   the ``2k`` best (hypothesis, word) pairs of each sentence survive (``2k`` so that ``k``
-   non-``</s>`` continuations remain however many of them end the sentence);
-2. **finish** (:func:`_finish`): a pair among the ``k`` best that emits ``</s>`` becomes a
-   finished hypothesis of its sentence and is never expanded again;
-3. **advance** (:func:`_advance`): the ``k`` best pairs that do not emit ``</s>`` become the
-   new beam (decoder states, tokens and attention rows are gathered from their parents);
-4. **retire** (:func:`_retire`): a sentence whose search is over (:func:`_settled`), or at its
-   length limit ``a * src_len + b`` (where only ``</s>`` is allowed), leaves the batch, so the
-   batch shrinks as sentences end.
-
-When a search is over is ``translate.search.stop``: ``first_k`` (Bahdanau et al.'s, the notes'),
-once ``k`` hypotheses have finished, though a live one may still have ended better; ``bound``,
-once ``nbest`` have finished and no live hypothesis can beat the ``nbest``-th best of them under
-the length penalty (:func:`rnnsearch.decoding.options.reachable`), so that the search is exact
-wherever the beam itself lost nothing.
-
-Finished hypotheses are ranked by the length-normalised score
-(:func:`rnnsearch.decoding.options.normalise`); live ones by the raw sum, which is what the
-notes describe. Each sentence's hypotheses only ever meet hypotheses of the same sentence, so
-the output does not depend on the batch size or on which sentences share the batch.
+``translate.search.stop``: ``first_k`` (Bahdanau et al.'s) ends once ``k`` hypotheses finished;
+``bound`` once ``nbest`` finished and no live one can beat the ``nbest``-th best under the length
+penalty (:func:`rnnsearch.decoding.options.reachable`): exact wherever the beam lost nothing.
+Finished hypotheses rank by normalised score, live ones by the raw sum. A sentence's hypotheses
+only meet its own, so the output does not depend on the batch size or composition.
 """
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 ``metrics/eval/<cell>.json``::
 
     {"cell", "model": {name, kind, max_len, cell, score, attention, input_feeding},
-     "has_attention",
-     "sentences", "no_unk_sentences", ["no_unk_words_sentences",]
+     "has_attention", "sentences", "no_unk_sentences", ["no_unk_words_sentences",]
      "speed": {greedy: {sentences_per_s, ...}, ...},
      "systems": {<system>: {"all": {bleu, chrf, len_ratio, n, bleu_signature, chrf_signature},
                             "no_unk": {...}, ["no_unk_words": {...},]
@@ -15,20 +14,13 @@
                                             n, signature}, "no_unk": {the same keys},
                                             "by_length": {"0-10": p, ...}}},  (p null: fewer
                                             than evaluate.min_bucket_sentences sentences)
-                            "unigram_f1": {all, in_vocabulary, rare, unseen: {f1, precision,
-                                           recall, hyp_tokens, ref_tokens, matched},
-                                           "by_rank": {"1-10": {the same keys, step}, ...,
-                                                       "unseen": {...}}}}},
+                            "unigram_f1": {...}}},  (docs/contracts.md)
      "training_words": {training_tokens, training_types, vocabulary_words}}
 
-A system is a decoding method (``greedy``, ``beam``) or its UNK-replaced form (``beam_unk``);
-``vs_baseline`` compares it with the same method of the baseline model at the same maximum
-training length (paired bootstrap; absent for the baseline itself). ``no_unk_words`` (subword
-units only): the sentences with no *word* outside the word-level vocabularies a word model of the
-run's sizes would have, i.e. a word-level run's ``no_unk`` subset, so that the two are scored on
-the same sentences (a subword run's own ``no_unk`` holds nearly every sentence). ``unigram_f1`` and
-``training_words``: unigram F1 by the word's frequency in the training target text
-(:mod:`rnnsearch.evaluation.rare_words`; absent when no training words are given).
+A system is ``greedy``, ``beam`` or UNK-replaced ``beam_unk``; ``vs_baseline``: paired bootstrap
+against the same method of the baseline model at the same maximum length (absent for the
+baseline). ``no_unk_words`` (subword units): a word-level run's ``no_unk`` subset, so the two
+are scored on the same sentences.
 """
 from __future__ import annotations
 

@@ -1,36 +1,21 @@
-"""Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in two wirings.
+"""Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in three wirings.
 
-The papers differ in *when* the decoder attends, which changes the recurrence, so there are two
-small subclasses of one core rather than one class full of switches:
+The papers differ in *when* the decoder attends, which changes the recurrence, hence small
+subclasses rather than one class full of switches: :class:`BahdanauDecoder` (``search``,
+``encdec``: attend from ``s_{i-1}``, then update), :class:`ConditionalDecoder` (``search_cond``,
+Nematus's conditional GRU: update with ``y_{i-1}``, attend, update with ``c_i``) and
+:class:`LuongDecoder` (``luong``: update, then attend with the new ``h_t``).
 
-* :class:`BahdanauDecoder` (models ``search`` and ``encdec``): the context ``c_i`` is computed from
-  ``s_{i-1}`` *before* the update, the RNN reads ``[y_{i-1}; c_i]``, and a deep output reads
-  ``[s_i; y_{i-1}; c_i]`` (tanh or maxout). Without attention (``encdec``, Cho et al.) ``c`` is the
-  fixed summary ``tanh(V h_N)`` of the source, which also initialises the decoder.
-* :class:`ConditionalDecoder` (model ``search_cond``): RNNsearch with Nematus's conditional GRU
-  (Sennrich et al. 2017): a first update reads ``y_{i-1}``, ``s'_i = GRU_1(s_{i-1}, y_{i-1})``,
-  attention is queried with ``s'_i``, and a second update reads the context,
-  ``s_i = GRU_2(s'_i, c_i)``; the deep output is RNNsearch's. The query then knows the previous
-  word, as Luong's does, which RNNsearch's ``s_{i-1}`` does not.
-* :class:`LuongDecoder` (model ``luong``): the RNN reads ``[y_{t-1}; h~_{t-1}]`` (input feeding) or
-  ``y_{t-1}``, attention is queried with the new ``h_t``, and ``h~_t = tanh(W_c [c_t; h_t])``
-  predicts the word.
-
-The submodules ``embedding``, ``rnn`` (an ``nn.GRU``/``nn.LSTM``/``nn.RNN``, batch first) and
-``output`` (the final linear layer to the vocabulary) are named as the pretrained LM's so that
+``embedding``, ``rnn`` and ``output`` are named as the pretrained LM's so that
 ``rnnsearch.models.lm_transfer.load_lm_into_decoder`` copies them by name; the previous word is
 the first ``E`` inputs of ``rnn.weight_ih_l0``.
 
-Teacher forcing runs the whole sequence through the fused ``nn.GRU`` when no input depends on the
-previous step (``encdec``; ``luong`` without input feeding); otherwise a lean loop over
-:func:`cell_step` where the word part of the input projection and the output layer are batched
-over all steps outside the loop; the loop reads that projection through ``unbind`` (whose backward
-stacks the steps' gradients once) rather than ``[:, t]`` (whose backward writes a zero-filled
-batch x T x G*H gradient per step). ``step`` runs the same code for one step, so a step-by-step
-decode reproduces the teacher-forced logits. The loop is a method of its own
-(``attention_loop``, RNNsearch and Luong with input feeding) that an optional ``loop_runner``
-replaces: on a GPU, :mod:`rnnsearch.training.graphs` replays it as CUDA graphs
-(``train.trainer.cuda_graphs``).
+Teacher forcing uses the fused ``nn.GRU`` when no input depends on the previous step; otherwise
+a loop over :func:`cell_step` with the word projection and output layer batched outside it. The
+loop reads that projection through ``unbind`` (one stacked gradient) rather than ``[:, t]`` (a
+zero-filled batch x T x G*H gradient per step). ``step`` runs the same code, so a step-by-step
+decode reproduces the teacher-forced logits. ``loop_runner`` may replace ``attention_loop``
+(:mod:`rnnsearch.training.graphs` replays it as CUDA graphs).
 """
 from __future__ import annotations
 
@@ -80,12 +65,9 @@ class RecurrentDecoder(nn.Module):
         return [self.rnn]
 
     def init_state(self, memory: Memory) -> DecoderState:
-        """``s_0 = tanh(W_s summary)`` for every layer; LSTM cells and the feed start at zero.
-
-        The summary is the encoder's last-layer final state, ``[h_fwd_N; h_bwd_1]`` when
-        bidirectional (Bahdanau et al. use ``h_bwd_1`` alone; one rule for every model is simpler
-        and the extra half costs one small matrix), or ``c`` itself for RNNencdec (Cho et al.).
-        """
+        """``s_0 = tanh(W_s summary)`` per layer (LSTM cells, feed: zero). The summary is
+        ``[h_fwd_N; h_bwd_1]`` when bidirectional (Bahdanau: ``h_bwd_1`` alone; one rule for
+        every model is simpler), or ``c`` itself for RNNencdec."""
         batch = memory.summary.size(0)
         hidden = torch.tanh(self.bridge(memory.summary))
         hidden = hidden.view(batch, self.config.decoder_layers, self.config.hidden_size)
@@ -125,13 +107,9 @@ class RecurrentDecoder(nn.Module):
         return Memory(_cast_as_autocast(values), _cast_as_autocast(keys), mask, lengths, final)
 
     def _step_weights(self) -> StepWeights:
-        """The weights one recurrent step uses, sliced once per sequence rather than per step.
-
-        Slicing a parameter inside the loop would make autograd accumulate a full-size gradient
-        per step; slicing once accumulates the slice's gradient and copies it back once. Under
-        autocast the slice is also cast once: autocast would cast it at every step, and its
-        gradient back in the backward (its weight cache keeps the casts of parameters only).
-        """
+        """The weights one recurrent step uses, sliced (and autocast) once per sequence: a slice
+        inside the loop would accumulate a full-size gradient, and a cast, per step (autocast's
+        weight cache keeps the casts of parameters only)."""
         w_ih = self.rnn.weight_ih_l0
         words = self.config.embedding_size
         extra = _cast_as_autocast(w_ih[:, words:], contiguous=True) if w_ih.size(1) > words else None
@@ -156,10 +134,8 @@ class RecurrentDecoder(nn.Module):
 
 
 def _cast_as_autocast(tensor: Tensor, contiguous: bool = False) -> Tensor:
-    """``tensor`` in the autocast dtype of its device when autocast is on there (the dtype
-    autocast's matrix products take), else in its own dtype: one cast that every use in the
-    decoder loop shares, where autocast would cast it at each use. ``contiguous``: a contiguous
-    copy in either case; otherwise, with autocast off, ``tensor`` itself."""
+    """``tensor`` in its device's autocast dtype when autocast is on (one cast the loop shares,
+    where autocast would cast at each use); ``contiguous``: a contiguous copy either way."""
     device = tensor.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
     layout = torch.contiguous_format if contiguous else torch.preserve_format

@@ -1,27 +1,15 @@
 """The Transformer encoder-decoder (Vaswani et al. 2017) behind the recurrent models' interface.
 
-Pre-norm layers (each sublayer reads ``LayerNorm(x)`` and adds its output to ``x``; a final
-``LayerNorm`` on each stack), which train without a learning-rate warmup at the other models'
-Adam settings. Sinusoidal positions, computed for any length; word embeddings scaled by
-``sqrt(d)``; d = ``embedding_size`` in every layer (``hidden_size`` is not read), so pretrained
-word vectors fit as they do the recurrent models. Multi-head attention is written out here
-rather than taken from ``nn.MultiheadAttention`` so that every path (training, a decoding step,
-the key-padding mask) runs the same arithmetic and hands back each head's weights.
+Pre-norm layers (train without a learning-rate warmup at the other models' Adam settings),
+sinusoidal positions, embeddings scaled by ``sqrt(d)``; d = ``embedding_size`` throughout
+(``hidden_size`` is not read), so pretrained word vectors fit as for the recurrent models.
+Attention is written out rather than ``nn.MultiheadAttention`` so that training, a decoding step
+and the padding mask run the same arithmetic and return each head's weights.
 
-Its own state types, as :mod:`rnnsearch.models.state`'s protocol asks (NamedTuples of
-batch-first tensors, which the searches only reorder):
-
-* :class:`TransformerMemory`: the encoder's outputs, and the keys and values of every decoder
-  layer's cross-attention, projected once per batch;
-* :class:`TransformerState`: for every decoder layer, the self-attention's keys and values of
-  the target positions decoded so far: a step projects its own position once, appends it and
-  attends over them all, so a step-by-step decode computes what teacher forcing computes under
-  the causal mask without projecting a position twice, and beam search reorders the cache as
-  any other state (``reorder``).
-
-The model's attention (what decoding hands back, the alignment stages read and supervised
-attention trains) is the cross-attention of decoder layer ``alignment_layer``, averaged over
-its heads.
+:class:`TransformerState` caches each decoder layer's self-attention keys and values of the
+positions decoded so far, so a step-by-step decode computes what teacher forcing does under the
+causal mask, and beam search reorders it as any state. The model's attention (decoding output,
+alignment, supervised attention) is layer ``alignment_layer``'s cross-attention, head-averaged.
 """
 from __future__ import annotations
 
