@@ -1,18 +1,11 @@
-"""Attention as alignment: force-decode the gold target sentence (teacher forcing) and read the
-attention weights; links are each target word's most attended source word, or every source word
-whose weight reaches a threshold.
+"""Attention as alignment: force-decode the gold target and read the attention weights; links
+are each target word's most attended source word, or every source word over a threshold.
 
-A model on subword units attends from pieces to pieces; :func:`word_attention` turns that into
-word-to-word weights, so that its links are between words, as the gold set's, the word-level
-models' and IBM Model 1's are, and their AER is comparable:
-
-* a target word's row is the **mean** of its pieces' rows: each row is a distribution over the
-  source (it sums to 1), and so is their mean, so the word's row says where the word as a whole
-  looked, each piece counting alike (a sum would give a word of three pieces a mass of 3, and a
-  threshold would link long words more readily);
-* a source word's weight is the **sum** of its pieces' columns: the mass the word receives is
-  what its pieces receive together (a mean would halve a word split in two against a whole word
-  that got the same attention, and argmax would favour words kept whole).
+For subword models :func:`word_attention` makes the weights word-to-word, so their AER compares
+with the word-level models' and IBM Model 1's: a target word's row is the **mean** of its
+pieces' rows (still a distribution; a sum would let a threshold link long words more readily),
+a source word's weight the **sum** of its pieces' columns (the mass its pieces receive
+together; a mean or argmax would favour words kept whole).
 """
 from __future__ import annotations
 

@@ -1,23 +1,13 @@
 """Map the gold set's tokens onto the pipeline's, keeping which gold words each token covers.
 
-The gold text was tokenised by its annotators, not by Moses: French contractions and elisions
-are expanded (``du`` -> ``de le``, ``l'`` -> ``le``, ``c'est`` -> ``ce est``), hyphenated words
-are split (``peut - être``) and the first word is lower-cased. Feeding that text to models
-trained on Moses tokens would test them on text they never saw, so each gold sentence is turned
-back into the pipeline's form:
-
-1. hyphen chains ``a - b - c`` are joined (``a-b-c``), elisions restored (``le accident`` ->
-   ``l' accident``) and contractions restored (``de le`` -> ``du``, ``à les`` -> ``aux``); each
-   rewrite is made only where the pipeline's own training text uses the rewritten form more
-   often than the original with the same next word (``de le faire`` stays: there ``le`` is a
-   pronoun), and by the language's rule where neither form occurs;
-2. the first word gets its capital back (unless the pipeline lower-cases);
-3. the result (elided words written against the next one, ``l'heure``, as in raw text) is
-   tokenised by the pipeline's tokeniser (Moses).
-
-Each pipeline token keeps the gold positions it covers (``du`` covers ``de`` and ``le``), so a
-predicted link between two pipeline tokens becomes links between every pair of gold words they
-cover; no gold sentence or link is dropped.
+The gold text's annotators expanded contractions and elisions (``du`` -> ``de le``, ``l'`` ->
+``le``), split hyphenated words and lower-cased the first word; models trained on Moses tokens
+never saw that, so each sentence is turned back: hyphen chains joined, elisions and
+contractions restored (each only where the training text uses the rewritten form more often
+before the same next word, ``de le faire`` stays; by the language's rule where neither occurs),
+the first word's capital restored (unless the pipeline lower-cases), then Moses-tokenised.
+Each pipeline token keeps the gold positions it covers (``du``: ``de`` and ``le``), so a link
+between pipeline tokens becomes links between all their gold words; nothing is dropped.
 """
 from __future__ import annotations
 

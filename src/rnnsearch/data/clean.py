@@ -1,26 +1,17 @@
 """Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
 
-Before the rules, control characters (Unicode category Cc) that are not white space are
-removed: NUL, ESC, DEL, the C1 controls, ... are invisible, the tokenizer drops some of them, and
-a line of nothing else would become an empty source that still gets "translated". White-space
-controls (tab, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``) separate words, as before.
+First, non-white-space control characters (category Cc) are removed: invisible, partly dropped
+by the tokenizer, a line of nothing else would become an empty source that still gets
+"translated"; white-space controls (tab, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``)
+separate words. Rules, in order, each dropped pair counted under the first that drops it:
+``empty``, ``control`` (nothing but control characters), ``too_short`` / ``too_long``
+(``min_len``/``max_len`` words), ``ratio`` (longer / shorter side > ``max_ratio``). Words are
+white-space counts of the raw text, as in clean-corpus-n. :data:`USABLE_ONLY` keeps every pair
+with words on both sides: for a user's whole dev or test file, comparable with published scores.
 
-Rules, applied in order, each pair counted under the first rule that drops it:
-
-* ``empty``: a side is empty after stripping white space (and runs of white space are folded);
-* ``control``: a side held nothing but control characters (and white space);
-* ``too_short`` / ``too_long``: a side has fewer than ``min_len`` or more than ``max_len`` words;
-* ``ratio``: ``max(len_src, len_tgt) / min(len_src, len_tgt) > max_ratio`` (words).
-
-Word counts here are white-space counts of the raw text, as in clean-corpus-n.
-
-:data:`USABLE_ONLY` keeps every pair that has words on both sides: the rules a split the user
-gives as a whole (their dev or test file) gets, so that it stays comparable with published scores.
-
-HTML/XML entities (``&apos;`` ``&quot;`` ``&amp;`` ``&lt;`` ``&gt;`` ``&#39;`` ``&#x27;``, every
-HTML5 named entity) are what a Moses-escaped corpus holds instead of the characters; the tokenizer
-splits them (``&apos;s`` -> ``& apos ; s``). :func:`count_entities` counts the ``&...;`` forms
-that :func:`html.unescape` turns into characters; :func:`unescape_lines` applies it.
+A Moses-escaped corpus holds HTML entities (``&apos;`` ...), which the tokenizer splits;
+:func:`count_entities` counts what :func:`html.unescape` would turn into characters and
+:func:`unescape_lines` applies it.
 """
 from __future__ import annotations
 

@@ -1,21 +1,14 @@
 """The corpus registry and how a corpus file is found: local mirror first, then upstream.
 
-Each registered corpus lists its languages, how our splits (train/dev/test) map to its file
-names, every file's sha256, and the upstream URL template where one exists. Lookup order for
-``<split>.<lang>.gz``:
+Each corpus lists its languages, its file name per split, every file's sha256 and, where one
+exists, an upstream URL. ``<split>.<lang>.gz`` is looked up in the mirror
+(``prepare.mirror``, overridden by ``RNNSEARCH_CORPORA``), then the download cache, then
+upstream (downloaded to a temporary file, verified, renamed into the cache). Every file found is
+checked against its sha256.
 
-1. the local mirror (params ``prepare.mirror``; the ``RNNSEARCH_CORPORA`` environment variable
-   overrides it): ``<mirror>/<corpus>/<file>``;
-2. the download cache ``<cache_dir>/<corpus>/<file>`` (a previous download);
-3. the upstream URL, when the corpus has one: downloaded with a progress bar to a temporary
-   file, verified against its sha256, then renamed into the cache (never half-written).
-
-Every file found is checked against its sha256 before use.
-
-A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (default 1024) over
-``RNNSEARCH_DOWNLOAD_SPEED_TIME`` seconds (default 60) is abandoned, as curl's
-``--speed-limit``/``--speed-time`` do: the socket's own timeout restarts with every byte, so a
-server that trickles a byte now and then would otherwise keep the stage waiting for ever.
+A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) over
+``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is abandoned, as curl's ``--speed-limit`` does: the
+socket timeout restarts with every byte, so a trickling server would otherwise hang the stage.
 """
 from __future__ import annotations
 

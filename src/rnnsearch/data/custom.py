@@ -1,18 +1,11 @@
 """A corpus of one's own (``prepare.corpus: custom``): the files named in ``prepare.custom``.
 
-Each split is a source and a target file (line N translates line N) or one tab-separated file
-(``source<TAB>target``), plain UTF-8 text or ``.gz``. A file is given as
-
-* a local path, relative to the working directory (the repository root under ``dvc repro``) or
-  absolute; or
-* an http(s) URL, downloaded with the built-in corpora's
-  :func:`~rnnsearch.data.corpora.download` (progress bar, temporary file, rename) into
-  ``<cache_dir>/custom/<sha256 of the URL, 16 digits>-<file name>``. A cached copy is reused only
-  when the params give the file's sha256 and the copy matches it; without a sha256 the URL is
-  fetched again, since what it serves may have changed.
-
-A given sha256 is checked (a mismatch names the file, both hashes and the params key); the
-sha256 of every file read is returned either way, so the stage records exactly what it read.
+Each split is a source and a target file (line N translates line N) or one ``source<TAB>target``
+file, plain UTF-8 or ``.gz``, given as a local path (relative to the working directory) or an
+http(s) URL, downloaded as the built-in corpora are into
+``<cache_dir>/custom/<sha256 of the URL, 16 digits>-<file name>``. A cached copy is reused only
+when the params give a sha256 it matches (a URL may serve something new). A given sha256 is
+checked (a mismatch names the file, both hashes and the key); every file's sha256 is returned.
 """
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
 """Writing a binary file (a model, a checkpoint) so that it is whole or not there at all.
 
-:func:`save_atomically` writes into a hidden temporary folder beside the target, on the same
-disk, and renames the file into place: a kill or a full disk leaves the previous file as it was,
-never a truncated one. A temporary folder left by a killed process (``kill -9`` gives it no
-chance to clean up) is removed by the next write of the same file. (Lightning's own checkpoint writer first writes into the system's
-temporary folder, often another disk, and then copies the file over the previous one.)
-
-A failed write becomes one ``OSError`` naming the file the user knows (not the temporary one),
-its file system and the space left there. torch's archive writer reports a full disk as a
-``RuntimeError`` (``PytorchStreamWriter failed writing file ...``, ``unexpected pos ...``); that
-becomes ``ENOSPC`` when the disk is (nearly) full.
+:func:`save_atomically` writes into a hidden temporary folder beside the target (same disk) and
+renames the file into place, so a kill or a full disk leaves the previous file intact; a folder
+left by a ``kill -9`` is removed by the next write. (Lightning's writer copies from the system's
+temporary folder over the previous file.) A failure is one ``OSError`` naming the user's file,
+its file system and the space left; torch's ``PytorchStreamWriter failed writing file``
+``RuntimeError`` becomes ``ENOSPC`` when the disk is (nearly) full.
 """
 from __future__ import annotations
 

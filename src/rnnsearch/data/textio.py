@@ -1,14 +1,10 @@
 """Reading and writing parallel text safely.
 
-* :func:`read_lines` decodes strictly as UTF-8 (gzip or plain) and names the file and line of a
-  bad byte sequence; an empty, missing, truncated or corrupt (gzip) file is an error too, and
-  :func:`check_gzip` reads a ``.gz`` file through to find out before it is used.
-* :func:`read_parallel` checks that both sides have the same number of lines and names both files
-  and both counts when they do not; :func:`read_tsv_pairs` reads both sides from one
-  tab-separated file and names the file and line of a line without exactly one tab.
-* :func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling and rename it into
-  place only on success, so a failed stage never leaves half-written outputs and the previous
-  outputs stay intact until the new ones are complete.
+Readers decode strictly as UTF-8 (gzip or plain) and name the file and line of a bad byte, an
+unequal line count (both files) or a TSV line without exactly one tab; an empty, missing,
+truncated or corrupt file is an error too (:func:`check_gzip` reads a ``.gz`` through first).
+:func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling renamed into place
+on success, so a failed stage never leaves half-written outputs.
 """
 from __future__ import annotations
 

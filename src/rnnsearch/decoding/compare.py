@@ -1,22 +1,15 @@
 """Do the hypotheses depend on the device? Decode the same sentences on two devices and compare.
 
-    python -m rnnsearch.decoding.compare --model data/models/search-50/model.pt \\
+    python -m rnnsearch.decoding.compare --model data/models/search-50/model.pt \
         --vocab-dir data/tokenized --sources data/tokenized/test.src --out compare.json
 
-Greedy and beam search (``translate.search`` of params.yaml, when there is one) decode the
-tokenised sources (one sentence a line, as the tokenize stage writes them) with the same model on
-each device, ``translate.batch_size`` sentences a batch on the CPU and ``translate.batch_size_cuda``
-on a GPU. Per method, the report counts the sentences whose best hypothesis differs and shows the
-first few with both scores: where the two scores are nearly equal, a floating-point near-tie fell
-the other way (GPU kernels add up in another order than the CPU's); a large gap would be a bug.
-Over the identical hypotheses it gives the largest score and attention differences; and each
-device's speed.
-
-``--seconds S`` bounds the time (a time limit of your own, say): the methods share it, each
-comparing the leading sentences that fit, and the report says how many.
-
-It needs torch and the project only (no Moses tokeniser, no MLflow), so it runs on a GPU machine
-that has nothing else installed; ``--devices cpu cpu`` runs the same code on a CPU.
+Greedy and beam search (params.yaml's ``translate.search`` when present) decode the tokenised
+sources on each device (``translate.batch_size`` / ``batch_size_cuda`` a batch). Per method the
+report counts the sentences whose best hypothesis differs and shows the first few with both
+scores (nearly equal scores: a floating-point near-tie; a large gap would be a bug), the largest
+score and attention differences over identical hypotheses, and each device's speed.
+``--seconds S`` bounds the time the methods share. Needs torch and the project only, so it runs
+on a bare GPU machine; ``--devices cpu cpu`` runs the same code on a CPU.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """Evaluate word vectors: word-similarity correlation, nearest neighbours, a 2-D projection.
 
-* Word similarity (English only): Spearman's rho between cosine similarity and human scores on
-  WordSim-353 and SimLex-999 (both ship with gensim). Pairs with a word the vectors lack are
-  skipped, so the score always comes with its OOV ratio (the fraction of pairs skipped); on a
-  small corpus such as Multi30k most pairs are out of vocabulary and rho is over a few dozen pairs.
-* With subword units the vectors are the pieces'; a test word is split into its pieces by the
-  tokenize stage's model and its vector is the mean of its pieces' vectors
-  (:func:`subword_similarity`), the usual composition for subword embeddings (fastText's, without
-  n-grams). A word still lacks a vector when one of its pieces has none (seen fewer than
-  ``embed.min_count`` times), so the OOV ratio stays meaningful; the metrics also say how many of
-  the test words had a vector and how many of those were made of several pieces.
-* Nearest neighbours: cosine neighbours of probe words (with subword units: of the mean of the
-  probe's pieces, among pieces). A static vector mixes every sense of a
-  word (``bank``): the neighbours show whichever senses the corpus uses, nothing more.
+* Word similarity (English): Spearman's rho between cosine and human scores on WordSim-353 and
+  SimLex-999 (gensim's), with the OOV ratio of the pairs skipped (on Multi30k most are OOV).
+  With subword units a word's vector is the mean of its pieces' (:func:`subword_similarity`,
+  fastText without n-grams); a word with a piece lacking a vector is still OOV.
+* Nearest neighbours of probe words (subword units: of the probe's piece mean, among pieces):
+  a static vector mixes every sense of a word, so they show whichever senses the corpus uses.
 * Projection: the most frequent words on their first two principal components.
 """
 from __future__ import annotations

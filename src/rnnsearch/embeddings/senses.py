@@ -1,23 +1,15 @@
 """Sense-split word vectors: one vector per sense of an ambiguous word instead of one for all.
 
-A static word2vec vector mixes every use of a word ("order": *point of order* and *in order
-to*). Following the course notes' proposal, each occurrence of a chosen word is described by its
-context: the mean of the unit-length vectors of the words within ``window`` tokens of it (the
-word itself and words without a vector left out), scaled to unit length, so that k-means on these
-points clusters by cosine and every context word counts the same whatever its vector's norm.
-k-means (scikit-learn, ``n_init`` restarts from a fixed seed) groups the occurrences; k is fixed or
-the one of ``2 .. max_k`` with the best silhouette. The occurrences are relabelled ``word_1`` ...
-``word_k`` (``word_1`` the most frequent sense) and word2vec is retrained on the relabelled text,
-so each sense gets its own vector, whose nearest neighbours show what the sense is about.
+Following the course notes' proposal, each occurrence of a chosen word is described by its
+context (the unit-length mean of the unit-length vectors within ``window`` tokens, so k-means
+clusters by cosine and every context word counts the same); k-means (fixed seed) groups them, k
+fixed or the best silhouette in ``2 .. max_k``; occurrences are relabelled ``word_1`` ...
+``word_k`` (most frequent first) and word2vec is retrained on the relabelled text.
 
-Only a seeded sample of at most ``max_occurrences_clustered`` occurrences is clustered (k-means
-and the quadratic silhouette stay fast); every occurrence then goes to its nearest centroid.
-An occurrence with no context vector at all (a one-word sentence) goes to the largest sense.
-
-The retrained word2vec keeps only tokens seen at least ``embed.min_count`` times, so a sense
-rarer than that would get no vector. A k that leaves such a sense is therefore not chosen,
-whatever its silhouette (the metrics record its sense sizes), and a word for which every k does
-is not split (:class:`NotSplit` says so).
+Only a seeded sample of ``max_occurrences_clustered`` occurrences is clustered (the silhouette is
+quadratic); the rest go to the nearest centroid, a context-less one to the largest sense. A k
+that leaves a sense rarer than ``embed.min_count`` (it would get no vector) is never chosen, and
+a word for which every k does is not split (:class:`NotSplit`).
 """
 from __future__ import annotations
 

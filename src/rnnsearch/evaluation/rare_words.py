@@ -1,30 +1,17 @@
 """Unigram F1 by the word's frequency in the training target text (Sennrich, Haddow & Birch
-2016, their Table 2 and Figures 2-3): how well frequent, rare and unseen words are translated.
+2016, Table 2 and Figures 2-3): how well frequent, rare and unseen words are translated.
 
-Words are Moses tokens on both sides: a system's ``<system>.tok.txt`` against the tokenised
-references. With subword units both are pieces, joined back into Moses tokens first
-(:func:`unit_words`), so word-level and subword cells are measured on the same words.
+Words are Moses tokens (subword pieces are joined back first, :func:`unit_words`, so word-level
+and subword cells are measured on the same words). Matches are clipped per sentence, as BLEU's
+unigram precision; per group, summed over the test set, F1 = 2 matched / (hyp + ref tokens)
+(2PR / (P + R), defined when one side has no token of the group); all in percent.
 
-Per sentence, a hypothesis word matches a reference word at most as often as the reference holds
-it (clipped counts, as BLEU's unigram precision). Summed over the test set, per group of words:
-precision = matched / hypothesis tokens of the group, recall = matched / reference tokens of the
-group, F1 = 2 matched / (hypothesis + reference tokens), which is 2PR / (P + R) and stays defined
-when one side has no token of the group. All three are percentages, as BLEU is.
-
-Groups, by the word's rank among the training target words (most frequent first, ties
-alphabetical: the order :meth:`~rnnsearch.data.vocab.Vocabulary.build` ranks them in):
-
-* ``in_vocabulary``: a word of the word-level vocabulary of N entries, i.e. among the N - 4 most
-  frequent training words (the four specials take the other entries; ``tokenize.min_count``
-  applies), what a word-level model can emit;
-* ``rare``: seen in training, outside that vocabulary;
-* ``unseen``: never seen in training. A hypothesis' ``<unk>`` is such a token: it never matches,
-  and counts against the unseen words' precision (the word-level model's "a word I cannot spell");
-* ``all``: every word (Sennrich et al.'s "all" column);
-
-and, for the curve, rank bins ``1-10, 11-20, 21-50, 51-100, ...`` (1-2-5 steps, the last one
-ending at the number of training word types) plus the ``unseen`` point, whose step (x value) is
-twice that number: past every rank, one step further on a log axis.
+Groups by rank among training target words (most frequent first, ties alphabetical, as
+:meth:`~rnnsearch.data.vocab.Vocabulary.build`): ``in_vocabulary`` (among the N - 4 most
+frequent, what a word-level model of N entries can emit), ``rare`` (seen, outside it),
+``unseen`` (a hypothesis' ``<unk>`` is one: it never matches) and ``all``; for the curve, rank
+bins ``1-10, 11-20, 21-50, ...`` (1-2-5 steps up to the number of types) plus ``unseen`` at
+twice that number, one step further on a log axis.
 """
 from __future__ import annotations
 

@@ -1,19 +1,13 @@
 """The RNN language model (spec section 3) and the LSTM equations it relies on.
 
-``LanguageModel`` is ``embedding -> rnn -> output``: an ``nn.Embedding`` ``[V, E]``, a
-batch-first ``nn.LSTM``/``nn.GRU``/``nn.RNN`` ``E -> H`` and an ``nn.Linear`` ``H -> V``. The
-submodule names are the translation decoder's, so the state dict is the LM->decoder contract as
-it stands (``docs/contracts.md``, :mod:`rnnsearch.models.lm_transfer`).
+``LanguageModel`` is ``embedding -> rnn -> output`` (``[V, E]``, batch-first ``E -> H``,
+``H -> V``), named as the translation decoder's submodules, so its state dict is the
+LM->decoder contract (``docs/contracts.md``, :mod:`rnnsearch.models.lm_transfer`).
 
-Cell conventions (PyTorch's, which the code follows):
-
-* RNN: ``h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``.
-* LSTM: as in the spec (:func:`lstm_step`); ``nn.LSTM`` stores the gate rows in the order
-  i, f, c~ (``g``), o and splits ``W [h; x] + b`` into ``W_ih x + b_ih + W_hh h + b_hh``.
-* GRU: ``nn.GRU`` computes ``h_t = (1 - z) * h~ + z * h_{t-1}``, so its ``z`` is the gate that
-  *keeps* the old state; the spec's ``z`` (the gate that writes the new candidate) is
-  ``1 - z``. Its reset gate also applies after the recurrent matrix:
-  ``h~ = tanh(W_in x + b_in + r * (W_hn h_{t-1} + b_hn))``.
+Cells follow PyTorch: ``nn.LSTM`` stores gate rows i, f, c~ (``g``), o and splits
+``W [h; x] + b`` into ``W_ih x + b_ih + W_hh h + b_hh`` (:func:`lstm_step`); ``nn.GRU``'s ``z``
+*keeps* the old state (``h_t = (1 - z) * h~ + z * h_{t-1}``, the spec's ``z`` is ``1 - z``) and
+its reset gate applies after the recurrent matrix, ``h~ = tanh(W_in x + b_in + r * (W_hn h + b_hn))``.
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """Train the language model with Lightning: budget, checkpoints, resuming, MLflow, metrics.
 
-Checkpoints live in the output directory: ``best.ckpt`` (best dev perplexity) and ``last.ckpt``
-(every ``checkpoint_every`` steps). A run finds ``last.ckpt`` and resumes from it when the
-checkpoint was written with the same configuration and data (a fingerprint of every setting that
-changes the result, the budget and the thread count included: a finished run continued to a
-larger ``max_steps`` does not end where a fresh run with that budget ends, so a larger budget
-trains afresh); otherwise it starts afresh, and the previous checkpoints are set aside until the
-new run has written its own (:mod:`rnnsearch.training.previous_run`). A resumed run also
-continues its MLflow run.
+``best.ckpt`` (best dev perplexity) and ``last.ckpt`` (every ``checkpoint_every`` steps) live in
+the output directory. A run resumes from ``last.ckpt`` (and its MLflow run) only when its
+fingerprint (every setting that changes the result, budget and thread count included: a run
+continued to a larger ``max_steps`` does not end where a fresh one does) matches; otherwise it
+starts afresh, the old checkpoints set aside (:mod:`rnnsearch.training.previous_run`).
 """
 from __future__ import annotations
 
