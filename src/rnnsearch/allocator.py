@@ -1,21 +1,12 @@
 """glibc's memory allocator set for training: freed memory is kept for reuse, not given back.
 
-A training step allocates and frees the same tensors again and again, many of them between 128
-KB and a few MB (a decoder step's attention scores and gates, the output layer's logits and
-their gradients). With glibc's defaults a block above the mmap threshold is mapped fresh from
-the kernel on every allocation and unmapped when freed, and the top of the heap is handed back
-to the kernel whenever enough of it is free; every next use of that memory then faults its pages
-in again, each zero-filled by the kernel. On the reference RNNsearch training step (the bench's)
-that is about 15,000 page faults per step.
-
-:func:`keep_freed_memory` sets both with ``mallopt``: every block comes from the heap (no block
-is mapped on its own: the largest mmap threshold glibc accepts is 32 MB, and the reference
-step's logits and their gradients reach 45 MB, so mapping is turned off instead), and the heap
-is not trimmed, so a freed block is reused as it is. Nothing computed changes (the same
-numbers, bit for bit); the process keeps the heap it grew until it ends (docs/performance.md,
-"Memory allocator", has the difference measured).
-``RNNSEARCH_MALLOC=system`` leaves glibc's settings as they are; with another C library (musl,
-macOS) there is nothing to set.
+A training step allocates and frees the same 128 KB - 45 MB tensors again and again; by default
+glibc maps blocks above the mmap threshold fresh and trims the heap top, so each reuse faults
+zero-filled pages in again (about 15,000 faults per reference step). :func:`keep_freed_memory`
+turns mmap off via ``mallopt`` (the largest threshold glibc accepts, 32 MB, is below the
+logits' 45 MB) and heap trimming too. Results are bit for bit the same; the process keeps its
+heap (docs/performance.md, "Memory allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it
+is; other C libraries (musl, macOS) have nothing to set.
 """
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """The import graph of a package, read from its source (nothing is imported).
 
-Every ``import`` and ``from ... import`` of a file counts, at any depth: inside functions, under
-``if TYPE_CHECKING:``, in ``try`` blocks. An import a function makes at call time ties the two
-modules together as firmly as one at the top of the file does.
-
-A registry entry names its code as a string, ``"package.module:attribute"``, that
-``<package>.config.registry.load`` imports when the entry is used (the registries sit below the
-code they name): a module that imports that loader imports, besides what it writes, every module
-named by an entry of the modules it imports (:func:`registry_imports`), except the entries of an
-``opaque`` registry, whose code a reader tracks on its own (the architectures: a model stage
-depends on its own architecture's modules only, through :mod:`rnnsearch.stages.model_code`).
-
-Used by the model_code stage (the modules of one architecture), ``scripts/stage_deps.py`` (each
-DVC stage's code deps) and the layout tests.
+Every import counts, at any depth (in functions, under ``TYPE_CHECKING``, in ``try``): a call-time
+import ties modules as firmly as a top-level one. A registry entry names its code as a string
+``"package.module:attribute"`` that ``<package>.config.registry.load`` imports on use, so a
+module importing that loader also imports every module named by the entries of the modules it
+imports (:func:`registry_imports`), except an ``opaque`` registry's (the architectures, tracked
+per model stage by :mod:`rnnsearch.stages.model_code`). Used by the model_code stage,
+``scripts/stage_deps.py`` and the layout tests.
 """
 from __future__ import annotations
 

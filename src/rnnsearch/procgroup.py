@@ -1,18 +1,11 @@
 """Run a command as its own process group that ends when this process is stopped.
 
-``mlflow server`` is a tree: the server process, uvicorn, a job runner and its consumers. Before
-this module, a SIGTERM to the process that had started it (``make ui``) ended only that process,
-and the whole tree kept serving. :func:`run_group` instead
-
-* starts the command in a process group of its own, so one ``killpg`` reaches every process it
-  starts (and a Ctrl-C in the terminal reaches only this process, which then stops them all);
-* turns SIGTERM, SIGINT and SIGHUP into a stop: SIGTERM to the group, SIGKILL to what is left
-  after a grace period, and this process returns only when no process of the group runs;
-* stops the group likewise when the command ends by itself (its helpers go with it);
-* sets ``PR_SET_PDEATHSIG`` on the command (Linux), so that even a SIGKILL of this process, which
-  it cannot handle, sends the command a SIGTERM.
-
-``exec`` (the server being this process) would not do: the server's own helpers outlive it.
+``mlflow server`` is a tree of processes, and a SIGTERM to ``make ui``'s process used to leave it
+serving. :func:`run_group` starts the command in its own process group (one ``killpg`` reaches
+all; a Ctrl-C reaches only this process), turns SIGTERM, SIGINT and SIGHUP into a stop (SIGTERM
+to the group, SIGKILL after a grace period, returning once none runs), stops the group when the
+command ends by itself, and sets ``PR_SET_PDEATHSIG`` (Linux) so even a SIGKILL of this process
+sends the command a SIGTERM. ``exec`` would not do: the server's helpers would outlive it.
 """
 from __future__ import annotations
 

@@ -1,25 +1,14 @@
-"""The MLflow UI server with one addition: its pages open in the model-training view, and its bare
-address opens on the project's runs.
+"""The MLflow UI server, its pages opening in the model-training view and its bare address on
+the project's runs.
 
-MLflow 3.17's UI is a hash-routed single-page app served at ``/``: a run's address is
-``/#/experiments/<id>/runs/<run id>``, and the browser never sends the ``#...`` part to the
-server. Its sidebar switch between GenAI and Model training is read from ``workflowType`` in
-the address, else from the browser's localStorage (key :data:`WORKFLOW_KEY`), else GenAI; so
-a run opened without ``workflowType`` (every run a user clicks, every copied link) showed the
-GenAI view ("Evaluations").
-
-This ASGI app serves MLflow's own app unchanged except ``GET /`` (any query), which it answers
-with MLflow's own ``index.html`` with a small script first in its head: the script stores
-Model training as the browser's choice before MLflow's app loads (so every page of the UI,
-run pages included, opens in that view), and, only when the address has no ``#...`` part
-(the bare address), replaces it by the runs table of the project's experiment, whose path
-``rnnsearch.tracking ui`` passes in ``RNNSEARCH_UI_LANDING``. A deep link keeps its fragment
-and opens where it points. No redirect is involved: a server-side redirect cannot tell a bare
-address from a deep link. The switch in the sidebar still works on the page; the next load of
-the UI picks Model training again.
-
-It is registered as the ``mlflow.app`` entry point ``rnnsearch-ui`` (pyproject.toml), so
-``mlflow server --app-name rnnsearch-ui`` runs it.
+MLflow 3.17's UI is a hash-routed app at ``/``; its GenAI / Model training switch is read from
+``workflowType`` in the address, else localStorage (:data:`WORKFLOW_KEY`), else GenAI, so every
+clicked run or copied link opened in the GenAI view. This ASGI app serves MLflow's app unchanged
+except ``GET /``: MLflow's ``index.html`` with a script first in its head that stores Model
+training as the browser's choice and, only for a bare address (no ``#...``, which the server
+never sees, hence no redirect), goes to the runs table at ``RNNSEARCH_UI_LANDING`` (set by
+``rnnsearch.tracking ui``). Registered as the ``mlflow.app`` entry point ``rnnsearch-ui``
+(``mlflow server --app-name rnnsearch-ui``).
 """
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """Where attention looks: each target word's attention centre against the diagonal, and for
 Luong's local-p the predicted window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))``.
 
-Teacher-forced on pairs of a tokenised split (as the align_attention stage reads gold pairs), per
-model:
+Teacher-forced on a tokenised split, per model: the centre ``sum_i alpha_ji * i`` against the
+diagonal ``(j + 1/2) * S / T`` (mean distance as a fraction of S, and their correlation along
+the sentence); for local-p also ``p_t / S`` (mean, and its spread: about 0.29 for a centre that
+sweeps the sentence, 0 for one that never moves, whose +-D window sees only those words).
 
-* the attention centre of target word j, ``sum_i alpha_ji * i``, against the diagonal
-  ``(j + 1/2) * S / T``: mean distance as a fraction of the source length S, and the correlation
-  of the two along the sentence (a model that follows the word order moves its centre with j);
-* for local-p: where its window sits, ``p_t / S`` (mean, and its spread along a sentence: about
-  0.29 for a centre that sweeps the whole sentence, 0 for one that never moves), and the same
-  distance and correlation against the diagonal. A window of +-D words around a centre that
-  never moves can only see those words, whatever the score says.
-
-    python -m rnnsearch.experiments.attention_positions data/models/search-50/model.pt \\
+    python -m rnnsearch.experiments.attention_positions data/models/search-50/model.pt \
         data/models/luong_local_p-50/model.pt --data data/tokenized --split dev
 """
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""How local-p's window centre moves while it trains.
+"""How local-p's window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))`` moves while it trains.
 
-Luong's local-p predicts each target word's window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))``.
-This replays a train cell's own set-up (:func:`rnnsearch.training.run.build`: the same data, batch
-order, seed, initialisation and optimiser, ``train.optim.position_lr_scale`` included) in a plain
-loop of the same training steps (:func:`rnnsearch.training.harness.train_step`; no Lightning, so
-no validation and no checkpoints), and every
-``--every`` steps prints where the windows sit: ``p_t / S`` for the first, middle and last real
-word of each target sentence (batch means), and the sigmoid's input (mean and spread over real
-words). A predictor that follows the word order has first < middle < last; one whose input has
-grown past about +-5 sits where the sigmoid is flat and its gradient has all but vanished.
+Replays a train cell's set-up (:func:`rnnsearch.training.run.build`: data, batch order, seed,
+init, optimiser) in a plain loop of :func:`rnnsearch.training.harness.train_step` (no validation,
+no checkpoints) and every ``--every`` steps prints ``p_t / S`` for the first, middle and last
+real word (batch means) and the sigmoid's input (mean, spread). Following the word order means
+first < middle < last; an input past about +-5 sits where the sigmoid's gradient has vanished.
 
-    python -m rnnsearch.experiments.local_p_trace --model luong_local_p --max-len 30 \\
+    python -m rnnsearch.experiments.local_p_trace --model luong_local_p --max-len 30 \
         --steps 1000 --every 50 [--params params.yaml] [--data data/tokenized] [--json trace.json]
 
 Read-only: it writes nothing but ``--json``.

@@ -2,19 +2,11 @@
 
     python -m rnnsearch.experiments.tiny --out /tmp/tiny [--steps 300]
 
-Trains a small RNNsearch (embedding 32, hidden 64) for ``--steps`` steps on the synthetic
-reversal task of :mod:`rnnsearch.experiments.synthetic` (sequences of 5-40 of 20 symbols) and
-writes, in the layout of the train and tokenize stages:
-
-* ``model.pt`` (as the train stage saves it);
-* ``vocab.src.txt`` and ``vocab.tgt.txt`` (the symbols are the words ``s0 .. s19``);
-* ``test.src``: held-out sequences, one a line, as ``data/tokenized/test.src``.
-
-Anything that reads a cell's model and the tokenised test set runs on it: the GPU check
-(``make gpu-check``, ``scripts/gpu_check.sh``) compares CPU and GPU translations on it with
-``python -m rnnsearch.decoding.compare``. A trained model has peaked word distributions, as a real
-one has, so floating-point near-ties are as rare as they are in real decoding; an untrained
-model's flat ones make them more frequent.
+Trains a small RNNsearch (embedding 32, hidden 64) on the synthetic reversal task of
+:mod:`rnnsearch.experiments.synthetic` and writes, as the train and tokenize stages do,
+``model.pt``, ``vocab.src.txt``/``vocab.tgt.txt`` (words ``s0 .. s19``) and held-out
+``test.src``. ``make gpu-check`` compares CPU and GPU translations on it; a trained model's
+peaked distributions make floating-point near-ties as rare as in real decoding.
 """
 from __future__ import annotations
 

@@ -1,21 +1,15 @@
 """Attention: one module, pluggable score functions, global or local (Luong) windows.
 
-Scores of a query ``q`` (the decoder state) against the source annotations ``h_s``:
+Scores of a query ``q`` against annotations ``h_s``: ``additive``/``concat``
+``v^T tanh(W q + U h_s)``, ``dot`` ``q^T h_s``, ``scaled_dot`` ``q^T h_s / sqrt(d)``,
+``general`` ``q^T (W_a h_s)``. The source-only part (``U h_s``, ``W_a h_s``) is the *keys*,
+computed once per batch (:meth:`Attention.project_keys`) and passed to every step explicitly
+(``Memory.keys``), never kept as module state, so beam search can reorder it.
 
-* ``additive`` (Bahdanau) / ``concat`` (Luong's name for the same form): ``v^T tanh(W q + U h_s)``;
-* ``dot``: ``q^T h_s``; ``scaled_dot``: ``q^T h_s / sqrt(d)``; ``general``: ``q^T (W_a h_s)``.
-
-Whatever in a score depends only on the source (``U h_s``, ``W_a h_s``) is the *keys*: computed
-once per batch by :meth:`Attention.project_keys` when encoding and passed to every step as an
-explicit value (``Memory.keys``), never kept as module state, so beam search can reorder it.
-
-Local attention (Luong) restricts the weights to ``[p_t - D, p_t + D]``: ``local_m`` takes
-``p_t = t``; ``local_p`` predicts ``p_t = S sigmoid(v_p^T tanh(W_p q))`` with ``S`` the real source
-length and weights the window by the Gaussian ``exp(-(s - p_t)^2 / (2 sigma^2))``, ``sigma = D/2``.
-Unlike the paper (which multiplies after the softmax) the Gaussian's log is added to the scores
-before the softmax, i.e. the weighted distribution is renormalised: every variant's weights then sum
-to 1 over the real source positions, which the decoder and the alignment plots can rely on.
-``p_t`` is clamped to the last real position so a window never lies wholly on padding.
+Local attention restricts weights to ``[p_t - D, p_t + D]``: ``local_m`` takes ``p_t = t``;
+``local_p`` predicts ``p_t = S sigmoid(v_p^T tanh(W_p q))`` (``S`` the real source length,
+clamped to the last real position) with a Gaussian of ``sigma = D/2``. Unlike the paper, the
+Gaussian's log is added before the softmax, so every variant's weights sum to 1.
 """
 from __future__ import annotations
 

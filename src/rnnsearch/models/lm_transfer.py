@@ -1,25 +1,13 @@
 """The LM -> decoder contract (``docs/contracts.md``, "LM to decoder").
 
-Here, beside the decoder it fills, so that both the pretrain_lm stage (which writes the file) and
-the train stage (which reads it) reach it without the translation models' training importing
-the language model's package.
-
-``decoder_init.pt`` holds ``{"meta": {cell, vocab_size, embedding_size, hidden_size,
-num_layers}, "state_dict": {embedding.*, rnn.*, output.*}}``, the language model's own state
-dict. A decoder with submodules ``embedding`` (``nn.Embedding``), ``rnn`` (batch-first
-``nn.LSTM``/``nn.GRU``/``nn.RNN``) and ``output`` (``nn.Linear``) takes:
-
-* ``embedding.weight`` and every ``rnn`` weight and bias, which must fit exactly, except
-* ``rnn.weight_ih_l0``: only its first E columns (the previous word); the columns that read
-  the attention context, if any, keep their own init;
-* layers beyond the LM's depth keep their own init.
-
-The LM's softmax (``output.*``) is never copied: it reads the LM's RNN state, while every
-decoder's output layer reads something else, Bahdanau et al.'s deep output ``t_i`` (RNNencdec,
-RNNsearch) or Luong et al.'s attentional state ``tanh(W_c [c_i; h_i])``, even where the shapes
-agree (``output_size`` = H). Cell type, vocabulary size, E and H must agree; otherwise loading
-fails naming both shapes (and ``train.init.lm`` is refused at config time,
-:func:`rnnsearch.config.train.check_lm_fits`).
+Here, beside the decoder it fills, so that the pretrain_lm stage (writer) and the train stage
+(reader) share it without translation training importing the LM package. ``decoder_init.pt``
+holds ``{"meta": {cell, vocab_size, embedding_size, hidden_size, num_layers}, "state_dict"}``.
+``embedding`` and ``rnn`` weights must fit exactly, except that only the first E columns of
+``rnn.weight_ih_l0`` (the previous word) are copied and deeper decoder layers keep their init.
+The LM's ``output`` is never copied: every decoder's output layer reads something else (deep
+output or attentional state) even where shapes agree. A mismatch fails naming both shapes
+(refused at config time too, :func:`rnnsearch.config.train.check_lm_fits`).
 """
 from __future__ import annotations
 
