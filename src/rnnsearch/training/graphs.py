@@ -1,42 +1,17 @@
 """CUDA graphs for the attention decoder's training loop (``train.trainer.cuda_graphs``).
 
-Why: teacher forcing through RNNsearch's decoder runs one small step per target word (attention
-over the source, the GRU update), a few dozen kernels forward and backward each. On a GPU such
-small kernels are bound by their launches from Python, not by arithmetic, so a step costs about
-the same at width 256 as at the paper's width 1000 (expected, not measured yet: docs/gpu.md).
+Why: teacher forcing through RNNsearch's decoder (and Luong's with input feeding) runs a few
+dozen small kernels per target word, bound by launches from Python rather than arithmetic. The
+decoder's ``attention_loop`` is captured once per batch shape, forward and backward, with
+:func:`torch.cuda.make_graphed_callables`; the rest of the step is left as it was.
 
-The same holds for Luong's decoder with input feeding. (RNNencdec, and Luong without input
-feeding, run the fused cuDNN RNN over the whole sequence: nothing to graph.)
-
-What: the loop (the decoder's ``attention_loop``: RNNsearch's attend-then-update step, Luong's
-update-attend-feed step) is captured
-once per batch shape with :func:`torch.cuda.make_graphed_callables`, forward and backward; a
-training step then replays two graphs instead of launching the loop's kernels one by one. The
-rest of the step (embeddings, the cuDNN encoder, the output layer and loss over all positions at
-once, the optimizer) stays as it was: few, large kernels.
-
-Shapes: a graph replays fixed shapes, so each training batch is padded
-(:func:`rnnsearch.training.data.pad_batch`) to ``rows`` sentences and to source and target
-lengths rounded up to a multiple of ``multiple``:
-a few dozen shapes for a whole run, each captured the first time it comes. Padding changes no
-number that matters: padded target positions come after the real ones (the loop is causal) and
-are ignored by the loss, padded source positions are masked out of attention, and padded rows
-have no target tokens.
-
-Memory: every shape's graphs share one memory pool. That is safe because a step replays the
-forward graph of one shape and then its backward graph, never interleaved with another shape's.
-
-Checked: the run's first capture is replayed once against the eager loop on other inputs (the
-capture's, halved) before training goes on: the loop's outputs, and the gradients of a fixed
-random projection of them with respect to its inputs and the decoder's parameters, must agree
-to :data:`CHECK_TOLERANCE` (relative). A graph that computed something else (a stale input, a
-gradient that does not reach a parameter) would otherwise train a wrong model without a word;
-this way it is one warning, the eager loop, and the reason in the metrics, as for a capture CUDA
-refuses. (Not with dropout inside the loop, between stacked decoder layers: the two runs would
-draw different masks.)
-
-Validation and decoding (no gradient, or eval mode) and the CPU run the eager loop: the CPU
-path, and with it the default run's numbers, are exactly what they were.
+Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_batch`), which changes
+no number: padded positions are masked or ignored by the loss. All shapes share one memory
+pool, safe because a step replays one shape's forward then its backward. The first capture is
+checked against the eager loop on halved inputs (outputs and gradients, to
+:data:`CHECK_TOLERANCE`; not with dropout inside the loop): a wrong graph would otherwise train
+a wrong model silently. A failed capture or check means a warning and the eager loop. The CPU,
+validation and decoding always run the eager loop.
 """
 from __future__ import annotations
 
@@ -61,11 +36,8 @@ CHECK_TOLERANCE = 1e-2                 # graphed vs eager: the same kernels; a b
 class LoopModule(nn.Module):
     """A decoder's attention loop as a module of tensors only (what a graph capture takes).
 
-    The decoder is its submodule (shared, not copied): every parameter the loop uses is on the
-    capture's input surface, so the gradients a replay computes reach the decoder's own
-    parameters; the ones the loop does not use get none. ``layout`` names the optional state
-    fields passed after the step positions (``cell`` for an LSTM, ``feed`` for input feeding).
-    """
+    The decoder is a shared submodule, so a replay's gradients reach its own parameters.
+    ``layout`` names the optional state fields after ``step`` (``cell``, ``feed``)."""
 
     def __init__(self, decoder: RecurrentDecoder, layout: tuple[str, ...]) -> None:
         super().__init__()
@@ -97,10 +69,9 @@ def relative_difference(a: Tensor | None, b: Tensor | None) -> float:
 def outputs_and_gradients(loop: Any, inputs: tuple[Tensor, ...], params: list[Tensor],
                           weights: list[Tensor] | None = None
                           ) -> tuple[list[Tensor], list[Tensor | None], list[Tensor]]:
-    """``loop(*inputs)`` on fresh copies of the inputs: its float outputs, the gradients of
-    ``sum(output * weight)`` with respect to the inputs that require them and ``params``
-    (``.grad`` is left alone), and the weights (fixed random ones when not given). Everything
-    is copied: a graph's outputs and gradients are overwritten by its next replay."""
+    """``loop(*inputs)`` on copies: its float outputs, the gradients of ``sum(output * weight)``
+    w.r.t. the grad-requiring inputs and ``params``, and the weights (fixed random by default).
+    All copied, since a graph's next replay overwrites them; ``.grad`` is left alone."""
     args = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
     outputs = [o for o in loop(*args) if o.is_floating_point()]
     if weights is None:
@@ -114,9 +85,8 @@ def outputs_and_gradients(loop: Any, inputs: tuple[Tensor, ...], params: list[Te
 
 
 def loop_disagreement(graphed: Any, eager: nn.Module, inputs: tuple[Tensor, ...]) -> float:
-    """The largest :func:`relative_difference` between ``graphed`` and ``eager`` (the same
-    loop) on ``inputs``: over the outputs, and over the gradients of a fixed random projection
-    of them with respect to the float inputs and ``eager``'s parameters."""
+    """The largest :func:`relative_difference` of ``graphed`` and ``eager`` over outputs and
+    the gradients of :func:`outputs_and_gradients`."""
     params = [p for p in eager.parameters() if p.requires_grad]
     ours, our_grads, weights = outputs_and_gradients(graphed, inputs, params)
     theirs, their_grads, _ = outputs_and_gradients(eager, inputs, params, weights)
@@ -127,19 +97,16 @@ def loop_disagreement(graphed: Any, eager: nn.Module, inputs: tuple[Tensor, ...]
 
 
 def halved(inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """The float inputs halved (the rest as they are), each still requiring a gradient where
-    it did: inputs a capture did not see, in the form it expects."""
+    """The float inputs halved (same ``requires_grad``): inputs a capture did not see."""
     return tuple((t.detach() * 0.5).requires_grad_(t.requires_grad) if t.is_floating_point()
                  else t for t in inputs)
 
 
 @contextlib.contextmanager
 def _stale_streams_joined() -> Iterator[None]:
-    """During a capture, let autograd move onto the capturing stream the gradients of the
-    decoder parameters that this step's eager forward already used on the default stream
-    (their ``AccumulateGrad`` nodes remember that stream; torch 2.11 then invalidates the
-    capture, torch >= 2.12 refuses it unless ``set_override_stale_capture_stream`` is on).
-    A no-op where torch lacks the setting; the previous setting is restored after."""
+    """Turn on ``set_override_stale_capture_stream`` (where torch has it) during a capture:
+    the eager forward's ``AccumulateGrad`` nodes remember the default stream, which torch 2.11
+    silently invalidates and torch >= 2.12 refuses."""
     override = getattr(torch.autograd.graph, "set_override_stale_capture_stream", None)
     if override is None:
         yield
@@ -201,9 +168,8 @@ class GraphedLoops:
 
     def _capture_or_give_up(self, key: tuple, inputs: tuple[Tensor, ...],
                             layout: tuple[str, ...]) -> Any:
-        """:meth:`_capture`; when it fails (an operation CUDA cannot capture, memory), the run
-        goes on with the eager loop (a warning, and ``error`` for the metrics) rather than
-        losing its progress; returns None then."""
+        """:meth:`_capture`, or None after a failure (warned, kept in ``error``): the run then
+        goes on with the eager loop rather than losing its progress."""
         try:
             with _stale_streams_joined():
                 return self._capture(key, inputs, layout)
@@ -216,10 +182,8 @@ class GraphedLoops:
         return None
 
     def release(self) -> None:
-        """Drop every captured graph and their memory pool, and give the pool's memory back:
-        once a capture failed the loop runs eagerly and needs it (each shape's graphs hold
-        their activations; at the paper's width six shapes of 80 sentences filled an H200's
-        141 GB, after which even the eager loop ran out of memory)."""
+        """Drop every graph and give their pool's memory back for the eager loop (at the paper's
+        width six shapes of 80 sentences filled an H200's 141 GB)."""
         self.graphs.clear()
         self.pool = None
         if torch.cuda.is_available():
@@ -253,8 +217,7 @@ class GraphedLoops:
         return len(self.graphs)
 
     def stats(self) -> dict[str, Any]:
-        """What a run's metrics record: shapes captured, seconds spent capturing, and why
-        capturing stopped, if it failed."""
+        """For the metrics: shapes captured, capture seconds, check difference, error."""
         stats: dict[str, Any] = {"cuda_graph_shapes": self.captured,
                                  "cuda_graph_capture_seconds": round(self.capture_seconds, 1)}
         if self.check_difference is not None:
@@ -273,9 +236,8 @@ def has_attention_loop(model: Seq2Seq) -> bool:
 
 
 def enable_cuda_graphs(model: Seq2Seq, key: str = "train.trainer.cuda_graphs") -> GraphedLoops:
-    """Make ``model``'s teacher forcing replay CUDA graphs of its attention loop; returns the
-    runner (its :meth:`GraphedLoops.stats` go to the metrics). A model without the loop fails
-    naming ``key``: it already runs the fused cuDNN RNN."""
+    """Make ``model``'s teacher forcing replay graphs of its loop; returns the runner. A model
+    without the loop is a :class:`ConfigError` naming ``key``."""
     if not has_attention_loop(model):
         raise ConfigError(f"{key}: model {model.config.model!r}"
                           f"{'' if model.config.model != 'luong' else ' without input feeding'} "

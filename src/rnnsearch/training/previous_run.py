@@ -1,20 +1,9 @@
 """The previous run's resume state, set aside (not deleted) while a new run gets going.
 
-A run that cannot continue the one before it (other params or data, or a finished run trained
-again) starts afresh. Deleting the previous run's resume state at that point would throw its
-progress away for nothing whenever the new run then fails (an impossible setting that only the
-Trainer notices, a diverged loss, a full disk): going back to the old params would train that
-cell from step 0 again. So the previous state moves into ``<out>/.previous-run/`` (one rename per
-file, on the same disk), and:
-
-* it comes back, byte for byte, when the new run fails before it has written a checkpoint of
-  its own (:meth:`RunState.restored_on_failure`);
-* a later run with the previous run's fingerprint resumes from it (going back to the old params
-  continues the old run while the new one is unfinished); the two states then swap places;
-* it is dropped when the new run finishes.
-
-A run that has written its own checkpoint keeps it when it fails later on (a full disk at step
-2,000): that progress is what the rerun resumes from.
+Deleting it at a fresh start would lose its progress whenever the new run then fails. So it
+moves into ``<out>/.previous-run/`` (renames on the same disk): it comes back when the new run
+fails before its first checkpoint, a later run with its fingerprint resumes from it (the two
+swap places), and it is dropped when the new run finishes.
 """
 from __future__ import annotations
 

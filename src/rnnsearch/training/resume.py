@@ -1,21 +1,10 @@
 """Exact resumption: a run killed and restarted from ``last.ckpt`` ends with the same weights.
 
-A resumed run matches an unbroken one only if, at the first training step after the restore,
-three things are as they were: the data (the batches still to come in the epoch), the random
-number generators (dropout; and torch's ``DataLoader`` draws one number from the global RNG each
-time it creates an iterator, unless it has its own ``generator``), and the callbacks' view of the
-validations so far (best score, early-stopping patience). This module provides one piece each:
-
-* :class:`ResumableLoader`: a ``DataLoader`` whose position in the epoch travels in the checkpoint
-  (Lightning saves it with the loops and restores it before iterating).
-* :class:`RngState`: the global RNG states (torch, CUDA, numpy, random) saved in the checkpoint and
-  put back just before the first step the restored run takes, after Lightning's set-up draws.
-* :class:`LastCheckpoint`: writes ``last.ckpt`` where a run can continue from: after the
-  validation of that step (when there is one), not before it, and stops a restored run that
-  early stopping had stopped.
-
-Everything is stored as tensors, lists, dicts, numbers and strings, so the checkpoint loads with
-``weights_only=True`` (:mod:`rnnsearch.training.checkpoints`), as both stages read it.
+That needs, at the first step after the restore, the same batches still to come
+(:class:`ResumableLoader`), the same RNG states (:class:`RngState`; each new ``DataLoader``
+iterator draws from torch's) and the callbacks' view of the validations so far
+(:class:`LastCheckpoint`). Everything is stored as plain values and tensors, so the checkpoint
+loads with ``weights_only=True``.
 """
 from __future__ import annotations
 
@@ -45,7 +34,7 @@ def rng_state() -> dict[str, Any]:
         "python": {"version": version, "internal": list(internal), "gauss_next": gauss_next},
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()                    # one uint8 tensor a device
+        state["cuda"] = torch.cuda.get_rng_state_all()              # one uint8 tensor a device
     return state
 
 
@@ -64,15 +53,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 class RngState(pl.Callback):
     """Saves the global RNG states in every checkpoint; a restored run continues their sequence.
 
-    The states are put back at the first ``on_train_epoch_start`` or ``on_train_batch_start``
-    after the restore, whichever comes first: that is where the unbroken run was when the file
-    was written (after a step or its validation, nothing draws until the next epoch starts or
-    the next batch trains), and it is after the draws Lightning makes while setting the restored
-    run up (each new ``DataLoader`` iterator takes one number from torch's RNG).
-
-    With several processes the file holds rank 0's states; every rank is seeded alike and draws
-    alike, so they are every rank's.
-    """
+    They are put back at the first epoch or batch start after the restore: where the unbroken
+    run was, and after Lightning's set-up draws. Rank 0's states serve every rank (all are
+    seeded and draw alike)."""
 
     def __init__(self) -> None:
         self._pending: dict[str, Any] | None = None   # loaded, not yet put back
@@ -101,10 +84,7 @@ class RngState(pl.Callback):
 class _SkipFirst(Sampler[list[int]]):
     """A batch sampler that leaves out the first ``skip`` batches of ``batches``' next pass.
 
-    ``sampler`` is the wrapped batch sampler: at the start of every epoch Lightning calls
-    ``dataloader.batch_sampler.sampler.set_epoch(epoch)`` (the restored epoch on resume), which
-    is how a shuffling batch sampler learns the epoch to shuffle for.
-    """
+    ``sampler`` is the wrapped one, for Lightning's ``batch_sampler.sampler.set_epoch``."""
 
     def __init__(self, batches: Sampler[list[int]]) -> None:
         self.batches, self.skip = batches, 0
@@ -137,13 +117,8 @@ class _Counted(Iterator[Any]):
 class ResumableLoader(DataLoader):
     """A ``DataLoader`` over a batch sampler that a restored run continues mid-epoch.
 
-    Lightning calls ``state_dict()`` when it writes a checkpoint (the batches this pass has handed
-    out, which with a sized loader are the batches of the epoch trained so far) and, on resume,
-    ``load_state_dict()`` before it creates the iterator: that pass then starts with the first
-    batch the killed run had not trained on; later passes are whole. ``iter()`` creates the torch
-    iterator at once, as a plain ``DataLoader`` does, so its draw from the global RNG comes at the
-    same point as before: an unbroken run is unchanged.
-    """
+    Its state is the batches this pass handed out; restored, the next pass skips them. The torch
+    iterator is still created at ``iter()``, so its RNG draw comes where it always did."""
 
     def __init__(self, dataset: Sequence[Any], batch_sampler: Sampler[list[int]],
                  **kwargs: Any) -> None:
@@ -172,18 +147,9 @@ class ResumableLoader(DataLoader):
 class LastCheckpoint(Checkpoint):
     """Write ``path`` every ``every_n_steps`` training steps, where a restored run can continue.
 
-    Lightning's ``ModelCheckpoint(every_n_train_steps=...)`` writes at the end of the training
-    batch, before the validation of that same step: the file then lacks that validation's effect
-    on the callbacks (best score, ``model.pt``, early-stopping patience), and a run restored from
-    it does not redo it (Lightning fast-forwards a validation it finds due on restart). So at a
-    step followed by a validation this callback writes at the validation's end instead; being a
-    ``Checkpoint`` it runs after the other callbacks, which have then taken the validation into
-    account. Lightning restores such a file without repeating the validation. At other steps the
-    file is written at the end of the batch.
-
-    ``Trainer.should_stop`` is not in the file: a run restored from the validation at which
-    ``EarlyStopping`` ran out of patience is stopped at once, as the killed run was.
-    """
+    Unlike ``ModelCheckpoint(every_n_train_steps=...)``, a step followed by a validation is
+    written after it (and after the other callbacks saw it): Lightning does not redo that
+    validation on restart. A run restored where ``EarlyStopping`` ran out of patience stops."""
 
     def __init__(self, path: str | Path, every_n_steps: int) -> None:
         self.path, self.every_n_steps = Path(path), every_n_steps

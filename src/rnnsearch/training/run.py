@@ -1,20 +1,11 @@
 """Train one grid cell (model variant x max length): everything the ``train`` stage does.
 
-Order matters for failing fast: the config, the data, the model and its optional initialisation
-(word vectors, language model) are all checked before the Trainer starts, so a bad variant name or
-a vector file of the wrong shape fails in seconds, not after an hour.
-
-Resuming: ``<out>/run.json`` records a fingerprint of everything the run's result depends on
-(this cell's params, budget included, the data files and the initialisation's files) and whether
-it finished. When ``dvc repro`` reruns the stage after an interruption (the output directory is
-``persist: true``), a matching, unfinished run continues from ``<out>/last.ckpt`` (steps,
-optimiser, elapsed time budget, best dev score) and logs into the same MLflow run. Anything else
-(changed params or data, or a finished run rerun because code changed) starts afresh.
-
-Nothing of the previous run is lost to a failed start: its resume state is set aside only after
-the data, the model and the Trainer have been built, and comes back when the new run fails before
-its first checkpoint (:mod:`rnnsearch.training.previous_run`); the running run keeps its best
-model in ``model.pt.partial``, which replaces ``model.pt`` only when the run finishes.
+Every input (config, data, model, its initialisation) is checked before the Trainer starts, so
+a bad setting fails in seconds. ``<out>/run.json`` holds a fingerprint of everything the result
+depends on: an unfinished run with the same one continues from ``last.ckpt`` in the same MLflow
+run; anything else starts afresh. The previous resume state is set aside only once everything is
+built and comes back on an early failure (:mod:`rnnsearch.training.previous_run`); the best model
+replaces ``model.pt`` only when the run finishes.
 """
 from __future__ import annotations
 
@@ -90,9 +81,7 @@ def init_files(init: InitConfig, embed_dir: str | Path | None,
 
 def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
                 init: Sequence[Path] = ()) -> str:
-    """A hash of everything the cell's result depends on: its params (the budget included: a
-    run resumed with a larger budget would not end where a fresh run with that budget ends),
-    the data it reads and the files its initialisation reads (``init``). Equal -> safe to
+    """A hash of the cell's params (budget included), data and ``init`` files: equal -> safe to
     resume."""
     params = dataclasses.asdict(config)
     params.pop("grid")
@@ -110,9 +99,8 @@ def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Pa
 
 
 def read_run(out_dir: Path) -> dict[str, Any]:
-    """``run.json`` of the previous run; {} when there is none or it cannot be read (a warning
-    says so: the run then starts afresh, which is safe, since the model it made is replaced only
-    when the new run finishes)."""
+    """``run.json`` of the previous run; {} when missing or unreadable (warned: starting afresh
+    is safe, the old model is replaced only when the new run finishes)."""
     path = out_dir / RUN_FILE
     if not path.is_file():
         return {}
@@ -142,8 +130,7 @@ def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
 
 
 def run_state(out_dir: Path) -> RunState:
-    """The files a cell's resume state is made of (``model.pt`` is not among them: it stays
-    until a finished run replaces it)."""
+    """The files of a cell's resume state (not ``model.pt``)."""
     return RunState(out_dir, (LAST, PARTIAL, RUN_FILE), LAST)
 
 
@@ -177,12 +164,9 @@ DIVERGED_FACTOR = 10.0  # a dev loss above this many times the uniform distribut
 
 
 def diverged_scores(best: dict[str, float], vocab_size: int) -> dict[str, float]:
-    """The scores of ``best`` that say the run diverged: any NaN or infinity, and a dev loss
-    above ``DIVERGED_FACTOR`` x ln(``vocab_size``), ln(V) being the loss of a model that gives
-    every target word the same probability. Which of the two a run that blew up ends with
-    depends on the CPU's kernels (one CPU overflows to inf and then NaN where another stays at
-    6e30), so both mean the same. The factor leaves room for a model that overfits a tiny
-    corpus (confidently wrong on dev: 1.1 x ln(V) seen in the tests)."""
+    """The scores of ``best`` that say the run diverged: NaN or infinity, or a dev loss above
+    ``DIVERGED_FACTOR`` x ln(V), the uniform model's loss (a blown-up run reaches inf on one CPU
+    and 6e30 on another; an overfit tiny corpus reaches 1.1 x ln(V))."""
     bad = {k: v for k, v in best.items() if not math.isfinite(v)}
     loss = best.get("val_loss")
     if loss is not None and math.isfinite(loss) and loss > DIVERGED_FACTOR * math.log(vocab_size):
@@ -191,9 +175,8 @@ def diverged_scores(best: dict[str, float], vocab_size: int) -> dict[str, float]
 
 
 def check_converged(best: dict[str, float], vocab_size: int, out_dir: Path, step: int) -> None:
-    """Refuse a run that diverged (:func:`diverged_scores`) or was never scored. Its resume
-    state is cleared, so that a rerun after the cause is fixed starts afresh instead of resuming
-    broken weights; the previous ``model.pt`` (and the resume state set aside) stays."""
+    """Refuse (:class:`TrainingDiverged`) a diverged or unscored run, clearing its resume state
+    so a rerun starts afresh; the previous ``model.pt`` stays."""
     bad = diverged_scores(best, vocab_size)
     if not best or bad:
         clear_stale_run(out_dir)
@@ -237,10 +220,8 @@ def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, 
 
 
 def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
-    """Lightning's Trainer for ``train.trainer`` and ``train.budget``; its mixed precision with
-    autocast's weight cache on unless ``train.trainer.autocast_cache`` is false, and torch's
-    float32 matmul precision as ``train.trainer.matmul_precision`` asks on its device
-    (:mod:`rnnsearch.training.precision`)."""
+    """Lightning's Trainer for ``train.trainer`` and ``train.budget``, with the precision
+    settings of :mod:`rnnsearch.training.precision`."""
     t, b = config.trainer, config.budget
     trainer = pl.Trainer(
         accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
@@ -258,10 +239,8 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
 
 
 def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:
-    """With ``train.trainer.cuda_graphs``: the model's decoder loop replayed as CUDA graphs
-    (:mod:`rnnsearch.training.graphs`); fails naming the key without a GPU. A model without a
-    step-by-step loop (RNNencdec, Luong without input feeding: the fused cuDNN RNN) trains as
-    it is, so one setting serves a grid of mixed models."""
+    """With ``train.trainer.cuda_graphs`` (refused without a GPU): the decoder loop's graphs;
+    None for a model without a step-by-step loop, so one setting serves a mixed grid."""
     if not config.trainer.cuda_graphs:
         return None
     require(torch.cuda.is_available(), "train.trainer.cuda_graphs",
@@ -281,8 +260,7 @@ def graph_padding(config: TrainConfig, graphs: GraphedLoops | None) -> tuple[int
 
 def supervision_links(config: TrainConfig, model_name: str, links_dir: str | Path | None
                       ) -> Path | None:
-    """The links folder when the cell trains with supervised attention (a grid model with
-    attention and ``train.supervised_attention.weight`` > 0), else None: nothing is read."""
+    """The links folder when the cell trains with supervised attention, else None."""
     if not config.supervised(model_name):
         return None
     require(links_dir is not None, "train.supervised_attention.weight",
@@ -338,8 +316,7 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                lm_path: str | Path | None = None, links_dir: str | Path | None = None
                ) -> dict[str, Any]:
     """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics.
-    ``links_dir``: the align stage's training links, read when the cell trains with
-    supervised attention."""
+    ``links_dir``: the align stage's links, read for supervised attention."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     cell = cell_name(model_name, max_len)
     links = supervision_links(config, model_name, links_dir)
