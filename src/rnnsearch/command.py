@@ -1,12 +1,8 @@
-"""How every command of the project ends: the stage runner, the presets, the studies in
-``experiments/``, the bench and the decoding tools all run their work through :func:`run_command`
-(or its decorator form, :func:`entry_point`), so a failure looks the same wherever it happens:
-
-* an expected failure (:data:`~rnnsearch.errors.EXPECTED`: a params key, a file, a full disk) is
-  one line ``<prog>: error: <message>`` on stderr and exit status 2, without a traceback;
-* Ctrl-C is one line ``<prog>: <what it left>`` and exit status 130;
-* anything else is a bug and shows its traceback (Python's exit status 1), since hiding it would
-  hide the bug.
+"""How every command of the project ends: stages, presets, studies, the bench and the decoding
+tools run through :func:`run_command` (or :func:`entry_point`), so a failure looks the same
+everywhere: an expected one (:data:`~rnnsearch.errors.EXPECTED`) is one line ``<prog>: error:
+<message>`` on stderr and exit 2; Ctrl-C is one line ``<prog>: <what it left>`` and exit 130;
+anything else is a bug and keeps its traceback (exit 1).
 
 Below ``stages/`` and ``experiments/``: it imports only :mod:`rnnsearch.errors` and
 :mod:`rnnsearch.data.savefile`.

@@ -1,11 +1,8 @@
 """The project's errors: failures a user can fix, each message naming the key or file at fault.
 
-A command (a stage, a preset, a study, the bench) turns these, and an ``OSError`` such as a full
-disk, into one line and exit status 2 (:mod:`rnnsearch.command`); any other exception is a bug
-and shows its traceback. None of them is a ``ValueError``, so that a ``ValueError`` from a bug or
-a library (a tuple that does not unpack, a numpy shape mismatch) is never mistaken for bad input.
-
-This module imports nothing of the project, so that every layer can raise them.
+Commands turn these (and an ``OSError``) into one line and exit 2 (:mod:`rnnsearch.command`).
+None is a ``ValueError``, so that a bug's or library's ``ValueError`` is never mistaken for bad
+input. This module imports nothing of the project, so that every layer can raise them.
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """An experiment's trained files, taken from this clone's DVC cache without touching the workspace.
 
-A preset or ``make experiment`` run keeps its results in the git branch ``preset/<name>``; its
-models and vocabularies are DVC outputs, in the cache of the clone that ran it, while the
-workspace keeps the default run's. :func:`fetch` copies what translating needs (one cell's
-``model.pt``, ``data/tokenized`` and the branch's ``params.yaml``) to
-``.cache/experiments/<name>/``, and ``python -m rnnsearch.presets translate <name> <cell>``
-hands them to the translation command line (:mod:`rnnsearch.decoding.cli`).
+A preset or ``make experiment`` run keeps its results in the git branch ``preset/<name>`` and
+its models in this clone's DVC cache. :func:`fetch` copies one cell's ``model.pt``,
+``data/tokenized`` and the branch's ``params.yaml`` to ``.cache/experiments/<name>/`` for
+``python -m rnnsearch.presets translate <name> <cell>``.
 """
 from __future__ import annotations
 

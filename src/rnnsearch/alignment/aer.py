@@ -3,10 +3,8 @@
     precision = |A ∩ P| / |A|     recall = |A ∩ S| / |S|
     AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
 
-counted over every sentence together (not averaged per sentence), S within P.
-
-Two aligners (or two models' attention) on the same sentences are compared by paired bootstrap
-resampling of the sentences (:func:`paired_bootstrap_aer`), as sacreBLEU compares BLEU.
+counted over all sentences together, S within P; :func:`paired_bootstrap_aer` compares two
+aligners on the same sentences, as sacreBLEU compares BLEU.
 """
 from __future__ import annotations
 

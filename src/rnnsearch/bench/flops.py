@@ -1,12 +1,9 @@
-"""Arithmetic of a translation model, counted from its layer shapes: a list of :class:`Gemm`
-terms, each a product ``[m x k] @ [k x n]`` run ``per_token`` times per *target* token (encoder
-terms scaled by the source/target length ratio, attention terms by the source length; ``m``, the
-rows of one call, decides the measured rate: :mod:`rnnsearch.bench.gemm`). A multiply-add is two
-FLOPs; training costs three times the forward (the backward is two more products of the same
-size); element-wise work, softmax and embedding lookups, a few per cent, are left out.
-
-The products follow the decoder class a model's architecture entry names (:data:`WIRINGS`), not
-its name: a model whose decoder has no count here is refused, not counted as another.
+"""Arithmetic of a translation model from its layer shapes: :class:`Gemm` terms ``[m x k] @
+[k x n]``, each run ``per_token`` times per *target* token (encoder terms scaled by the
+source/target length ratio, attention terms by the source length; ``m`` decides the measured
+rate, :mod:`rnnsearch.bench.gemm`). A multiply-add is two FLOPs; training is three times the
+forward; element-wise work, softmax and lookups (a few per cent) are left out. Terms follow the
+decoder class of the architecture entry (:data:`WIRINGS`); an uncounted decoder is refused.
 """
 from __future__ import annotations
 

@@ -3,15 +3,13 @@
     python -m rnnsearch.decoding.cli --model data/models/search-50/model.pt [FILE]
     echo "The cat sat on the mat." | rnnsearch-translate --model data/models/search-50/model.pt --align
 
-Reads one sentence per line from FILE (or stdin), tokenises it as the pipeline did (Moses,
-``prepare.src_lang``, ``tokenize.lowercase`` from params.yaml; then, where the vocabularies'
-folder holds subword models, the source model's pieces), decodes it (``translate.search`` from
-params.yaml unless overridden here) and prints the translation as text (pieces joined, Moses
-detokenised), one line per input line; ``--nbest N`` prints the N best instead (each with its
-normalised score, a tab, the text); ``--align`` adds the attention matrix as text (percent,
-target rows x source columns; pieces with subword units). ``--device`` (default
-``translate.device``: the GPU when torch sees one) says where to decode; the batch size defaults
-to ``translate.batch_size`` on the CPU, ``translate.batch_size_cuda`` on a GPU.
+Reads one sentence a line from FILE (or stdin), tokenises it as the pipeline did (Moses with
+params.yaml's ``prepare.src_lang`` and ``tokenize.lowercase``, then subword pieces where the
+vocabularies' folder has models), decodes it (``translate.search`` unless overridden) and prints
+one detokenised translation a line; ``--nbest N`` prints N (normalised score, a tab, the text);
+``--align`` adds the attention matrix in percent (target rows x source columns). ``--device``
+defaults to ``translate.device``, the batch size to ``translate.batch_size`` (CPU) or
+``translate.batch_size_cuda`` (GPU).
 """
 from __future__ import annotations
 

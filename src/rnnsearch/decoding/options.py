@@ -1,11 +1,7 @@
 """Search options and the small pure helpers every decoder shares.
 
-* :class:`SearchOptions`: beam width, length normalisation, n-best, the output length limit and
-  the stopping rule; it is the ``translate.search`` section of params.yaml, so it lives (and is
-  validated) in :mod:`rnnsearch.config.search`; decoders import it from here.
-* :func:`max_output_lengths`: ``min(cap, floor(a * src_len + b))`` per sentence, at least 1.
-* :func:`normalise`: the score finished hypotheses are ranked by.
-* :func:`reachable`: the best score a live hypothesis could still finish with.
+:class:`SearchOptions` is params.yaml's ``translate.search``, validated in
+:mod:`rnnsearch.config.search` and re-exported here for the decoders.
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Gradient-flow diagnostic (spec section 3): how far back does the loss reach?
 
-For a window of T words, the loss at the last step is differentiated with respect to every
-hidden state; ``|d loss_T / d h_{T-k}|`` against k is the norm of the Jacobian product
-``dh_T/dh_{T-k} = A_T ... A_{T-k+1}`` applied to the output gradient. A vanilla RNN multiplies
-by ``W_h`` and a tanh derivative at every step, so its curve falls geometrically; the gated
-cells' additive paths (LSTM cell, GRU interpolation) let it fall more slowly. For an LSTM the
-gradient is taken with respect to h (its cell state c is part of the path, not measured).
+``|d loss_T / d h_{T-k}|`` against k over a window of T words: a vanilla RNN multiplies by
+``W_h`` and a tanh derivative each step, so its curve falls geometrically; gated cells' additive
+paths let it fall more slowly. For an LSTM the gradient is taken with respect to h (not c).
 """
 from __future__ import annotations
 

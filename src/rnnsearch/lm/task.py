@@ -1,11 +1,10 @@
 """The Lightning side of LM training: truncated BPTT with the state carried across segments.
 
-``LMTask`` wraps a :class:`~rnnsearch.lm.model.LanguageModel`. Each training step reads one
-segment (``batch x k``) starting from the previous segment's final state, detached, so gradients
-flow back at most k steps while the forward pass sees the whole stream. The carried state, the
-position in the epoch and the torch RNG travel in every checkpoint, so a run restored from
-``last.ckpt`` continues exactly where the killed one stopped (same segments, same dropout masks).
-Gradient-norm clipping is the Trainer's ``gradient_clip_val`` (``g <- g * min(1, tau/|g|)``).
+Each training step of ``LMTask`` reads one ``batch x k`` segment from the previous segment's
+final state, detached (gradients reach back k steps, the forward sees the whole stream). The
+carried state, the epoch position and the torch RNG travel in every checkpoint, so a run
+restored from ``last.ckpt`` continues exactly (same segments, same dropout masks). Clipping is
+the Trainer's ``gradient_clip_val``.
 """
 from __future__ import annotations
 

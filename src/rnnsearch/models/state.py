@@ -1,12 +1,9 @@
 """What flows between encoder, decoder steps and search: ``Memory``, ``DecoderState``, ``reorder``.
 
-The protocol every decoder honours: ``prepare_memory`` returns, and ``init_state`` and ``step``
-take and return, NamedTuples whose fields are tensors with the batch first (or ``None``). The
-searches (:mod:`rnnsearch.decoding.greedy`, :mod:`rnnsearch.decoding.beam`) read no field of
-them: they expand a batch to batch*k and reorder hypotheses with :func:`reorder`, whichever
-model produced them, so a new architecture brings its own types and no search changes.
-``Memory`` and ``DecoderState`` are the recurrent decoders'; the Transformer's are
-:class:`rnnsearch.models.transformer.TransformerMemory` and ``TransformerState``.
+Every decoder's ``prepare_memory``, ``init_state`` and ``step`` pass NamedTuples of batch-first
+tensors (or ``None``). The searches read no field of them, only expand and :func:`reorder`
+them, so a new architecture brings its own types (the Transformer's are in
+:mod:`rnnsearch.models.transformer`) and no search changes.
 """
 from __future__ import annotations
 
