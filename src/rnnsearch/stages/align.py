@@ -1,34 +1,15 @@
-"""DVC stage ``align``: IBM Model 1 and fast_align trained by EM on the training pairs, in both
-directions, symmetrised, and scored (AER) against the human links of the Hansard gold set.
-``fast_align_vb`` is fast_align with its ``-v``: a Dirichlet prior (``align.alpha``) on the
-translation table, trained by variational Bayes.
+"""DVC stage ``align``: IBM Model 1 and fast_align (``fast_align_vb``: with its Dirichlet prior,
+``align.alpha``) trained by EM in both directions, symmetrised, and scored (AER) against the
+Hansard gold set, whose 447 pairs are mapped onto the pipeline's tokens and join the EM corpus
+unannotated. Aligners work on words (subword pieces joined back), whatever the units. Writes
 
-The 447 gold sentence pairs (English-French; ``align`` looks them up like a corpus: the mirror,
-the download cache, then upstream) are mapped onto the pipeline's tokens
-(:mod:`rnnsearch.alignment.mapping`) and added, unannotated, to the EM corpus, as is usual for
-unsupervised aligners: their words need translation probabilities. Writes
-
-* ``data/align/gold.json``: the gold sentences with their pipeline tokens and which gold words
-  each token covers (the attention models' alignments are scored from it; empty without gold);
-* ``data/align/<model>.<links>.wa``: predicted links of every gold sentence in the gold file
-  format (``id e f``, 1-based gold positions), for other AER tools;
-* ``data/align_links/``: ``train.links`` and ``dev.links``, the links of ``align.train_links``
-  for every line of ``train.*`` and ``dev.*`` (Pharaoh ``i-j``: 0-based source and target token
-  positions; the train stage's supervised attention reads them; the dev pairs join that
-  aligner's EM corpus, unannotated, as the gold sentences do), and ``meta.json`` saying which
-  aligner and symmetrisation made them. With ``align.train_links: null`` they stay the same
-  whatever the aligners do (empty files, ``"train_links": null``), so that no train cell goes
-  stale when an aligner changes;
-* ``metrics/align.json``: the log-likelihood per EM iteration, AER / precision / recall of each
-  direction and symmetrisation, the diagonal baseline, the mapping statistics, the times.
-
-A language pair without gold alignments (not English-French) still trains the aligners and logs
-their log-likelihood; the AER is then absent, and the metrics say why.
-
-With subword units (``tokenize.units: bpe | unigram``) the training text's pieces are joined back
-into its Moses tokens first: the aligners and the gold mapping work on words whatever the units,
-so IBM Model 1 is the same baseline for every model, and ``gold.json`` holds words, which
-``align_attention`` splits into the models' pieces.
+* ``data/align/gold.json``: the gold sentences, their tokens and the gold words each covers;
+* ``data/align/<model>.<links>.wa``: predicted gold links (``id e f``, 1-based);
+* ``data/align_links/``: ``train.links``/``dev.links`` (Pharaoh ``i-j``, 0-based) of
+  ``align.train_links`` for supervised attention, and ``meta.json``; empty with
+  ``train_links: null``, so no train cell goes stale when an aligner changes;
+* ``metrics/align.json``: log-likelihood per EM iteration, AER / precision / recall, the
+  diagonal baseline, mapping statistics, times (no AER without gold: the metrics say why).
 """
 from __future__ import annotations
 

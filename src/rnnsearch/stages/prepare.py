@@ -1,36 +1,16 @@
 """DVC stage ``prepare``: corpus -> cleaned, sampled train/dev/test text (``data/prepared``).
 
-Each split is located (local mirror, cache or download), verified, cleaned and sampled (the test
-split optionally stratified by length); ``meta.json`` records the languages and every split's
-statistics.
+Each split is located (mirror, cache or download), verified, cleaned and sampled (test
+optionally stratified by length); ``meta.json`` records the languages, every split's statistics
+and the ``corpus_info`` block the report reads. ``corpus: custom`` reads ``prepare.custom``'s
+files (:mod:`rnnsearch.data.custom`); without test files a seeded test split is held out of the
+cleaned training pairs, and train never shares a pair with it. A dev or test file the user gives
+is used whole (empty sides dropped) unless ``prepare.custom.cut_given`` lists it: scores on a
+silently cut test set would compare with nobody's.
 
-``corpus: custom`` reads the files named in ``prepare.custom`` instead (see
-:mod:`rnnsearch.data.custom`); every split records each file's sha256 (``inputs``). Without test
-files, the test split is held out of the cleaned training pairs first: a seeded random sample of
-``prepare.custom.test_size`` pairs (``auto``: 5%, at most 3,000), or, with
-``prepare.custom.test_stratified``, at most half of each ``test_buckets`` bucket (the built-in
-corpora's buckets never shape a corpus of one's own unasked). Train is sampled from what remains
-with every copy of a test pair removed, so train and test never share a pair.
-
-Whatever takes pairs out of a split (a cleaning rule, the held-out test, sampling) is said in
-one line naming the params key, with counts, and counted in the metrics (``dropped``,
-``held_out_for_test``, ``not_sampled``).
-
-A split left without pairs is refused here rather than in ``tokenize``: by cleaning (the message
-names its files and the ``prepare.clean`` keys that dropped its pairs) or, for the test split, by
-``test_buckets`` that take none of its pairs.
-
-A dev or test file the user gives (``prepare.custom.dev``/``test``) is theirs: it is used whole,
-only pairs with an empty side dropped (:data:`~rnnsearch.data.clean.USABLE_ONLY`), unless
-``prepare.custom.cut_given`` lists it; then it is cleaned and sampled as a built-in split is.
-Scores on a test set cut without a word would compare with nobody's. Whatever is dropped or left
-unsampled from a given split is said in one line naming the params keys that did it, and counted
-in the metrics (``dropped``, ``not_sampled``, ``cut``).
-
-HTML/XML entities (``&apos;`` ...) are counted per split and side (``entities``); a split holding
-any gets a warning line, unless ``prepare.clean.unescape_entities`` turns them into characters
-before anything else. The metrics' ``corpus`` block (``meta.json``'s ``corpus_info``) names the
-corpus, its languages and the test set, for the report.
+Whatever takes pairs out of a split is said in one line naming the params key, and counted in
+the metrics; a split left empty is refused here, not later in ``tokenize``. HTML entities are
+counted and warned about unless ``prepare.clean.unescape_entities`` is set.
 """
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
 """The stage runner: what every DVC stage does the same way, in one place.
 
-``pipeline/<stage>.py`` is one call, ``main("<stage>")``, which runs ``rnnsearch.stages.<stage>``. :func:`run`
-
-1. parses the command line (``--params`` plus the stage's own paths);
-2. ties the stage's life to its parent's (``PR_SET_PDEATHSIG``), so killing ``dvc repro`` does
-   not leave a training process behind that keeps writing the model folder;
-3. takes an exclusive lock on each output (``<dir>/.<name>.lock``, released by the kernel when the
-   process dies), so a second writer of the same outputs is refused with the first one's pid;
-4. recovers what an interrupted earlier run left: a swap interrupted between its two renames is
-   completed or undone (``.<name>.old``), half-written ``.<name>.tmp-*`` siblings are removed;
-5. runs the stage body with a :class:`StageContext` (params sections, atomic outputs, metrics with
-   the machine's description, a safe MLflow run);
-6. turns every expected failure (:class:`~rnnsearch.errors.ConfigError` naming a params key,
-   :class:`~rnnsearch.errors.DataError` naming a file, an ``OSError`` such as a full disk)
-   into one line ``<stage>: error: <message>`` and exit status 2, without a traceback; a
-   programming error still shows its traceback (exit 1), since hiding it would hide a bug
-   (:mod:`rnnsearch.command`, which every other command of the project ends through too).
-
-Outputs are written through :meth:`StageContext.output_dir` / :meth:`StageContext.write_json`:
-into a temporary sibling, renamed into place only when complete, so the previous outputs stay
-intact until the new ones are whole. ``dvc.yaml`` declares every output ``persist: true`` so
-that DVC does not delete them before the stage starts (the stage replaces them itself).
+``pipeline/<stage>.py`` calls ``main("<stage>")``, which parses ``--params`` and the stage's
+paths, stops the stage when ``dvc repro`` dies (no orphan keeps writing the model folder), locks
+each output against a second writer, recovers what a killed run left, runs the body with a
+:class:`StageContext` and turns expected failures into one line and exit status 2
+(:mod:`rnnsearch.command`). Outputs are replaced atomically, so the previous ones stay intact
+until the new ones are whole (``dvc.yaml`` declares them ``persist: true``).
 """
 from __future__ import annotations
 
@@ -73,11 +58,8 @@ class StageContext:
 
     @staticmethod
     def project_path(path: str | None) -> str | None:
-        """A params path as the stage should read it: a relative one is relative to the
-        repository, which is the working directory of a plain ``dvc repro`` (returned as given)
-        but not of ``dvc exp run --temp``/queued experiments, which run in a copy under
-        ``.dvc/tmp/exps/`` (there the path is resolved against the repository they came from,
-        so ``../shared/corpora`` and the download cache are the repository's own)."""
+        """A relative params path resolved against the repository, also from a temporary
+        experiment's copy under ``.dvc/tmp/exps/`` (in the repository: returned as given)."""
         from rnnsearch.tracking import repo_root
 
         if path is None or Path(path).expanduser().is_absolute() or "://" in path:
@@ -165,10 +147,8 @@ def quiet_known_noise() -> None:
 
 
 def die_with_parent() -> None:
-    """Under ``dvc repro``, stop this stage (SIGTERM) when the ``dvc`` process that started it
-    dies: Linux's ``PR_SET_PDEATHSIG`` when ``dvc`` is the parent, and a watcher thread for when
-    a shell sits between them. A stage started by hand is left to its user (``nohup`` works), and
-    so is one whose launcher is not recognised as ``dvc`` (no ancestor found: nothing to watch)."""
+    """Under ``dvc repro`` on Linux, SIGTERM this stage when the ``dvc`` ancestor dies
+    (``PR_SET_PDEATHSIG``, and a watcher thread for a shell in between); else do nothing."""
     if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
         return
     dvc = dvc_ancestor()
@@ -216,12 +196,8 @@ def lock_path(output: Path) -> Path:
 
 @contextlib.contextmanager
 def output_lock(output: Path, stage: str) -> Iterator[IO[str]]:
-    """Hold an exclusive lock on ``output`` (refused while another process holds it).
-
-    The lock file (and any folder made for it) is removed again on release, so a stage that
-    fails leaves nothing behind; a process that locked a file which was meanwhile removed
-    (the classic unlink race) notices it and locks the new one.
-    """
+    """Hold an exclusive lock on ``output`` (refused while another process holds it); the lock
+    file and folders made for it are removed on release, the unlink race handled."""
     path = lock_path(output)
     created = _make_parents(path.parent)
     try:
@@ -269,12 +245,8 @@ def _make_parents(folder: Path) -> list[Path]:
 
 
 def recover_leftovers(output: Path) -> None:
-    """Undo what a killed earlier run of this stage left beside ``output``.
-
-    ``.<name>.old`` is the previous output during the two renames of an atomic swap: it goes
-    back into place when the new output never arrived, else it is removed. ``.<name>.tmp-*`` are
-    half-written outputs; they are removed.
-    """
+    """Undo what a killed run left beside ``output``: ``.<name>.old`` (a half-done swap) goes
+    back when the new output never arrived, else it and ``.<name>.tmp-*`` are removed."""
     parent = output.parent
     if not parent.is_dir():
         return

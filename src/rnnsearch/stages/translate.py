@@ -1,30 +1,14 @@
-"""DVC stage ``translate`` (one grid cell): decode the tokenised test set greedily and with beam
-search; write hypotheses, n-best lists, attention, decode speed and alignment samples.
+"""DVC stage ``translate`` (one grid cell, ``--cell search-50``): decode the tokenised test set
+greedily and with beam search. Writes in ``data/translations/<cell>/``:
 
-    python pipeline/translate.py --cell search-50
+* ``<system>.tok.txt`` / ``.detok.txt``: one hypothesis per line; systems are the methods and,
+  with ``unk_replace`` (attention, word units), ``<method>_unk``;
+* ``beam.nbest.txt``: Moses n-best ``index ||| hypothesis ||| score ||| normalised``;
+* ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices;
+* ``meta.json``: cell, model config, device, systems, search options, decode speed;
 
-Files written under the cell's output folder (``data/translations/<cell>/``):
-
-* ``<system>.tok.txt`` / ``<system>.detok.txt``: one hypothesis per test sentence, Moses tokens
-  (with subword units: pieces) and detokenised text; systems are the methods (``greedy``,
-  ``beam``) and, for attention models with ``unk_replace``, ``<method>_unk`` (Luong's UNK
-  replacement; not with subword units, :func:`unk_skipped`);
-* ``beam.nbest.txt``: Moses n-best format ``index ||| hypothesis ||| score ||| normalised``;
-* ``attention.npz``: ``<method>/<index>`` -> float16 ``tgt x src`` matrices (sample sentences
-  or all, per ``translate.attention``);
-* ``meta.json``: the cell, its model config, the device it was decoded on, the systems, the
-  search options and the decode speed (sentences/s, batched and one sentence at a time); where
-  ``unk_replace`` was asked for but skipped, ``unk_replace`` says why.
-
-The device is ``translate.device`` (``auto``: the GPU when torch sees one, else the CPU), with
-``translate.batch_size`` sentences a batch on the CPU and ``translate.batch_size_cuda`` on a GPU.
-Hypotheses do not depend on the batch size; on a GPU they match the CPU's up to floating-point
-ties (a near-tie between two words can fall the other way). Decoders return tokens, scores and
-attention matrices on the CPU, so everything written here is device-independent.
-
-Besides, :func:`alignment_samples` returns a small JSON-able record of a few sentences' words
-and attention, which the stage writes to ``metrics/alignments/<cell>.json`` so the report can
-draw Figure 3 without loading a model.
+and ``metrics/alignments/<cell>.json`` (:func:`alignment_samples`) for the report's Figure 3.
+Hypotheses do not depend on ``translate.device`` or the batch size, up to floating-point ties.
 """
 from __future__ import annotations
 
