@@ -80,12 +80,10 @@ def experiment_run_name(name: str) -> str:
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
     """Serialise the first use of a SQLite store across processes.
-
-    MLflow creates a new store's tables (and migrates an old one) when a process first opens
-    it, without a lock of its own: two stages started together on a new ``mlflow.db`` then
-    both try, and one dies with ``table runs already exists``. A file lock beside the
-    database makes the second wait until the first has finished; other stores need none.
-    """
+    MLflow creates a new store's tables (and migrates an old one) when a process first opens it,
+    without a lock of its own: two stages started together on a new ``mlflow.db`` then both try, and
+    one dies with ``table runs already exists``. A file lock beside the database makes the second
+    wait until the first has finished; other stores need none."""
     if not uri.startswith("sqlite:///"):
         yield
         return
@@ -110,11 +108,9 @@ def environment_tags() -> dict[str, str]:
 
 def configure() -> None:
     """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`.
-
-    The store is opened (its tables created) and the experiment created under
-    :func:`store_lock`, so stages started together on a new store do not collide. The
-    experiment is tagged as model training (:func:`mark_model_training`).
-    """
+    The store is opened (its tables created) and the experiment created under :func:`store_lock`, so
+    stages started together on a new store do not collide. The experiment is tagged as model
+    training (:func:`mark_model_training`)."""
     import mlflow
 
     uri = tracking_uri()
@@ -171,11 +167,9 @@ def log_numeric_metrics(metrics: Mapping[str, Any], prefix: str = "") -> None:
 
 def runs_path() -> str:
     """The path (from the UI's root) of the experiment's runs table in the MLflow UI.
-
     ``workflowType=machine_learning`` sets the UI's GenAI / Model training switch: MLflow 3.17
     chooses an experiment's landing page by that switch (stored per browser, GenAI at first).
-    Creates the store and the (tagged) experiment when missing, like any stage.
-    """
+    Creates the store and the (tagged) experiment when missing, like any stage."""
     import mlflow
 
     configure()

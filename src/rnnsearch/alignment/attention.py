@@ -33,9 +33,7 @@ def forced_attention(model: Any, sources: Sequence[Sequence[int]], targets: Sequ
                      batch_size: int = 32) -> list[np.ndarray]:
     """Per sentence pair, the tgt_len x src_len attention weights of teacher-forced decoding:
     row ``j`` is the attention that produced target word ``j`` (``</s>`` not included).
-
-    ``model(src, src_len, tgt_in)`` returns logits and weights batch x T x S (``Seq2Seq``).
-    """
+    ``model(src, src_len, tgt_in)`` returns logits and weights batch x T x S (``Seq2Seq``)."""
     matrices = []
     with torch.inference_mode():
         for start in range(0, len(sources), batch_size):

@@ -114,10 +114,9 @@ def build_groups(src: list[np.ndarray], tgt: list[np.ndarray], n_tgt: int,
 
 def dense_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct non-negative ``keys`` and each key's index among them.
-
-    One ``np.sort`` of ``key << b | position`` (when both fit in 63 bits) instead of an
-    ``argsort``, which is several times slower on tens of millions of int64 keys (as is numpy's
-    hash-based ``unique``)."""
+    One ``np.sort`` of ``key << b | position`` (when both fit in 63 bits) instead of an ``argsort``,
+    which is several times slower on tens of millions of int64 keys (as is numpy's hash-based
+    ``unique``)."""
     shift = max(int(len(keys) - 1).bit_length(), 1)
     if int(keys.max(initial=0)).bit_length() + shift <= 63:
         packed = np.sort((keys << shift) | np.arange(len(keys), dtype=np.int64))
@@ -143,9 +142,8 @@ def link_probabilities(group: LengthGroup, t: np.ndarray) -> np.ndarray:
 def expected_counts(groups: list[LengthGroup], t: np.ndarray, ids: np.ndarray,
                     posts: np.ndarray) -> tuple[np.ndarray, float, int]:
     """E-step: expected link counts per parameter, total log-likelihood, target tokens.
-
-    ``ids``: every group's ``params`` flattened in order; ``posts``: a buffer of the same size
-    that receives the link posteriors (reused across iterations)."""
+    ``ids``: every group's ``params`` flattened in order; ``posts``: a buffer of the same size that
+    receives the link posteriors (reused across iterations)."""
     log_likelihood, tokens, start = 0.0, 0, 0
     for group in groups:
         prob = link_probabilities(group, t)                                # tokens x (l + 1)

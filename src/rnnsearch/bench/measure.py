@@ -164,8 +164,7 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
 def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
            device: str, warmup: bool = True, stop: str = "first_k") -> CorpusResult:
     """Decode ``sources`` (greedy for ``beam`` 1; beam search ending each sentence by the
-    ``stop`` rule), one batch as warm-up first; outputs at most one token longer than the
-    source."""
+    ``stop`` rule), one batch as warm-up first; outputs at most one token longer than the source."""
     options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1, stop=stop)
     method = "greedy" if beam == 1 else "beam"
     with torch.inference_mode():

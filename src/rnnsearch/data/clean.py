@@ -123,9 +123,7 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
 
 def sample_indices(n: int, size: int, seed: int) -> list[int]:
     """``size`` distinct indices of ``range(n)`` drawn with ``seed``, in corpus order.
-
-    ``size`` 0 (or >= n) keeps everything.
-    """
+    ``size`` 0 (or >= n) keeps everything."""
     if size <= 0 or size >= n:
         return list(range(n))
     return sorted(random.Random(seed).sample(range(n), size))
@@ -142,11 +140,9 @@ def bucket_of(length: int, edges: Sequence[int]) -> int | None:
 def stratified_indices(lengths: Sequence[int], edges: Sequence[int], per_bucket: int,
                        seed: int, max_share: float = 1.0) -> tuple[list[int], list[int]]:
     """Up to ``per_bucket`` indices per length bucket ``(edges[i-1], edges[i]]``, seeded, and
-    at most ``max_share`` of a bucket's members (rounded down; a test set held out of training
-    pairs takes half, so that training keeps every length).
-
-    Returns the chosen indices (in corpus order) and the count taken from each bucket.
-    """
+    at most ``max_share`` of a bucket's members (rounded down; a test set held out of training pairs
+    takes half, so that training keeps every length). Returns the chosen indices (in corpus order)
+    and the count taken from each bucket."""
     members: list[list[int]] = [[] for _ in edges]
     for index, length in enumerate(lengths):
         bucket = bucket_of(length, edges)

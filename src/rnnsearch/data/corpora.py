@@ -172,13 +172,11 @@ def mirror_dir(configured: str | None) -> Path | None:
 def download(url: str, dest: Path, expected_sha256: str | None, timeout: float = 60.0,
              source: str = "", limit: SpeedLimit | None = None) -> Path:
     """Download ``url`` to ``dest`` with a progress bar; verify (unless ``expected_sha256`` is
-    None) and, for a ``.gz`` file, read it through (a corrupt one is refused naming ``url``);
-    rename into place. ``source`` says where the expected sha256 comes from. ``timeout`` (at
-    most ``limit.seconds``) bounds the wait for the server's answer; ``limit`` (default:
-    :meth:`SpeedLimit.from_env`) abandons a download that then stalls or trickles.
-
-    Nothing is left at ``dest`` (or beside it) when the download or a check fails.
-    """
+    None) and, for a ``.gz`` file, read it through (a corrupt one is refused naming ``url``); rename
+    into place. ``source`` says where the expected sha256 comes from. ``timeout`` (at most
+    ``limit.seconds``) bounds the wait for the server's answer; ``limit`` (default:
+    :meth:`SpeedLimit.from_env`) abandons a download that then stalls or trickles. Nothing is left
+    at ``dest`` (or beside it) when the download or a check fails."""
     limit = limit or SpeedLimit.from_env()
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)

@@ -72,10 +72,8 @@ def _tokenize_chunk(args: tuple[list[str], str, bool]) -> list[str]:
 def tokenize_lines(lines: Sequence[str], lang: str, lowercase: bool = False, workers: int = 2,
                    chunk_size: int = 2000, desc: str = "tokenize") -> list[str]:
     """Tokenise every line with ``workers`` processes; returns space-joined token strings.
-
-    Each distinct line is tokenised once (parliamentary text repeats headings and procedural
-    lines many times), in parallel chunks with a progress bar.
-    """
+    Each distinct line is tokenised once (parliamentary text repeats headings and procedural lines
+    many times), in parallel chunks with a progress bar."""
     unique = list(dict.fromkeys(lines))
     tokenized = dict(zip(unique, _tokenize_unique(unique, lang, lowercase, workers, chunk_size, desc)))
     return [tokenized[line] for line in lines]

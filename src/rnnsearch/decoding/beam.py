@@ -45,9 +45,7 @@ class _Beam:
 def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
                 options: SearchOptions = SearchOptions()) -> list[Translation]:
     """The ``options.nbest`` best translations of each sentence of a batch, best first.
-
-    ``src``: batch x src_len ids; ``src_len``: batch (real lengths).
-    """
+    ``src``: batch x src_len ids; ``src_len``: batch (real lengths)."""
     k = options.beam_size
     beam = _start(model, src, src_len, options)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
@@ -87,14 +85,11 @@ def _start(model: Any, src: torch.Tensor, src_len: torch.Tensor,
 def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The ``2k`` best (parent, word) pairs per sentence, best first.
-
     ``scores``: n x k, ``log_probs``: n*k x V. Returns their cumulative scores (n x 2k), the
-    parent's slot in the beam (n x 2k, 0..k-1) and the word (n x 2k).
-
-    The sentence's ``2k`` best pairs are among each parent's ``2k`` best words (a parent adds
-    the same score to all its words), so the search ranks ``k x 2k`` candidates in float64
-    instead of converting and ranking all ``k x V``.
-    """
+    parent's slot in the beam (n x 2k, 0..k-1) and the word (n x 2k). The sentence's ``2k`` best
+    pairs are among each parent's ``2k`` best words (a parent adds the same score to all its words),
+    so the search ranks ``k x 2k`` candidates in float64 instead of converting and ranking all
+    ``k x V``."""
     n, k = scores.shape
     width = min(2 * k, log_probs.size(1))
     best, words = log_probs.topk(width, dim=1)                                # n*k x 2k
@@ -107,12 +102,10 @@ def _finish(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tenso
             word: torch.Tensor, finished: list[list[Hypothesis]], lengths: list[int],
             options: SearchOptions) -> None:
     """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list.
-
-    Everything the new hypotheses need comes to the host in one transfer per kind (sentence,
-    score, words, attention) rather than a few per hypothesis: on a GPU each transfer waits for
-    the device, and a batch finishes thousands of hypotheses. ``lengths``: real source lengths
-    of the input batch, on the host.
-    """
+    Everything the new hypotheses need comes to the host in one transfer per kind (sentence, score,
+    words, attention) rather than a few per hypothesis: on a GPU each transfer waits for the device,
+    and a batch finishes thousands of hypotheses. ``lengths``: real source lengths of the input
+    batch, on the host."""
     k = beam.scores.size(1)
     ends = (word[:, :k] == EOS_ID) & torch.isfinite(top[:, :k])              # n x k
     slots, ranks = ends.nonzero(as_tuple=True)                                # m, m

@@ -23,9 +23,7 @@ from rnnsearch.models.state import reorder
 def greedy(model: Any, src: torch.Tensor, src_len: torch.Tensor,
            options: SearchOptions = SearchOptions()) -> list[Translation]:
     """Greedy translations of a batch: ``src`` batch x src_len ids, ``src_len`` batch.
-
-    Only the length limit and the length penalty of ``options`` apply.
-    """
+    Only the length limit and the length penalty of ``options`` apply."""
     batch = src.size(0)
     memory = model.encode(src, src_len)
     state = model.init_state(memory)

@@ -22,10 +22,8 @@ def max_output_lengths(src_len: torch.Tensor, options: SearchOptions) -> torch.T
 
 def normalise(score: float, length: int, options: SearchOptions) -> float:
     """The ranking score of a finished hypothesis of ``length`` tokens (``</s>`` included).
-
     ``none``: the summed log-probability (favours short outputs); ``mean``: the notes' mean
-    log-probability per token; ``gnmt``: Wu et al. 2016, ``score / ((5 + length) / 6) ** alpha``.
-    """
+    log-probability per token; ``gnmt``: Wu et al. 2016, ``score / ((5 + length) / 6) ** alpha``."""
     if options.length_penalty == "none" or length == 0:
         return score
     if options.length_penalty == "mean":

@@ -24,10 +24,8 @@ class StepOutput(NamedTuple):
 def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
                    at_limit: torch.Tensor) -> StepOutput:
     """One decoder step for ``rows`` hypotheses, with the search's masks applied.
-
-    ``prev``: rows (previous word ids); ``at_limit``: rows (bool), True where this step is the
-    last one allowed, so only ``</s>`` may follow.
-    """
+    ``prev``: rows (previous word ids); ``at_limit``: rows (bool), True where this step is the last
+    one allowed, so only ``</s>`` may follow."""
     logits, state, attn = model.step(prev, state, memory)          # rows x vocab
     log_probs = torch.log_softmax(logits.float(), dim=-1)
     log_probs[:, PAD_ID] = -torch.inf

@@ -16,11 +16,9 @@ from rnnsearch.data.vocab import UNK
 def replace_unknowns(words: Sequence[str], src_words: Sequence[str],
                      attention: np.ndarray | None) -> list[str]:
     """``words`` with every ``<unk>`` replaced by its most-attended source word.
-
-    ``attention``: at least ``len(words)`` rows x source positions (``src_words`` first; a
-    position past them, such as a source ``</s>``, leaves the ``<unk>`` as it is). Without
-    attention the words come back unchanged.
-    """
+    ``attention``: at least ``len(words)`` rows x source positions (``src_words`` first; a position
+    past them, such as a source ``</s>``, leaves the ``<unk>`` as it is). Without attention the
+    words come back unchanged."""
     if attention is None:
         return list(words)
     out = []

@@ -51,10 +51,8 @@ def _pair_coverage(kv: KeyedVectors, path: str) -> tuple[int, int]:
 
 def word_similarity(kv: KeyedVectors) -> dict[str, dict[str, Any]]:
     """``{set: {"spearman", "pearson", "oov_ratio", "pairs"}}`` for the English test sets.
-
-    ``oov_ratio`` is the fraction of pairs skipped; the correlations are ``None`` when fewer
-    than three pairs are covered.
-    """
+    ``oov_ratio`` is the fraction of pairs skipped; the correlations are ``None`` when fewer than
+    three pairs are covered."""
     results = {}
     for name, filename in SIMILARITY_SETS.items():
         path = datapath(filename)
@@ -100,9 +98,7 @@ def nearest_neighbours(kv: KeyedVectors, probes: Sequence[str], n: int,
                        pieces_of: Pieces = lambda word: [word]) -> list[dict[str, Any]]:
     """Rows ``{"probe", "rank", "neighbour", "cosine"}``: the ``n`` cosine neighbours per probe
     (with subword units, ``pieces_of``: of the mean of the probe's pieces, the pieces left out).
-
-    Probe words the vectors lack (a piece of them) are skipped.
-    """
+    Probe words the vectors lack (a piece of them) are skipped."""
     rows = []
     for probe in probes:
         pieces = pieces_of(probe)

@@ -78,9 +78,7 @@ def load_vocab_vectors(npy_path: str | Path, mask_path: str | Path, vocab_size: 
 
 def init_embedding(embedding: nn.Embedding, npy_path: str | Path, mask_path: str | Path) -> float:
     """Overwrite the rows of ``embedding`` that have a vector; the others keep their init.
-
-    Returns the coverage (fraction of ordinary words found).
-    """
+    Returns the coverage (fraction of ordinary words found)."""
     vocab_size, dim = embedding.weight.shape
     vectors, mask = read_vector_rows(npy_path, mask_path, vocab_size, dim)
     with torch.no_grad():

@@ -74,11 +74,9 @@ def without_timestamps(obj: Any) -> Any:
 
 def save_side(model: Word2Vec, vocab: Vocabulary, out_dir: Path, side: str) -> np.ndarray:
     """Write ``<side>.kv``, ``<side>.w2v.model``, ``<side>.vocab.npy`` and ``<side>.mask.npy``.
-
     The full model (``.w2v.model``) keeps the training parameters (``sg``, ``negative``, ...) and
     the context vectors; the models load only the KeyedVectors or the aligned arrays. Returns the
-    mask.
-    """
+    mask."""
     without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))
     without_timestamps(model).save(str(out_dir / f"{side}.w2v.model"))
     vectors, mask = vocab_arrays(model.wv, vocab)

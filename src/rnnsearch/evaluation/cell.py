@@ -97,10 +97,8 @@ def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dic
 
 def remove_unk(hyps: Sequence[str]) -> list[str]:
     """The hypotheses with every ``<unk>`` deleted (how e.g. Joey NMT scores its output).
-
-    The detokeniser may have glued punctuation to it (``<unk>,``), so the token is removed
-    wherever it occurs and the spaces are collapsed.
-    """
+    The detokeniser may have glued punctuation to it (``<unk>,``), so the token is removed wherever
+    it occurs and the spaces are collapsed."""
     return [" ".join(hyp.replace(UNK, " ").split()) for hyp in hyps]
 
 

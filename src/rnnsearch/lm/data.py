@@ -45,10 +45,8 @@ def batchify(stream: torch.Tensor, n_streams: int) -> torch.Tensor:
 
 class SegmentLoader:
     """Iterates the segments of ``[B, L]`` streams in order, one ``(inputs, targets)`` per step.
-
-    Resumable: :meth:`resume_at` makes the next pass start at segment ``n`` (later passes start
-    at 0), so a run restored mid-epoch continues with the segment it had not yet trained on.
-    """
+    Resumable: :meth:`resume_at` makes the next pass start at segment ``n`` (later passes start at
+    0), so a run restored mid-epoch continues with the segment it had not yet trained on."""
 
     def __init__(self, streams: torch.Tensor, bptt: int) -> None:
         self.streams = streams  # batch x length
@@ -83,10 +81,8 @@ class SegmentLoader:
 
 def unigram_perplexity(train: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> float:
     """Perplexity of ``targets`` under add-one smoothed unigram frequencies of ``train``.
-
-    ``P(w) = (count(w) + 1) / (N + V)`` over the whole vocabulary (the specials included, as in
-    the language model's softmax): the baseline a language model must clearly beat.
-    """
+    ``P(w) = (count(w) + 1) / (N + V)`` over the whole vocabulary (the specials included, as in the
+    language model's softmax): the baseline a language model must clearly beat."""
     counts = torch.bincount(train, minlength=vocab_size).double() + 1.0  # V
     log_prob = counts.log() - math.log(counts.sum().item())  # V
     return math.exp(-log_prob[targets].mean().item())

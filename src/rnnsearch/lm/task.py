@@ -94,10 +94,8 @@ class LMTask(pl.LightningModule):
 
 class RewindStream(pl.Callback):
     """On restore, make ``loader`` start at the first segment the checkpointed run had not read.
-
     Lightning restores a mid-epoch run but restarts a plain iterable from its beginning; this
-    callback rewinds the stream to where ``LMTask`` says it was (``checkpoint["tbptt"]``).
-    """
+    callback rewinds the stream to where ``LMTask`` says it was (``checkpoint["tbptt"]``)."""
 
     def __init__(self, loader: SegmentLoader) -> None:
         self.loader = loader

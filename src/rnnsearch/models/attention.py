@@ -47,11 +47,9 @@ class Attention(nn.Module):
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor, lengths: Tensor,
                 steps: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Attend ``query`` (batch x T x Q) over the source; T = 1 for a single decoder step.
-
         ``keys``/``values``: batch x src_len x K/V; ``mask``: batch x src_len (True = real word);
-        ``lengths``: batch; ``steps``: batch x T target positions (for ``local_m``).
-        Returns context batch x T x V and weights batch x T x src_len.
-        """
+        ``lengths``: batch; ``steps``: batch x T target positions (for ``local_m``). Returns context
+        batch x T x V and weights batch x T x src_len."""
         scores = self._scores(query, keys)                   # batch x T x src_len
         allowed = mask.unsqueeze(1)                          # batch x 1 x src_len
         if self.kind != "global":

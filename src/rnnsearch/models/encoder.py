@@ -27,11 +27,9 @@ class Encoder(nn.Module):
 
     def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Encode ``src`` (batch x src_len ids) of real lengths ``src_len`` (batch).
-
         Returns annotations batch x src_len x D, the last layer's final state batch x D
         (``[h_fwd_N; h_bwd_1]`` when bidirectional), the mask batch x src_len and the lengths
-        (clamped to at least 1 so that an empty source still has one, padding, position).
-        """
+        (clamped to at least 1 so that an empty source still has one, padding, position)."""
         lengths = src_len.clamp(min=1)      # on the host (training batches) or the device
         embedded = self.dropout(self.embedding(src))                     # batch x src_len x E
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True,

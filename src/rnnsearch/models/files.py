@@ -24,10 +24,8 @@ def _reason(err: BaseException) -> str:
 
 def read_torch_dict(path: str | Path, keys: Sequence[str], what: str, hint: str) -> dict[str, Any]:
     """``torch.load`` (weights only, on the CPU) of a file that must hold a dict with ``keys``.
-
-    ``what`` names the kind of file in messages ("a model file"); ``hint`` says what to do
-    ("rerun the train stage"). Raises :class:`DataError` naming ``path``.
-    """
+    ``what`` names the kind of file in messages ("a model file"); ``hint`` says what to do ("rerun
+    the train stage"). Raises :class:`DataError` naming ``path``."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found; {hint}")

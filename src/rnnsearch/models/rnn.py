@@ -39,10 +39,8 @@ def orthogonal_init_(rnn: nn.RNNBase) -> None:
 def cell_step(cell: str, gates_x: Tensor, h: Tensor, c: Tensor | None,
               w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor | None]:
     """One step of a GRU/LSTM/tanh-RNN cell given its input projection ``W_ih x + b_ih``.
-
     ``gates_x``: batch x (gates*H); ``h``, ``c``: batch x H. Same equations and gate order as
-    ``nn.GRU``/``nn.LSTM``/``nn.RNN``, so the fused module and this loop agree.
-    """
+    ``nn.GRU``/``nn.LSTM``/``nn.RNN``, so the fused module and this loop agree."""
     gates_h = F.linear(h, w_hh, b_hh)  # batch x (gates*H)
     if cell == "gru":
         x_r, x_z, x_n = gates_x.chunk(3, dim=1)

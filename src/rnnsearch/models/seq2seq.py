@@ -64,7 +64,6 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor, features: bool = False
                 ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: logits batch x tgt_len x V, weights batch x tgt_len x src_len or None.
-
         ``features``: the output layer's input (batch x tgt_len x O) instead of the logits, for a
         loss that applies ``output_layer`` itself (rnnsearch.training.fused_loss)."""
         memory = self.encode(src, src_len)
@@ -116,10 +115,8 @@ def _vocab_size(path: Path, data: dict[str, Any], side: str, state: dict[str, Te
 
 def load_model(path: str | Path, map_location: Any = "cpu") -> Seq2Seq:
     """Rebuild a model written by :func:`save_model`, in eval mode.
-
-    A file that is missing, a directory, empty, truncated, or a PyTorch file of anything but a
-    model raises :class:`~rnnsearch.data.textio.DataError` naming ``path``.
-    """
+    A file that is missing, a directory, empty, truncated, or a PyTorch file of anything but a model
+    raises :class:`~rnnsearch.data.textio.DataError` naming ``path``."""
     path = Path(path)
     data = read_torch_dict(path, ("config", "state_dict"), MODEL_FILE, RETRAIN)
     state = check_state_dict(path, data["state_dict"], MODEL_FILE, RETRAIN)

@@ -36,9 +36,7 @@ T = TypeVar("T")
 
 def reorder(x: T, index: Tensor) -> T:
     """Select rows ``index`` along dim 0 of a tensor or of every tensor field of a NamedTuple.
-
-    ``index`` may repeat rows (expand a batch to batch*k) or permute them (beam reordering).
-    """
+    ``index`` may repeat rows (expand a batch to batch*k) or permute them (beam reordering)."""
     if isinstance(x, Tensor):
         return x.index_select(0, index)  # type: ignore[return-value]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
