@@ -1,19 +1,11 @@
 """DVC stage ``align_attention``: attention as alignment, scored against the human links.
 
-Every attention model of the grid force-decodes the gold French (or English) sentences of
-``data/align/gold.json`` (teacher forcing: the model reads the gold target, not its own output),
-and its attention weights become links in two ways: each target word's most attended source word
-(``argmax``), and every source word whose weight reaches ``align.attention_threshold``. Both are
-mapped back onto the gold words and scored (AER, precision, recall) into
-``metrics/align_attention.json``, with the weights of ``align.figure_sentence`` and its gold
-links for the report's overlay figure. A model without attention (RNNencdec) is listed as such.
-
-With subword units (``tokenize.units: bpe | unigram``) each gold word is split into its pieces
-by the tokenize stage's model, the model attends from pieces to pieces, and the weights are
-turned into word-to-word weights before the links are read
-(:func:`rnnsearch.alignment.attention.word_attention`: a target word's row is the mean of its
-pieces' rows, a source word's weight the sum of its pieces'), so the AER is over the same words
-as the word-level models' and IBM Model 1's; the overlay shows those word-level weights.
+Every attention model force-decodes the gold sentences of ``data/align/gold.json``; its
+weights become links by ``argmax`` and by ``align.attention_threshold``, scored (AER, precision,
+recall) into ``metrics/align_attention.json`` with ``align.figure_sentence``'s weights for the
+report. With subword units the weights are first turned into word-to-word weights
+(:func:`rnnsearch.alignment.attention.word_attention`), so the AER is over the same words as
+IBM Model 1's.
 """
 from __future__ import annotations
 

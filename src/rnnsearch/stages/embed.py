@@ -1,13 +1,8 @@
 """DVC stage ``embed``: tokenised training text -> word2vec vectors per language (``data/embed``).
 
 One skip-gram model per side, saved as rows aligned with the vocabulary (``<side>.vocab.npy``
-and a mask of the rows word2vec knew), evaluated (word similarity for English, nearest
-neighbours of probe words, a PCA figure) and logged to MLflow.
-
-With subword units (``tokenize.units: bpe | unigram``) word2vec learns the pieces' vectors, which
-are what the models' embeddings are; the evaluation's words (test pairs, probes) are split by
-the tokenize stage's model and stand for the mean of their pieces' vectors
-(:mod:`rnnsearch.embeddings.evaluation`).
+and ``<side>.mask.npy``), evaluated (similarity, neighbours, PCA) and logged to MLflow. With
+subword units the pieces get vectors; an evaluated word is the mean of its pieces'.
 """
 from __future__ import annotations
 

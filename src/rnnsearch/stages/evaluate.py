@@ -1,10 +1,7 @@
-"""DVC stage ``evaluate``: sacrebleu BLEU/chrF of every grid cell's translations (all sentences,
-no-UNK subset, by source length in words), paired bootstrap against the no-attention baseline,
-unigram F1 by the word's frequency in the training target text (in vocabulary, rare, unseen, and
-by frequency rank), the BLEU-by-length DVC plots and one MLflow run per cell.
-
-One stage over the whole grid, because a cell's significance test reads its baseline's
-translations too. What is measured for one cell is :func:`rnnsearch.evaluation.evaluate_cell`.
+"""DVC stage ``evaluate``: BLEU/chrF of every grid cell's translations (all, no-UNK, by source
+length), paired bootstrap against the no-attention baseline, unigram F1 by training frequency,
+the BLEU-by-length plots and one MLflow run per cell. One stage for the whole grid, since a
+cell's significance test reads its baseline's translations (:func:`evaluate_cell`).
 """
 from __future__ import annotations
 
@@ -50,12 +47,8 @@ def read_training_words(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfi
 
 def read_word_vocabularies(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfig
                            ) -> tuple[Vocabulary, Vocabulary] | None:
-    """With subword units: the word-level vocabularies (source, target) a word model of this
-    run's sizes would have, built as the tokenize stage builds them from the training words
-    (pieces joined back): ``evaluate.word_vocab_size`` entries per side, or
-    ``tokenize.vocab_size_src`` / ``_tgt``, with ``tokenize.min_count``. They define the
-    ``no_unk_words`` subset, a word-level run's No-UNK sentences. None with word units, whose
-    own vocabularies are these."""
+    """With subword units: the (source, target) vocabularies a word model of this run's sizes
+    would have, which define the ``no_unk_words`` subset; None with word units."""
     if not tok.subwords:
         return None
     sizes = {"src": tok.vocab_size_src, "tgt": tok.vocab_size_tgt}

@@ -117,10 +117,8 @@ def read_split(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], di
 
 
 def read_clean(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], dict[str, Any]]:
-    """The cleaned pairs of ``split`` and their statistics (counts, then where they came from),
-    with ``pairs`` left for the caller to fill in. Entities are counted in the raw text (then
-    unescaped when ``prepare.clean.unescape_entities`` says so). A split that cleaning empties
-    is refused here (:func:`emptied_message`), not later in ``tokenize``."""
+    """The cleaned pairs of ``split`` and their statistics (``pairs`` left to the caller);
+    entities counted in the raw text; a split cleaning empties is refused."""
     src, tgt, origin = read_split(cfg, split)
     entities = {"src": count_entities(src), "tgt": count_entities(tgt),
                 "unescaped": cfg.clean.unescape_entities}

@@ -1,16 +1,10 @@
 """DVC stage ``senses``: sense-split word vectors for ambiguous words (``data/senses``).
 
-For each side whose language has words in ``senses.words``: cluster every occurrence of those
-words by its context (mean of the embed stage's vectors of the words around it), relabel the
-occurrences ``word_1`` ... ``word_k``, retrain word2vec on the relabelled text with the ``embed``
-section's settings and report each sense's size, typical context words and nearest neighbours
-next to the single vector's (``metrics/senses.json``, an MLflow table and a PCA figure). The
-embed stage's outputs are read, never changed, so the stages that read them stay cached.
-
-A k that leaves a sense rarer than ``embed.min_count`` (which the retrained word2vec would drop,
-leaving that sense without a vector) is not chosen; the metrics keep its sense sizes
-(``too_rare``) and the report says so. A word for which every k does is skipped, with that
-reason.
+Occurrences of ``senses.words`` are clustered by context (mean of the embed vectors around
+them), relabelled ``word_1`` ... ``word_k`` and word2vec is retrained on the relabelled text
+(``embed`` settings); ``metrics/senses.json`` reports each sense's size, context words and
+neighbours. The embed outputs are only read, so their readers stay cached. A k leaving a sense
+rarer than ``embed.min_count`` is not chosen (``too_rare``); a word with no usable k is skipped.
 """
 from __future__ import annotations
 

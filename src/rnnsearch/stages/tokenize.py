@@ -1,14 +1,10 @@
 """DVC stage ``tokenize``: prepared text -> Moses tokens or subword pieces of them, and the
 vocabularies (``data/tokenized``).
 
-Tokenises every split and side with Moses. With ``tokenize.units: word`` the Moses tokens are the
-units and the vocabularies the most frequent training words. With ``bpe`` or ``unigram`` a
-SentencePiece model is learnt on each side's Moses-tokenised training split (one model on both
-sides with ``subword.joint``) and every split is written as its pieces; the vocabularies list the
-models' pieces (:mod:`rnnsearch.data.subword` says why the pieces come after Moses, and how they
-turn back into text). Measures pairs, OOV rates and lengths in units, and for subwords how words
-split and which characters stay unseen (``metrics/tokenize.json``), and the length histogram (the
-DVC plot ``plots/lengths.csv`` and an MLflow figure).
+Moses tokens are the units with ``tokenize.units: word``; with ``bpe`` or ``unigram`` a
+SentencePiece model learnt on the Moses-tokenised training split (per side, or joint) splits
+them into pieces (:mod:`rnnsearch.data.subword`). Measures pairs, OOV rates, lengths and subword
+splits (``metrics/tokenize.json``) and the length histogram (``plots/lengths.csv``, MLflow).
 """
 from __future__ import annotations
 

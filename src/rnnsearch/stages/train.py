@@ -1,12 +1,7 @@
 """DVC stage ``train`` (one grid cell): tokenised data -> ``data/models/<model>-<maxlen>/``.
 
-Trains the variant ``--model`` of ``train.models`` on pairs of at most ``--max-len`` tokens with
-Lightning (see :mod:`rnnsearch.training.run`: resuming from ``last.ckpt`` after a kill, the best
-dev model in ``model.pt``), then writes ``metrics/train/<cell>.json``. A run whose dev loss ends
-as NaN or inf, or far above guessing, fails (the previous ``model.pt`` stays) rather than
-passing a broken model on.
-Under DDP only the main process writes the metrics; the other ranks (which Lightning starts by
-re-running this script) only train.
+Trains ``--model`` on pairs of at most ``--max-len`` tokens (:mod:`rnnsearch.training.run`) and
+writes ``metrics/train/<cell>.json`` (main process only under DDP); a diverged run fails.
 """
 from __future__ import annotations
 

@@ -70,10 +70,8 @@ def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
 
 
 def unk_skipped(cfg: TranslateConfig, translator: Translator, units: TextUnits) -> str | None:
-    """Why ``translate.unk_replace`` is not applied although asked for and the model has
-    attention: with subword units a rare word is spelt in pieces, never ``<unk>`` (which stands
-    only for a character the subword model never saw), and the most attended source unit is a
-    piece, not a word to copy. None where it is applied, or not asked for."""
+    """Why an asked-for ``translate.unk_replace`` is skipped (subword units: rare words are
+    pieces, not ``<unk>``, and a piece is no word to copy); None otherwise."""
     if not (cfg.unk_replace and translator.has_attention and units.subwords):
         return None
     return (f"skipped: {units.units} units spell rare words in pieces, so the model emits no "
