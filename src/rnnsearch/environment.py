@@ -1,9 +1,8 @@
 """What produced a result: the machine and the numeric libraries, recorded with every stage.
 
-Floating-point results depend on the CPU's vector instructions (torch picks AVX2 or AVX-512
-kernels at run time, and so does MKL), on the library versions and on the number of threads.
-Every metrics file and every MLflow run carries this description, so two runs that disagree in
-the last digits can be told apart from a real change (see docs/reproducibility.md).
+Floating-point results depend on the CPU's vector instructions (AVX2 or AVX-512 kernels, picked
+at run time), library versions and thread count, so every metrics file and MLflow run carries
+this, telling last-digit differences from real changes (docs/reproducibility.md).
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The device's matrix-multiply rate on a model's own GEMM shapes (``torch.mm`` on each exact
-shape, the median of timed windows after warm-up, the device drained at each window's end), and
-the roofline it implies: the tokens/s of a step that did nothing but those products at those
-rates, ``1 / sum_i(3 * flops_i / rate_i)``. It bounds training only where a product timed alone
-runs as fast as inside a step: on a CPU. A GPU runs a small product alone bound by its launch,
-and training read 160% of such a "roofline" in the first GPU check, so on a GPU
-:func:`arithmetic` gives none (the report uses the card's large-product rate instead).
+"""The device's matrix-multiply rate on a model's own GEMM shapes (``torch.mm``, median of timed
+windows after warm-up) and the roofline it implies, ``1 / sum_i(3 * flops_i / rate_i)`` tokens/s.
+That bounds training only on a CPU: a GPU runs a small product alone bound by its launch
+(training read 160% of such a "roofline"), so on a GPU :func:`arithmetic` gives none.
 """
 from __future__ import annotations
 

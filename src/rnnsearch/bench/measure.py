@@ -1,9 +1,8 @@
 """Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
-per model (on a GPU the default run's and the paper's width, on a CPU the default run's RNNsearch,
-RNNencdec, Luong and Transformer) training the train stage's way, the arithmetic, decoding at each batch size
-and the profiler's accounts; on a CPU also the variants side by side and the thread counts. Data
-are synthetic (:mod:`rnnsearch.bench.data`); untrained models rarely end a sentence, so outputs
-stop at the source length + 1. No mlflow, dvc, gensim or sacremoses: a minimal install runs it.
+per model training the train stage's way, the arithmetic, decoding at each batch size and the
+profiler's accounts; on a CPU also the variants side by side and the thread counts. Data are
+synthetic; untrained models rarely end a sentence, so outputs stop at the source length + 1.
+No mlflow, dvc, gensim or sacremoses: a minimal install runs it.
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Moses tokenisation (sacremoses) per language, in parallel, and the matching detokeniser.
 
-Tokens are produced with ``escape=False`` so that apostrophes and ampersands stay as they are
-(no ``&apos;`` in the output). :func:`detokenize` undoes the tokenisation for scoring against
-raw references. Optional lowercasing happens before tokenising.
+``escape=False`` keeps apostrophes and ampersands as they are (no ``&apos;``); optional
+lowercasing happens before tokenising.
 """
 from __future__ import annotations
 

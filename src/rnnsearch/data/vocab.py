@@ -1,10 +1,8 @@
-"""Word vocabularies of N entries: the four specials, then the N - 4 most frequent words of one
-language.
+"""Word vocabularies of N entries: the four specials, then the N - 4 most frequent words.
 
-File format (``vocab.src.txt`` / ``vocab.tgt.txt``): one entry per line, ``word<TAB>count``;
-the line number is the word's id. The first four lines are always the specials
-``<pad>`` (0), ``<unk>`` (1), ``<s>`` (2), ``</s>`` (3) with count 0. Every other word maps to
-``<unk>``.
+``vocab.{src,tgt}.txt``: one ``word<TAB>count`` a line, the line number is the id; the first
+four are ``<pad>`` (0), ``<unk>`` (1), ``<s>`` (2), ``</s>`` (3) with count 0. Any other word
+maps to ``<unk>``.
 """
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Decoding many sentences: encode them, batch them by length, decode, restore the order.
-
-Sorting by source length keeps padding (wasted work) small; each sentence's output does not
-depend on its batch (see :mod:`rnnsearch.decoding.beam`), so the order in which sentences are
-batched changes nothing but speed.
+"""Decoding many sentences: batch them by source length (less padding), decode, restore the
+order. A sentence's output does not depend on its batch (:mod:`rnnsearch.decoding.beam`), so
+the batching changes nothing but speed.
 """
 from __future__ import annotations
 

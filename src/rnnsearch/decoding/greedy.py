@@ -1,9 +1,7 @@
 """Greedy decoding: take the most probable word at each step and feed it back.
 
-Fast (one decoder step per output word for the whole batch) but it cannot take back an early
-choice; beam search (:mod:`rnnsearch.decoding.beam`) can. Sentences leave the batch once they have
-emitted ``</s>``: the output layer (batch x H times H x V) is most of a step's cost, and a batch
-runs as long as its longest output, so finished rows riding along would waste about half of it.
+Sentences leave the batch once they have emitted ``</s>``: the output layer is most of a step's
+cost and a batch runs as long as its longest output, so finished rows would waste about half.
 """
 from __future__ import annotations
 

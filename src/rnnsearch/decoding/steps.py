@@ -1,8 +1,6 @@
-"""The piece greedy and beam search share: one masked decoder step.
-
-Both decoders call :func:`next_log_probs`, so ``beam_size = 1`` and greedy see exactly the same
-distributions: ``<pad>`` and ``<s>`` are never produced, and at a sentence's length limit only
-``</s>`` is allowed (every hypothesis ends finished).
+"""One masked decoder step, shared by greedy and beam search so that ``beam_size = 1`` and greedy
+see the same distributions: ``<pad>`` and ``<s>`` are never produced, and at a sentence's length
+limit only ``</s>`` is allowed.
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A trained model with its vocabularies: tokens in, target words (and alignments) out.
-
-Shared by the translate stage and the command line, so both encode sources and post-process
-outputs the same way.
+"""A trained model with its vocabularies: tokens in, target words (and alignments) out; shared
+by the translate stage and the command line, so both pre- and post-process alike.
 """
 from __future__ import annotations
 

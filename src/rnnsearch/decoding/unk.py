@@ -1,8 +1,6 @@
-"""Luong et al. 2015's UNK replacement, in its dictionary-free form.
-
-Each ``<unk>`` in the output is replaced by the source word that received the most attention
-when it was produced. (Luong et al. translate that word with a dictionary learned from the
-alignments; copying it is the usual simple form and already repairs names and numbers.)
+"""Luong et al. 2015's UNK replacement, dictionary-free: each output ``<unk>`` becomes the source
+word it attended to most (Luong et al. translate it with a learnt dictionary; copying already
+repairs names and numbers).
 """
 from __future__ import annotations
 

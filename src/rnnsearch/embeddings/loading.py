@@ -1,9 +1,8 @@
 """Load the embed stage's vocabulary-aligned vectors into a model.
 
-The embed stage writes ``<side>.vocab.npy`` (float32 ``[V, d]``, rows in vocabulary order, zero
-rows where word2vec has no vector) and ``<side>.mask.npy`` (bool ``[V]``, the rows found); see
-``docs/contracts.md``. A model asks for its own ``(V, d)``; any other shape is an error naming
-both shapes, because a vocabulary or vector-size mismatch between stages must not pass silently.
+``<side>.vocab.npy`` (float32 ``[V, d]``, zero rows where word2vec has none) and
+``<side>.mask.npy`` (bool ``[V]``), see ``docs/contracts.md``. Any shape but the model's own
+``(V, d)`` is an error naming both: a mismatch between stages must not pass silently.
 """
 from __future__ import annotations
 

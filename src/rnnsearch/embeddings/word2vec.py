@@ -1,10 +1,8 @@
 """Train gensim word2vec on tokenised text and align its vectors with a translation vocabulary.
 
-gensim's ``Word2Vec`` is the whole model (spec section 2): ``sg`` picks skip-gram or CBOW,
-``window`` is the context radius m, ``negative`` the noise words k, ``ns_exponent`` the power of
-the noise distribution ``P_n(w) ∝ f(w)^0.75``. A run is bit-for-bit reproducible with a fixed
-``seed`` and ``workers: 1``; more worker threads are faster but interleave their updates in an
-order that varies from run to run.
+gensim's ``Word2Vec`` is the whole model (spec section 2: ``sg``, ``window`` m, ``negative`` k,
+``ns_exponent`` 0.75). Bit-for-bit reproducible with a fixed ``seed`` and ``workers: 1`` only:
+more threads interleave their updates differently each run.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Language-model data: the text as one token stream, cut into truncated-BPTT segments.
 
-Sentences are joined into one stream, each closed by ``</s>`` (unknown words become ``<unk>``).
-The stream is split into B parallel streams (``[B, L]``; the last ``N mod B`` tokens are
-dropped) and read left to right in segments of k steps: segment i is the inputs
-``streams[:, ik : ik+k]`` and the targets one step later. A model that carries its hidden state
-from one segment to the next (detached) sees each stream as one long text.
+Sentences, each closed by ``</s>``, are joined and split into B parallel streams (``[B, L]``, the
+last ``N mod B`` tokens dropped); segment i is ``streams[:, ik : ik+k]`` and its targets one step
+later, so a model carrying its state across segments sees each stream as one long text.
 """
 from __future__ import annotations
 
