@@ -37,10 +37,7 @@ _KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagg
 
 def tracking_uri() -> str:
     """``MLFLOW_TRACKING_URI`` if set, else an absolute SQLite store at the repository root."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        return uri
-    return f"sqlite:///{repo_root() / 'mlflow.db'}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{repo_root() / 'mlflow.db'}"
 
 
 def experiment_name() -> str:
@@ -70,20 +67,17 @@ def run_tags(stage: str, extra: Mapping[str, str] | None = None) -> dict[str, st
 
 
 def experiment_run_name(name: str) -> str:
-    """A run's name, led by its DVC experiment's under ``dvc exp run`` (``deen/search-50``):
-    the runs of two experiments (presets, ``make experiment``) share the store and their stage
-    and cell names, so the name tells them apart in the runs table (tag ``dvc_exp_name``)."""
+    """A run's name, led by its DVC experiment's under ``dvc exp run`` (``deen/search-50``), so
+    that runs of two experiments sharing the store tell apart in the runs table."""
     experiment = os.environ.get("DVC_EXP_NAME")
     return f"{experiment}/{name}" if experiment else name
 
 
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
-    """Serialise the first use of a SQLite store across processes.
-    MLflow creates a new store's tables (and migrates an old one) when a process first opens it,
-    without a lock of its own: two stages started together on a new ``mlflow.db`` then both try, and
-    one dies with ``table runs already exists``. A file lock beside the database makes the second
-    wait until the first has finished; other stores need none."""
+    """Serialise the first use of a SQLite store across processes: MLflow creates (or migrates)
+    its tables unlocked, and of two stages started together on a new ``mlflow.db`` one would die
+    with ``table runs already exists``. Other stores need no lock."""
     if not uri.startswith("sqlite:///"):
         yield
         return
@@ -107,10 +101,8 @@ def environment_tags() -> dict[str, str]:
 
 
 def configure() -> None:
-    """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`.
-    The store is opened (its tables created) and the experiment created under :func:`store_lock`, so
-    stages started together on a new store do not collide. The experiment is tagged as model
-    training (:func:`mark_model_training`)."""
+    """Point the ``mlflow`` client at :func:`tracking_uri` and :func:`experiment_name`, opening
+    the store and creating the experiment (tagged as model training) under :func:`store_lock`."""
     import mlflow
 
     uri = tracking_uri()
@@ -166,10 +158,8 @@ def log_numeric_metrics(metrics: Mapping[str, Any], prefix: str = "") -> None:
 
 
 def runs_path() -> str:
-    """The path (from the UI's root) of the experiment's runs table in the MLflow UI.
-    ``workflowType=machine_learning`` sets the UI's GenAI / Model training switch: MLflow 3.17
-    chooses an experiment's landing page by that switch (stored per browser, GenAI at first).
-    Creates the store and the (tagged) experiment when missing, like any stage."""
+    """The path (from the UI's root) of the experiment's runs table, in the Model training view
+    (``workflowType``, module docstring); creates the store and experiment when missing."""
     import mlflow
 
     configure()
@@ -200,11 +190,9 @@ def port_problem(host: str, port: int) -> str | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """Start the MLflow UI on the project's store (foreground) and stop it, with every process
-    it started, on SIGTERM, Ctrl-C or a closed terminal. The server is MLflow's own, run as the
-    ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`): its bare address opens on the runs table,
-    every page in the model-training view. Exit status 2, with one line, when the port is taken
-    or the server stops by itself."""
+    """Serve the ``rnnsearch-ui`` app (:mod:`rnnsearch.ui_app`) on the project's store in the
+    foreground until SIGTERM, Ctrl-C or a closed terminal stops it and every process it started.
+    Exit status 2, with one line, when the port is taken or the server stops by itself."""
     from rnnsearch.procgroup import run_group
     from rnnsearch.ui_app import LANDING_ENV
 
