@@ -1,11 +1,6 @@
 """Attention as alignment: force-decode the gold target and read the attention weights; links
 are each target word's most attended source word, or every source word over a threshold.
-
-For subword models :func:`word_attention` makes the weights word-to-word, so their AER compares
-with the word-level models' and IBM Model 1's: a target word's row is the **mean** of its
-pieces' rows (still a distribution; a sum would let a threshold link long words more readily),
-a source word's weight the **sum** of its pieces' columns (the mass its pieces receive
-together; a mean or argmax would favour words kept whole).
+:func:`word_attention` makes a subword model's weights word-to-word, so AERs compare.
 """
 from __future__ import annotations
 
@@ -50,9 +45,9 @@ def forced_attention(model: Any, sources: Sequence[Sequence[int]], targets: Sequ
 def word_attention(weights: np.ndarray, src_lengths: Sequence[int], tgt_lengths: Sequence[int]
                    ) -> np.ndarray:
     """Piece-to-piece weights (tgt_pieces x src_pieces) as word-to-word weights (tgt_words x
-    src_words): columns summed and rows averaged over each word's pieces (the module doc says
-    why); ``*_lengths``: pieces per word, in order. Words of one piece keep their values exactly,
-    so word units give the weights back unchanged."""
+    src_words), ``*_lengths`` pieces per word. Rows are averaged (still a distribution; a sum
+    would let a threshold link long words more readily), columns summed (the mass a word's
+    pieces receive together; a mean would favour words kept whole). One-piece words are exact."""
     def starts(lengths: Sequence[int]) -> np.ndarray:
         return np.cumsum([0, *lengths[:-1]])
 

@@ -1,8 +1,5 @@
-"""The human word alignments of the Canadian Hansards (HLT-NAACL 2003 shared task, 447 pairs).
-
-Files (``<s snum=0001> tokens </s>`` per line; links ``sentence e f [S|P]``, 1-based, English
-first) are found like the corpora: ``<mirror>/hansard_align/<file>``, then the download cache,
-then the upstream repository at a fixed commit; every file is checked against its sha256.
+"""The human word alignments of the Canadian Hansards (HLT-NAACL 2003 shared task, 447 pairs),
+found like the corpora (mirror, download cache, upstream at a fixed commit), sha256-checked.
 """
 from __future__ import annotations
 

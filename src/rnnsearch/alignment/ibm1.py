@@ -1,18 +1,14 @@
-"""IBM Model 1 trained by EM, vectorised over the whole corpus, with a NULL source word; and the
-diagonal-preferring reparameterisation of fast_align (Dyer et al. 2013) as a second model::
+"""IBM Model 1 by EM, vectorised over the whole corpus, with a NULL source word; and fast_align's
+diagonal-preferring reparameterisation (Dyer et al. 2013) as a second model::
 
     p(f, a | e) = prod_j  p(a_j | j, l, m) * t(f_j | e_{a_j})
     IBM-1:       p(a_j = i) = 1 / (l + 1)
     fast_align:  p(a_j = 0) = p0;  p(a_j = i) = (1 - p0) exp(-lam |i/l - j/m|) / Z_j   (i >= 1)
 
-The alignment prior is fixed, so each iteration is an exact EM step (the log-likelihood never
-decreases). With a Dirichlet prior ``alpha`` (fast_align's ``-v``, mean-field VB) the M-step is
-``t(f | e) = exp(digamma(c(e, f) + alpha)) / exp(digamma(sum_f' (c(e, f') + alpha)))`` over the
-co-occurring ``f'``: a small ``alpha`` keeps rare source words from "garbage collecting" target
-words; the recorded curve is then not a likelihood and need not increase.
-
-Layout: sentences grouped by source length ``l``, each group a matrix of ``(e_i, f_j)`` parameter
-ids (one row per target token, ``l + 1`` columns, NULL first): an iteration is a gather, a row
+The prior is fixed, so each iteration is an exact EM step; with a Dirichlet ``alpha`` (fast_align's
+``-v``, :func:`normalise`) rare source words stop "garbage collecting" target words, and the
+recorded curve is no longer a likelihood. Sentences are grouped by source length, each group a
+matrix of parameter ids (a row per target token, NULL first), so an iteration is a gather, a row
 sum and one ``bincount``.
 """
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Map the gold set's tokens onto the pipeline's, keeping which gold words each token covers.
 
-The gold text's annotators expanded contractions and elisions (``du`` -> ``de le``, ``l'`` ->
-``le``), split hyphenated words and lower-cased the first word; models trained on Moses tokens
-never saw that, so each sentence is turned back: hyphen chains joined, elisions and
-contractions restored (each only where the training text uses the rewritten form more often
-before the same next word, ``de le faire`` stays; by the language's rule where neither occurs),
-the first word's capital restored (unless the pipeline lower-cases), then Moses-tokenised.
-Each pipeline token keeps the gold positions it covers (``du``: ``de`` and ``le``), so a link
-between pipeline tokens becomes links between all their gold words; nothing is dropped.
+The annotators expanded contractions and elisions (``du`` -> ``de le``), split hyphenated words
+and lower-cased the first word, unlike the Moses tokens models saw; so hyphen chains are joined,
+elisions and contractions restored where the training text prefers the restored form before the
+same next word (``de le faire`` stays), the capital restored, then Moses-tokenised. Each token
+keeps the gold positions it covers, so links map back to gold words and nothing is dropped.
 """
 from __future__ import annotations
 

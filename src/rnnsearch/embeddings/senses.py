@@ -1,15 +1,11 @@
 """Sense-split word vectors: one vector per sense of an ambiguous word instead of one for all.
 
-Following the course notes' proposal, each occurrence of a chosen word is described by its
-context (the unit-length mean of the unit-length vectors within ``window`` tokens, so k-means
-clusters by cosine and every context word counts the same); k-means (fixed seed) groups them, k
-fixed or the best silhouette in ``2 .. max_k``; occurrences are relabelled ``word_1`` ...
-``word_k`` (most frequent first) and word2vec is retrained on the relabelled text.
-
-Only a seeded sample of ``max_occurrences_clustered`` occurrences is clustered (the silhouette is
-quadratic); the rest go to the nearest centroid, a context-less one to the largest sense. A k
-that leaves a sense rarer than ``embed.min_count`` (it would get no vector) is never chosen, and
-a word for which every k does is not split (:class:`NotSplit`).
+As the course notes propose, each occurrence of a word is described by its context (the
+unit-length mean of unit-length vectors within ``window``: k-means then clusters by cosine),
+clustered by k-means (k fixed or the best silhouette in ``2 .. max_k``, on a seeded sample of at
+most ``max_occurrences_clustered``), relabelled ``word_1`` ... ``word_k`` (most frequent first),
+and word2vec is retrained on the relabelled text. A k leaving a sense rarer than
+``embed.min_count`` (no vector) is never chosen; a word every k fails is :class:`NotSplit`.
 """
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """Unigram F1 by the word's frequency in the training target text (Sennrich, Haddow & Birch
 2016, Table 2 and Figures 2-3): how well frequent, rare and unseen words are translated.
 
-Words are Moses tokens (subword pieces are joined back first, :func:`unit_words`, so word-level
-and subword cells are measured on the same words). Matches are clipped per sentence, as BLEU's
-unigram precision; per group, summed over the test set, F1 = 2 matched / (hyp + ref tokens)
-(2PR / (P + R), defined when one side has no token of the group); all in percent.
-
-Groups by rank among training target words (most frequent first, ties alphabetical, as
-:meth:`~rnnsearch.data.vocab.Vocabulary.build`): ``in_vocabulary`` (among the N - 4 most
-frequent, what a word-level model of N entries can emit), ``rare`` (seen, outside it),
-``unseen`` (a hypothesis' ``<unk>`` is one: it never matches) and ``all``; for the curve, rank
-bins ``1-10, 11-20, 21-50, ...`` (1-2-5 steps up to the number of types) plus ``unseen`` at
-twice that number, one step further on a log axis.
+Words are Moses tokens (pieces joined back, :func:`unit_words`); matches are clipped per
+sentence as in BLEU; per group F1 = 2 matched / (hyp + ref tokens), in percent, defined even
+when one side has none. Groups by training rank (ties alphabetical, as the vocabulary):
+``in_vocabulary`` (what a word-level model of N entries can emit), ``rare``, ``unseen`` (a
+hypothesis' ``<unk>`` too, never matching) and ``all``; the curve's rank bins
+(:func:`rank_edges`) plus ``unseen``.
 """
 from __future__ import annotations
 
