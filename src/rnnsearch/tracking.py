@@ -1,15 +1,10 @@
 """MLflow tracking: the one place that owns the tracking URI, the experiment and the run tags.
 
 URI: ``MLFLOW_TRACKING_URI``, else an absolute ``sqlite:///<repo root>/mlflow.db`` (absolute so
-that DVC experiments run in ``.dvc/tmp/exps/...`` still land in the main repository's store).
-Experiment: ``MLFLOW_EXPERIMENT_NAME``, else ``rnnsearch``. Every run is tagged ``stage``,
-``git_commit``, ``dvc_exp_name`` (under DVC experiments) and MLflow's git commit and run name.
-
-``python -m rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI over this store: a busy
-port is one line and exit 2, and the server's processes end with it (:mod:`rnnsearch.procgroup`).
-The experiment is tagged ``mlflow.experimentKind = custom_model_development``, but MLflow 3.17's
-UI picks its landing page from the sidebar switch, not the tag: hence ``?workflowType=
-machine_learning`` in the printed address, and :mod:`rnnsearch.ui_app` sets the browser's choice.
+that DVC experiments run in ``.dvc/tmp/exps/...`` land in the main store). ``python -m
+rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI, its processes ending with it
+(:mod:`rnnsearch.procgroup`). MLflow 3.17's UI picks its landing page from a sidebar switch, not
+the experiment's kind tag, hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`.
 """
 from __future__ import annotations
 

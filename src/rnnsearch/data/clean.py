@@ -1,17 +1,12 @@
 """Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
 
-First, non-white-space control characters (category Cc) are removed: invisible, partly dropped
-by the tokenizer, a line of nothing else would become an empty source that still gets
-"translated"; white-space controls (tab, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``)
-separate words. Rules, in order, each dropped pair counted under the first that drops it:
-``empty``, ``control`` (nothing but control characters), ``too_short`` / ``too_long``
-(``min_len``/``max_len`` words), ``ratio`` (longer / shorter side > ``max_ratio``). Words are
-white-space counts of the raw text, as in clean-corpus-n. :data:`USABLE_ONLY` keeps every pair
-with words on both sides: for a user's whole dev or test file, comparable with published scores.
-
-A Moses-escaped corpus holds HTML entities (``&apos;`` ...), which the tokenizer splits;
-:func:`count_entities` counts what :func:`html.unescape` would turn into characters and
-:func:`unescape_lines` applies it.
+Non-white-space control characters (category Cc) are removed first: invisible, a line of
+nothing else would become an empty source that still gets "translated" (white-space controls,
+``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``, separate words). Rules, a pair counted under the
+first that drops it: ``empty``, ``control``, ``too_short`` / ``too_long``, ``ratio``, in
+white-space words of the raw text. :data:`USABLE_ONLY` keeps every pair with words on both
+sides (a user's whole dev or test file stays comparable with published scores).
+:func:`count_entities` counts the HTML entities of a Moses-escaped corpus.
 """
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """Subword units (Sennrich, Haddow & Birch 2016): SentencePiece models learnt on Moses tokens.
 
-Learnt on Moses tokens (as Sennrich et al. did), split at whitespace first, so a piece never
-crosses a token boundary: pieces join back into exactly the Moses tokens
-(:func:`pieces_to_words`; each token begins with a ``▁`` piece) and detokenise as the word-level
-models' do (:meth:`TextUnits.text`). Settings of :func:`train_model`, and why: identity
-normalisation (NFKC would rewrite tokens, breaking the join); no byte fallback (an unseen
-character is ``<unk>``, see :func:`unseen_characters`); a hard vocabulary limit (else
-:class:`VocabularyUnfit`); one thread, every sentence, no shuffling, a fixed seed (the same lines
-give the same model file, byte for byte); the project's special ids (``<pad>`` 0, ``<unk>`` 1,
-``<s>`` 2, ``</s>`` 3), so ``vocab.<side>.txt`` lists the model's pieces in id order.
-
-Files in ``data/tokenized`` (subword units only): ``subword.json`` and the models,
-``subword.{src,tgt}.model`` or one ``subword.joint.model``.
+Split at whitespace first, so pieces join back into exactly the Moses tokens
+(:func:`pieces_to_words`) and detokenise as word-level output does. :func:`train_model`'s
+settings: identity normalisation (NFKC would rewrite tokens), no byte fallback (an unseen
+character is ``<unk>``), a hard vocabulary limit (:class:`VocabularyUnfit`), one thread, no
+sampling or shuffling and a fixed seed (the same lines give the same file, byte for byte), and
+the project's special ids, so ``vocab.<side>.txt`` lists the pieces in id order. Files:
+``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``.
 """
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """Batched beam search, written as small steps: start, expand + prune, finish, advance, retire.
 
-``n`` sentences x width ``k`` hypotheses, scored by cumulative log-probability. Each step:
-:func:`_expand_and_prune` keeps each sentence's ``2k`` best (hypothesis, word) pairs (so ``k``
-non-``</s>`` continuations remain however many end); :func:`_finish` moves a pair among the ``k``
-best that emits ``</s>`` to its sentence's finished list; :func:`_advance` makes the ``k`` best
-other pairs the new beam; :func:`_retire` drops a sentence whose search is over, or at its length
-limit ``a * src_len + b``, so the batch shrinks as sentences end.
-
-``translate.search.stop``: ``first_k`` (Bahdanau et al.'s) ends once ``k`` hypotheses finished;
-``bound`` once ``nbest`` finished and no live one can beat the ``nbest``-th best under the length
-penalty (:func:`rnnsearch.decoding.options.reachable`): exact wherever the beam lost nothing.
-Finished hypotheses rank by normalised score, live ones by the raw sum. A sentence's hypotheses
-only meet its own, so the output does not depend on the batch size or composition.
+Each step keeps each sentence's ``2k`` best (hypothesis, word) pairs (so ``k`` non-``</s>``
+continuations remain), finishes those among the ``k`` best that emit ``</s>``, advances the
+``k`` best others, and retires sentences whose search is over or at their length limit, so the
+batch shrinks. ``translate.search.stop``: ``first_k`` (Bahdanau et al.'s) stops once ``k``
+finished; ``bound`` once ``nbest`` finished and no live hypothesis can beat them
+(:func:`rnnsearch.decoding.options.reachable`). A sentence's hypotheses only meet its own, so
+the output does not depend on the batch.
 """
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
 """Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in three wirings.
 
 The papers differ in *when* the decoder attends, which changes the recurrence, hence small
-subclasses rather than one class full of switches: :class:`BahdanauDecoder` (``search``,
-``encdec``: attend from ``s_{i-1}``, then update), :class:`ConditionalDecoder` (``search_cond``,
-Nematus's conditional GRU: update with ``y_{i-1}``, attend, update with ``c_i``) and
-:class:`LuongDecoder` (``luong``: update, then attend with the new ``h_t``).
-
-``embedding``, ``rnn`` and ``output`` are named as the pretrained LM's so that
-``rnnsearch.models.lm_transfer.load_lm_into_decoder`` copies them by name; the previous word is
-the first ``E`` inputs of ``rnn.weight_ih_l0``.
+subclasses rather than one class full of switches: :class:`BahdanauDecoder` (attend, then
+update), :class:`ConditionalDecoder` (Nematus's conditional GRU) and :class:`LuongDecoder`
+(update, then attend). The submodules are named as the pretrained LM's, so that
+:func:`rnnsearch.models.lm_transfer.load_lm_into_decoder` copies them by name.
 
 Teacher forcing uses the fused ``nn.GRU`` when no input depends on the previous step; otherwise
-a loop over :func:`cell_step` with the word projection and output layer batched outside it. The
-loop reads that projection through ``unbind`` (one stacked gradient) rather than ``[:, t]`` (a
-zero-filled batch x T x G*H gradient per step). ``step`` runs the same code, so a step-by-step
-decode reproduces the teacher-forced logits. ``loop_runner`` may replace ``attention_loop``
-(:mod:`rnnsearch.training.graphs` replays it as CUDA graphs).
+a loop over :func:`cell_step` with the word projection and output layer batched outside it, read
+through ``unbind`` (one stacked gradient, where ``[:, t]`` would make a zero-filled batch x T x
+G*H gradient per step). ``step`` runs the same code, so step-by-step decoding reproduces the
+teacher-forced logits. ``loop_runner`` may replace ``attention_loop`` (CUDA graphs,
+:mod:`rnnsearch.training.graphs`).
 """
 from __future__ import annotations
 

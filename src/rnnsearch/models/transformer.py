@@ -1,15 +1,11 @@
 """The Transformer encoder-decoder (Vaswani et al. 2017) behind the recurrent models' interface.
 
-Pre-norm layers (train without a learning-rate warmup at the other models' Adam settings),
-sinusoidal positions, embeddings scaled by ``sqrt(d)``; d = ``embedding_size`` throughout
-(``hidden_size`` is not read), so pretrained word vectors fit as for the recurrent models.
-Attention is written out rather than ``nn.MultiheadAttention`` so that training, a decoding step
-and the padding mask run the same arithmetic and return each head's weights.
-
-:class:`TransformerState` caches each decoder layer's self-attention keys and values of the
-positions decoded so far, so a step-by-step decode computes what teacher forcing does under the
-causal mask, and beam search reorders it as any state. The model's attention (decoding output,
-alignment, supervised attention) is layer ``alignment_layer``'s cross-attention, head-averaged.
+Pre-norm layers (no learning-rate warmup needed at the other models' Adam settings), sinusoidal
+positions, d = ``embedding_size`` throughout (so pretrained word vectors fit). Attention is
+written out rather than ``nn.MultiheadAttention`` so that training, a decoding step and the
+padding mask run the same arithmetic and return each head's weights. :class:`TransformerState`
+caches each layer's self-attention keys and values, so stepwise decoding computes what teacher
+forcing does. The model's attention is layer ``alignment_layer``'s cross-attention, head-averaged.
 """
 from __future__ import annotations
 
