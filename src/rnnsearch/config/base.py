@@ -1,27 +1,13 @@
 """Typed params: turn one section of params.yaml into a frozen, validated dataclass.
 
-Every stage calls :func:`load_section` once, before doing any work, so that a bad value
-fails at once with a message that names the key (``train.model.hidden_size: expected int,
-got 'big'``) instead of after an hour of training.
+Every stage calls :func:`load_section` before any work, so a bad value fails at once naming the
+key (``train.model.hidden_size: expected int, got 'big'``). Unknown keys are errors, missing
+ones take the default; types are checked recursively (an int passes as a float, a bool never as
+a number), then the dataclass' ``check()``; :func:`load_section` also runs
+``check_params(key, params)`` (across sections) and ``check_runtime(key)`` (this machine).
 
-Rules, checked against the dataclass' field types:
-
-* an unknown key is an error (typos do not silently fall back to a default);
-* a missing key takes the field's default; a field without a default is required;
-* ``int``, ``float``, ``bool``, ``str``, ``Literal[...]``, ``Optional[...]``, ``list[...]``,
-  ``tuple[...]`` and nested dataclasses are checked recursively (an ``int`` is accepted where a
-  ``float`` is expected; a ``bool`` is never accepted as a number);
-* after the types, the dataclass' own ``check()`` method (if any) checks the values, raising
-  :class:`ConfigError` through :func:`require`;
-* :func:`load_section` (a stage loading the section it is about to use) then runs two more
-  optional methods: ``check_params(key, params)``, checks against other sections of the same
-  file (``evaluate.baseline`` must be a model of ``train.grid``), and ``check_runtime(key)``,
-  checks that depend on this machine (an installed package, an available accelerator), which a
-  preset validated for another machine must not fail.
-
-The params file itself must be a YAML mapping without duplicated keys (DVC refuses those too).
-Numbers with an exponent but no dot or no exponent sign (``1e-3``, ``5E+4``, ``1.0e3``) are read
-as numbers, as YAML 1.2 and DVC read them; PyYAML (YAML 1.1) would make them strings.
+The file must be a YAML mapping without duplicated keys; ``1e-3``-style numbers are numbers,
+as in YAML 1.2 and DVC (PyYAML would make them strings).
 """
 from __future__ import annotations
 
@@ -133,11 +119,8 @@ def required_section(params: dict[str, Any], section: str, origin: str | Path) -
 
 
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
-    """Load ``section`` of the params file at ``path`` into the dataclass ``cls``, for use here.
-
-    Besides :func:`from_dict`'s checks, runs the dataclass' cross-section ``check_params`` and
-    machine-dependent ``check_runtime`` methods, if any (see the module docstring).
-    """
+    """Load ``section`` of the params file at ``path`` into ``cls``: :func:`from_dict`, then
+    its ``check_params`` and ``check_runtime`` methods, if any."""
     params = read_params(path)
     obj = from_dict(cls, required_section(params, section, path), section)
     check_params(obj, section, params)

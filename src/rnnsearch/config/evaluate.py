@@ -39,12 +39,8 @@ def check_tokenizer_installed(name: str, key: str) -> None:
 
 
 def check_baseline(cfg: "EvaluateConfig", grid: GridConfig, key: str = "evaluate") -> None:
-    """``cfg.baseline`` must be a model of ``train.grid.models``: otherwise no cell has a
-    baseline to be tested against and the significance tests silently vanish.
-
-    A grid of one model has nothing to compare (its tests are skipped, as expected), and
-    ``bootstrap_samples: 0`` asks for no tests: both pass whatever the baseline.
-    """
+    """``cfg.baseline`` must be a model of ``train.grid.models``, else the significance tests
+    silently vanish; a one-model grid or ``bootstrap_samples: 0`` passes regardless."""
     if cfg.bootstrap_samples == 0 or len(grid.models) <= 1:
         return
     require(cfg.baseline in grid.models, f"{key}.baseline",

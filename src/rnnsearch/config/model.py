@@ -1,20 +1,10 @@
-"""Typed config of one translation model (one entry of ``train.models`` merged over ``train.base_model``).
+"""Typed config of one translation model (a ``train.models`` entry over ``train.base_model``).
 
-A model is ``model`` (its architecture: an entry of
-:data:`rnnsearch.config.architectures.ARCHITECTURES`, the one list of them)
-plus a cell, sizes and an attention score:
-
-* ``encdec``: RNNencdec (Cho et al. 2014): no attention, the encoder's final state summarises
-  the source, initialises the decoder and conditions every step and the output;
-* ``search``: RNNsearch (Bahdanau et al. 2015): additive attention queried with ``s_{i-1}``,
-  decoder input ``[y_{i-1}; c_i]``, deep output (optionally maxout);
-* ``search_cond``: RNNsearch with Nematus's conditional GRU (Sennrich et al. 2017): attention
-  queried after a first update has read ``y_{i-1}``, a second update reads ``c_i``;
-* ``luong``: Luong et al. 2015: attention queried with the new state ``h_t``, attentional state
-  ``tanh(W_c [c_t; h_t])``, optional input feeding; ``attention`` global, local_m or local_p.
-
-A new architecture is an entry of :data:`ARCHITECTURES` plus the module of its encoder or
-decoder (docs/contributing.md, "Adding a decoder or an architecture").
+``model`` names its architecture, an entry of
+:data:`rnnsearch.config.architectures.ARCHITECTURES` (docs/contributing.md says how to add one):
+``encdec`` (Cho et al. 2014, no attention), ``search`` (Bahdanau et al. 2015), ``search_cond``
+(Nematus's conditional GRU), ``luong`` (Luong et al. 2015: global, local_m or local_p attention,
+optional input feeding). Besides: a cell, sizes and an attention score.
 """
 from __future__ import annotations
 

@@ -83,15 +83,10 @@ def auto_test_size(clean_pairs: int) -> int:
 class CustomCorpus:
     """The files of a corpus of one's own, per split; ``test`` null: held out from train.
 
-    A given dev or test file is used whole (only pairs with an empty side are dropped), so that
-    scores on it compare with others' on the same file; ``cut_given`` lists the given splits to
-    clean and sample like a built-in corpus' instead (``clean``, ``sizes``, ``test_buckets``).
-
-    A test split held out of train is a seeded random sample of ``test_size`` clean training
-    pairs (``auto``: :func:`auto_test_size`), whatever the built-in corpora's ``test_buckets``
-    say; ``test_stratified`` draws it by ``prepare.test_buckets``/``test_per_bucket`` instead,
-    each length bucket giving at most half its pairs, so that training keeps sentences of every
-    length.
+    A given dev or test file is used whole (empty sides dropped), so scores compare with
+    others' on it, unless ``cut_given`` lists it. A held-out test split is a seeded sample of
+    ``test_size`` pairs (``auto``: :func:`auto_test_size`), or with ``test_stratified`` at most
+    half of each ``prepare.test_buckets`` bucket, so training keeps every length.
     """
 
     train: CustomSplit

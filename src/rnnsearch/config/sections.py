@@ -26,13 +26,8 @@ SECTIONS: dict[str, type] = {
 
 def validate_params(params: dict[str, Any], origin: str = "params.yaml",
                     runtime: bool = False) -> dict[str, Any]:
-    """Validate every section of ``params``; returns ``{section: config}``.
-
-    Also resolves every grid cell's model (so a grid naming a missing variant fails here) and
-    runs the checks across sections (``evaluate.baseline`` in ``train.grid``). ``runtime``: also
-    the checks that depend on this machine (an installed package, an available GPU), for params
-    about to run here rather than on another machine.
-    """
+    """Validate every section of ``params`` and every grid cell's model, with the checks
+    across sections; returns ``{section: config}``. ``runtime``: also this machine's checks."""
     unknown = sorted(set(params) - set(SECTIONS))
     if unknown:
         raise ConfigError(f"{origin}: unknown section '{unknown[0]}' (known: {', '.join(SECTIONS)})")

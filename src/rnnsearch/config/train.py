@@ -1,8 +1,7 @@
-"""Typed ``train`` section: the model grid, named model variants, data, optimiser, budget, Trainer.
+"""Typed ``train`` section: the model grid, named model variants, data, optimiser, budget.
 
 Model variants are named entries of ``train.models``, each a partial :class:`ModelConfig` merged
-over ``train.base_model``; ``train.grid.models`` picks which of them the DVC matrix trains. Adding
-a Luong variant is an edit of params.yaml (or ``dvc exp run -S``), not new code.
+over ``train.base_model``; ``train.grid.models`` picks which of them the DVC matrix trains.
 """
 from __future__ import annotations
 
@@ -213,11 +212,9 @@ class InitConfig:
 
 @dataclass(frozen=True)
 class SupervisedAttentionConfig:
-    """Liu et al. (2016)'s supervised attention: ``weight`` x the cross-entropy between the
-    align stage's normalised links (``align.train_links``) and the attention weights, added to
-    the training loss of every grid model with attention; the weight of period k is
-    ``weight * decay**k``, a period being an epoch (``decay_steps`` 0) or ``decay_steps``
-    optimizer steps. ``weight`` 0: off (nothing is read)."""
+    """Liu et al. (2016)'s supervised attention: ``weight * decay**k`` x the cross-entropy of
+    the attention against ``align.train_links``, period k an epoch (``decay_steps`` 0) or
+    ``decay_steps`` optimizer steps; ``weight`` 0: off."""
 
     weight: float = 0.0
     decay: float = 1.0              # per period (1: a fixed weight)
