@@ -1,14 +1,11 @@
 """The MLflow UI server, its pages opening in the model-training view and its bare address on
 the project's runs.
 
-MLflow 3.17's UI is a hash-routed app at ``/``; its GenAI / Model training switch is read from
-``workflowType`` in the address, else localStorage (:data:`WORKFLOW_KEY`), else GenAI, so every
-clicked run or copied link opened in the GenAI view. This ASGI app serves MLflow's app unchanged
-except ``GET /``: MLflow's ``index.html`` with a script first in its head that stores Model
-training as the browser's choice and, only for a bare address (no ``#...``, which the server
-never sees, hence no redirect), goes to the runs table at ``RNNSEARCH_UI_LANDING`` (set by
-``rnnsearch.tracking ui``). Registered as the ``mlflow.app`` entry point ``rnnsearch-ui``
-(``mlflow server --app-name rnnsearch-ui``).
+MLflow 3.17's UI reads its GenAI / Model training switch from ``workflowType`` in the address,
+else localStorage (:data:`WORKFLOW_KEY`), else GenAI. This ASGI app serves MLflow's app but
+answers ``GET /`` with its ``index.html`` led by a script that stores Model training as the
+browser's choice and sends a bare address (no ``#...``, which no server sees: hence no
+redirect) to ``RNNSEARCH_UI_LANDING``. ``mlflow server --app-name rnnsearch-ui`` runs it.
 """
 from __future__ import annotations
 

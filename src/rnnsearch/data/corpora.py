@@ -1,14 +1,10 @@
 """The corpus registry and how a corpus file is found: local mirror first, then upstream.
 
-Each corpus lists its languages, its file name per split, every file's sha256 and, where one
-exists, an upstream URL. ``<split>.<lang>.gz`` is looked up in the mirror
-(``prepare.mirror``, overridden by ``RNNSEARCH_CORPORA``), then the download cache, then
-upstream (downloaded to a temporary file, verified, renamed into the cache). Every file found is
-checked against its sha256.
-
-A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) over
-``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is abandoned, as curl's ``--speed-limit`` does: the
-socket timeout restarts with every byte, so a trickling server would otherwise hang the stage.
+``<split>.<lang>.gz`` comes from the mirror (``prepare.mirror`` or ``RNNSEARCH_CORPORA``), the
+download cache, or upstream (to a temporary file, renamed into the cache), and is always checked
+against its sha256. A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) for
+``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is abandoned, as curl does: the socket timeout restarts
+with every byte, so a trickling server would otherwise hang the stage.
 """
 from __future__ import annotations
 

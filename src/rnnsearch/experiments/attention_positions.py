@@ -1,10 +1,7 @@
-"""Where attention looks: each target word's attention centre against the diagonal, and for
-Luong's local-p the predicted window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))``.
-
-Teacher-forced on a tokenised split, per model: the centre ``sum_i alpha_ji * i`` against the
-diagonal ``(j + 1/2) * S / T`` (mean distance as a fraction of S, and their correlation along
-the sentence); for local-p also ``p_t / S`` (mean, and its spread: about 0.29 for a centre that
-sweeps the sentence, 0 for one that never moves, whose +-D window sees only those words).
+"""Where attention looks: each target word's attention centre ``sum_i alpha_ji * i`` against the
+diagonal ``(j + 1/2) * S / T`` (mean distance / S, correlation along the sentence), and for
+local-p the window centre ``p_t / S`` (mean, and spread: about 0.29 for a centre sweeping the
+sentence, 0 for one that never moves). Teacher-forced on a tokenised split:
 
     python -m rnnsearch.experiments.attention_positions data/models/search-50/model.pt \
         data/models/luong_local_p-50/model.pt --data data/tokenized --split dev

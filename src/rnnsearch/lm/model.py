@@ -1,13 +1,9 @@
 """The RNN language model (spec section 3) and the LSTM equations it relies on.
 
-``LanguageModel`` is ``embedding -> rnn -> output`` (``[V, E]``, batch-first ``E -> H``,
-``H -> V``), named as the translation decoder's submodules, so its state dict is the
-LM->decoder contract (``docs/contracts.md``, :mod:`rnnsearch.models.lm_transfer`).
-
-Cells follow PyTorch: ``nn.LSTM`` stores gate rows i, f, c~ (``g``), o and splits
-``W [h; x] + b`` into ``W_ih x + b_ih + W_hh h + b_hh`` (:func:`lstm_step`); ``nn.GRU``'s ``z``
-*keeps* the old state (``h_t = (1 - z) * h~ + z * h_{t-1}``, the spec's ``z`` is ``1 - z``) and
-its reset gate applies after the recurrent matrix, ``h~ = tanh(W_in x + b_in + r * (W_hn h + b_hn))``.
+``embedding -> rnn -> output``, named as the translation decoder's submodules, so the state
+dict is the LM->decoder contract (:mod:`rnnsearch.models.lm_transfer`). PyTorch's conventions:
+``nn.LSTM`` orders gate rows i, f, g, o; ``nn.GRU``'s ``z`` *keeps* the old state (the spec's
+``z`` is ``1 - z``) and its reset gate applies after the recurrent matrix.
 """
 from __future__ import annotations
 

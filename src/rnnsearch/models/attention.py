@@ -1,15 +1,11 @@
 """Attention: one module, pluggable score functions, global or local (Luong) windows.
 
-Scores of a query ``q`` against annotations ``h_s``: ``additive``/``concat``
-``v^T tanh(W q + U h_s)``, ``dot`` ``q^T h_s``, ``scaled_dot`` ``q^T h_s / sqrt(d)``,
-``general`` ``q^T (W_a h_s)``. The source-only part (``U h_s``, ``W_a h_s``) is the *keys*,
-computed once per batch (:meth:`Attention.project_keys`) and passed to every step explicitly
-(``Memory.keys``), never kept as module state, so beam search can reorder it.
-
-Local attention restricts weights to ``[p_t - D, p_t + D]``: ``local_m`` takes ``p_t = t``;
-``local_p`` predicts ``p_t = S sigmoid(v_p^T tanh(W_p q))`` (``S`` the real source length,
-clamped to the last real position) with a Gaussian of ``sigma = D/2``. Unlike the paper, the
-Gaussian's log is added before the softmax, so every variant's weights sum to 1.
+Scores: ``additive``/``concat`` ``v^T tanh(W q + U h_s)``, ``dot``, ``scaled_dot``, ``general``
+``q^T (W_a h_s)``. The source-only part is the *keys*, computed once per batch
+(:meth:`Attention.project_keys`) and passed explicitly (``Memory.keys``), never module state, so
+beam search can reorder it. ``local_m``/``local_p`` restrict weights to ``[p_t - D, p_t + D]``;
+unlike the paper, local-p's Gaussian is added in log space before the softmax, so every
+variant's weights sum to 1.
 """
 from __future__ import annotations
 

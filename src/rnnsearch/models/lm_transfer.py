@@ -1,13 +1,10 @@
 """The LM -> decoder contract (``docs/contracts.md``, "LM to decoder").
 
-Here, beside the decoder it fills, so that the pretrain_lm stage (writer) and the train stage
-(reader) share it without translation training importing the LM package. ``decoder_init.pt``
-holds ``{"meta": {cell, vocab_size, embedding_size, hidden_size, num_layers}, "state_dict"}``.
-``embedding`` and ``rnn`` weights must fit exactly, except that only the first E columns of
-``rnn.weight_ih_l0`` (the previous word) are copied and deeper decoder layers keep their init.
-The LM's ``output`` is never copied: every decoder's output layer reads something else (deep
-output or attentional state) even where shapes agree. A mismatch fails naming both shapes
-(refused at config time too, :func:`rnnsearch.config.train.check_lm_fits`).
+Beside the decoder it fills, so that pretrain_lm (writer) and train (reader) share it without
+translation training importing the LM package. ``embedding`` and ``rnn`` weights must fit
+exactly, except that only the previous word's columns of ``rnn.weight_ih_l0`` are copied and
+deeper decoder layers keep their init; the LM's ``output`` is never copied (every decoder's
+output layer reads something else). A mismatch fails naming both shapes.
 """
 from __future__ import annotations
 
