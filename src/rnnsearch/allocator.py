@@ -1,12 +1,10 @@
 """glibc's memory allocator set for training: freed memory is kept for reuse, not given back.
 
-A training step allocates and frees the same 128 KB - 45 MB tensors again and again; by default
-glibc maps blocks above the mmap threshold fresh and trims the heap top, so each reuse faults
-zero-filled pages in again (about 15,000 faults per reference step). :func:`keep_freed_memory`
-turns mmap off via ``mallopt`` (the largest threshold glibc accepts, 32 MB, is below the
-logits' 45 MB) and heap trimming too. Results are bit for bit the same; the process keeps its
-heap (docs/performance.md, "Memory allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it
-is; other C libraries (musl, macOS) have nothing to set.
+A training step frees and reallocates the same 128 KB - 45 MB tensors; glibc's defaults map
+large blocks fresh and trim the heap, so each reuse faults zero-filled pages in (about 15,000 a
+reference step). :func:`keep_freed_memory` turns mmap (its largest threshold, 32 MB, is too
+small) and trimming off; results are bit for bit the same (docs/performance.md, "Memory
+allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it is.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The import graph of a package, read from its source (nothing is imported).
 
-Every import counts, at any depth (in functions, under ``TYPE_CHECKING``, in ``try``): a call-time
-import ties modules as firmly as a top-level one. A registry entry names its code as a string
-``"package.module:attribute"`` that ``<package>.config.registry.load`` imports on use, so a
-module importing that loader also imports every module named by the entries of the modules it
-imports (:func:`registry_imports`), except an ``opaque`` registry's (the architectures, tracked
-per model stage by :mod:`rnnsearch.stages.model_code`). Used by the model_code stage,
-``scripts/stage_deps.py`` and the layout tests.
+Every import counts, at any depth (a call-time import ties modules as firmly). A registry entry
+names its code as ``"package.module:attribute"``, loaded on use, so importing the loader also
+imports what the entries of the imported modules name (:func:`registry_imports`), except an
+``opaque`` registry's (the architectures, per model stage: :mod:`rnnsearch.stages.model_code`).
 """
 from __future__ import annotations
 

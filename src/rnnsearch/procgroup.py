@@ -1,11 +1,9 @@
 """Run a command as its own process group that ends when this process is stopped.
 
-``mlflow server`` is a tree of processes, and a SIGTERM to ``make ui``'s process used to leave it
-serving. :func:`run_group` starts the command in its own process group (one ``killpg`` reaches
-all; a Ctrl-C reaches only this process), turns SIGTERM, SIGINT and SIGHUP into a stop (SIGTERM
-to the group, SIGKILL after a grace period, returning once none runs), stops the group when the
-command ends by itself, and sets ``PR_SET_PDEATHSIG`` (Linux) so even a SIGKILL of this process
-sends the command a SIGTERM. ``exec`` would not do: the server's helpers would outlive it.
+``mlflow server`` is a process tree that a SIGTERM to ``make ui`` used to leave serving.
+:func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (SIGKILL after a
+grace period), stops the group when the command ends, and sets ``PR_SET_PDEATHSIG`` (Linux) for
+a SIGKILL of this process. ``exec`` would not do: the server's helpers would outlive it.
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """A corpus of one's own (``prepare.corpus: custom``): the files named in ``prepare.custom``.
 
-Each split is a source and a target file (line N translates line N) or one ``source<TAB>target``
-file, plain UTF-8 or ``.gz``, given as a local path (relative to the working directory) or an
-http(s) URL, downloaded as the built-in corpora are into
-``<cache_dir>/custom/<sha256 of the URL, 16 digits>-<file name>``. A cached copy is reused only
-when the params give a sha256 it matches (a URL may serve something new). A given sha256 is
-checked (a mismatch names the file, both hashes and the key); every file's sha256 is returned.
+Per split a source and a target file or one ``source<TAB>target`` file, plain or ``.gz``, as a
+local path or an http(s) URL (cached as ``<cache_dir>/custom/<URL sha256[:16]>-<name>``, reused
+only when the params give a sha256 it matches: a URL may serve something new). Every file's
+sha256 is returned; a given one is checked.
 """
 from __future__ import annotations
 

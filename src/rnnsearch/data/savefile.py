@@ -1,11 +1,9 @@
 """Writing a binary file (a model, a checkpoint) so that it is whole or not there at all.
 
-:func:`save_atomically` writes into a hidden temporary folder beside the target (same disk) and
-renames the file into place, so a kill or a full disk leaves the previous file intact; a folder
-left by a ``kill -9`` is removed by the next write. (Lightning's writer copies from the system's
-temporary folder over the previous file.) A failure is one ``OSError`` naming the user's file,
-its file system and the space left; torch's ``PytorchStreamWriter failed writing file``
-``RuntimeError`` becomes ``ENOSPC`` when the disk is (nearly) full.
+:func:`save_atomically` writes in a hidden folder beside the target (same disk, unlike
+Lightning's writer) and renames the file into place; a folder a ``kill -9`` left is removed by
+the next write. A failure is one ``OSError`` naming the user's file and the space left (torch's
+``PytorchStreamWriter failed writing file`` becomes ``ENOSPC`` on a full disk).
 """
 from __future__ import annotations
 

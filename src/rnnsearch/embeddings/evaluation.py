@@ -1,12 +1,9 @@
 """Evaluate word vectors: word-similarity correlation, nearest neighbours, a 2-D projection.
 
-* Word similarity (English): Spearman's rho between cosine and human scores on WordSim-353 and
-  SimLex-999 (gensim's), with the OOV ratio of the pairs skipped (on Multi30k most are OOV).
-  With subword units a word's vector is the mean of its pieces' (:func:`subword_similarity`,
-  fastText without n-grams); a word with a piece lacking a vector is still OOV.
-* Nearest neighbours of probe words (subword units: of the probe's piece mean, among pieces):
-  a static vector mixes every sense of a word, so they show whichever senses the corpus uses.
-* Projection: the most frequent words on their first two principal components.
+Word similarity (English): Spearman's rho on WordSim-353 and SimLex-999, with the share of pairs
+skipped as OOV; with subword units a word's vector is its pieces' mean
+(:func:`subword_similarity`). Nearest neighbours of probe words show whichever senses the corpus
+uses (a static vector mixes them). Projection: frequent words on two principal components.
 """
 from __future__ import annotations
 

@@ -2,11 +2,9 @@
 
     python -m rnnsearch.experiments.tiny --out /tmp/tiny [--steps 300]
 
-Trains a small RNNsearch (embedding 32, hidden 64) on the synthetic reversal task of
-:mod:`rnnsearch.experiments.synthetic` and writes, as the train and tokenize stages do,
-``model.pt``, ``vocab.src.txt``/``vocab.tgt.txt`` (words ``s0 .. s19``) and held-out
-``test.src``. ``make gpu-check`` compares CPU and GPU translations on it; a trained model's
-peaked distributions make floating-point near-ties as rare as in real decoding.
+A small RNNsearch trained on the synthetic reversal task, written as the train and tokenize
+stages write (``model.pt``, ``vocab.{src,tgt}.txt`` of words ``s0 .. s19``, ``test.src``) for
+``make gpu-check``: a trained model's peaked distributions make near-ties as rare as in real use.
 """
 from __future__ import annotations
 
