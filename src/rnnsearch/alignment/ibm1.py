@@ -109,10 +109,8 @@ def build_groups(src: list[np.ndarray], tgt: list[np.ndarray], n_tgt: int,
 
 
 def dense_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct non-negative ``keys`` and each key's index among them.
-    One ``np.sort`` of ``key << b | position`` (when both fit in 63 bits) instead of an ``argsort``,
-    which is several times slower on tens of millions of int64 keys (as is numpy's hash-based
-    ``unique``)."""
+    """Sorted distinct non-negative ``keys`` and each key's index among them, by one ``np.sort``
+    of ``key << b | position`` where it fits 63 bits (``argsort`` is several times slower)."""
     shift = max(int(len(keys) - 1).bit_length(), 1)
     if int(keys.max(initial=0)).bit_length() + shift <= 63:
         packed = np.sort((keys << shift) | np.arange(len(keys), dtype=np.int64))

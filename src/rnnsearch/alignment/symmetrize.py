@@ -56,9 +56,8 @@ def grow_diag_final(e2f: set[Link], f2e: set[Link], both_unaligned: bool = False
 
 
 def grow_diag_final_and(e2f: set[Link], f2e: set[Link]) -> set[Link]:
-    """grow-diag-final-and (Koehn et al. 2005, Moses' and fast_align's ``atools`` default):
-    like :func:`grow_diag_final`, but the final step adds a point of either direction only when
-    neither of its words is aligned yet."""
+    """grow-diag-final-and (Koehn et al. 2005, ``atools``' default): :func:`grow_diag_final`
+    whose final step adds only points neither of whose words is aligned yet."""
     return grow_diag_final(e2f, f2e, both_unaligned=True)
 
 

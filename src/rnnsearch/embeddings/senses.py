@@ -123,10 +123,9 @@ def _by_size(labels: np.ndarray, k: int) -> np.ndarray:
 def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int,
                    min_size: int = 1) -> Clustering:
     """k-means of ``points`` (``[n, d]``, unit rows) for each k in ``ks`` on a seeded sample of
-    at most ``cap`` rows; assigns every row to its nearest centroid and keeps the k with the
-    best silhouette (the smaller k on a tie) among those whose every cluster has at least
-    ``min_size`` rows. Raises :class:`NotSplit` when the sample has too few distinct points for
-    any k, or every k leaves a cluster under ``min_size``."""
+    at most ``cap`` rows, every row then assigned to its nearest centroid; the best silhouette
+    (smaller k on a tie) among the ks whose clusters all have ``min_size`` rows. Raises
+    :class:`NotSplit` when no k qualifies."""
     sample = points[sample_rows(len(points), cap, seed)]    # m x d
     distinct = len(np.unique(sample, axis=0))
     # One thread: these problems are small, and OpenMP/BLAS threads spinning on a busy machine
@@ -174,10 +173,8 @@ def _is_word(token: str) -> bool:
 
 def split_word(sentences: Sequence[Sequence[str]], word: str, positions: Sequence[Position],
                kv: KeyedVectors, cfg: SensesConfig, min_count: int = 1) -> SplitWord:
-    """Cluster the occurrences of ``word`` at ``positions`` into senses (see the module doc),
-    each of at least ``min_count`` occurrences (``embed.min_count``, so that the retrained
-    word2vec keeps every sense). Raises :class:`NotSplit` (with the reason) for a word that
-    cannot be split."""
+    """Cluster the occurrences of ``word`` at ``positions`` into senses of at least
+    ``min_count`` occurrences each (see the module doc); :class:`NotSplit` says why not."""
     if len(positions) < cfg.min_occurrences:
         raise NotSplit(f"{len(positions)} occurrences (< senses.min_occurrences "
                        f"{cfg.min_occurrences})")

@@ -60,10 +60,8 @@ def vocab_arrays(kv: KeyedVectors, vocab: Vocabulary) -> tuple[np.ndarray, np.nd
 
 
 def without_timestamps(obj: Any) -> Any:
-    """``obj`` (a gensim model or KeyedVectors) without the clock in it: gensim otherwise pickles
-    the date and time of every lifecycle event (``created``, ``saving``) and a model's
-    ``total_train_time`` (seconds of wall time), so the same params and seed would give files
-    that differ in every run."""
+    """``obj`` (a gensim model or KeyedVectors) without gensim's lifecycle-event timestamps and
+    ``total_train_time``, so the same params and seed give the same file every run."""
     obj.lifecycle_events = None
     if hasattr(obj, "total_train_time"):
         obj.total_train_time = 0.0
@@ -71,10 +69,8 @@ def without_timestamps(obj: Any) -> Any:
 
 
 def save_side(model: Word2Vec, vocab: Vocabulary, out_dir: Path, side: str) -> np.ndarray:
-    """Write ``<side>.kv``, ``<side>.w2v.model``, ``<side>.vocab.npy`` and ``<side>.mask.npy``.
-    The full model (``.w2v.model``) keeps the training parameters (``sg``, ``negative``, ...) and
-    the context vectors; the models load only the KeyedVectors or the aligned arrays. Returns the
-    mask."""
+    """Write ``<side>.kv``, ``<side>.w2v.model`` (training parameters and context vectors too),
+    ``<side>.vocab.npy`` and ``<side>.mask.npy``; returns the mask."""
     without_timestamps(model.wv).save(str(out_dir / f"{side}.kv"))
     without_timestamps(model).save(str(out_dir / f"{side}.w2v.model"))
     vectors, mask = vocab_arrays(model.wv, vocab)

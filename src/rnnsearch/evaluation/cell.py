@@ -57,11 +57,9 @@ class TestSet:
     def load(cls, prepared: Path, tokenized: Path, edges: Sequence[int],
              limit: int | None = None, subwords: bool = False,
              word_vocabs: tuple[Vocabulary, Vocabulary] | None = None) -> "TestSet":
-        """References from ``prepared/test.tgt``; OOVs from ``tokenized``; a sentence's length
-        bucket from ``prepared/test.src`` by ``sentence_length``, the definition prepare drew
-        the test buckets with (docs/contracts.md). ``limit``: only the first N sentences
-        (when translate decoded only those). ``word_vocabs`` (source, target): word-level
-        vocabularies for ``no_unk_words``."""
+        """References from ``prepared/test.tgt``, OOVs from ``tokenized``, length buckets by
+        ``sentence_length`` of ``prepared/test.src`` (as prepare drew them). ``limit``: the first
+        N sentences only; ``word_vocabs`` (source, target): for ``no_unk_words``."""
         refs = read_lines(prepared / "test.tgt")[:limit]
         lengths = [sentence_length(line) for line in read_lines(prepared / "test.src")[:limit]]
         src = read_lines(tokenized / "test.src")[:limit]
@@ -96,9 +94,8 @@ def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dic
 
 
 def remove_unk(hyps: Sequence[str]) -> list[str]:
-    """The hypotheses with every ``<unk>`` deleted (how e.g. Joey NMT scores its output).
-    The detokeniser may have glued punctuation to it (``<unk>,``), so the token is removed wherever
-    it occurs and the spaces are collapsed."""
+    """The hypotheses with every ``<unk>`` deleted, even glued to punctuation (``<unk>,``), and
+    spaces collapsed (how e.g. Joey NMT scores its output)."""
     return [" ".join(hyp.replace(UNK, " ").split()) for hyp in hyps]
 
 
@@ -118,10 +115,8 @@ def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name:
 
 
 def read_system(folder: Path, system: str, test: TestSet, kind: str = "detok") -> list[str]:
-    """The hypotheses of ``system`` in a translations folder (empty lines kept), one per
-    ``\n``-terminated line as the translate stage wrote them (see
-    :func:`~rnnsearch.data.textio.read_lines`: U+2028 and friends do not end a line):
-    detokenised (``kind`` ``detok``) or in the model's units (``tok``); one per reference."""
+    """The hypotheses of ``system`` in a translations folder, one per ``\n``-ended line (empty
+    ones kept), detokenised (``kind`` ``detok``) or in the model's units (``tok``)."""
     path = folder / f"{system}.{kind}.txt"
     hyps = read_lines(path)
     if len(hyps) != len(test.refs):
