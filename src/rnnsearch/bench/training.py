@@ -58,11 +58,9 @@ class StepTimer(pl.Callback):
 
 def train_speed(model: Any, data_dir: Path, device: str, batch: int, precision: str,
                 warmup: int, steps: int, work_dir: Path, graphs: bool = False) -> dict[str, Any]:
-    """One Lightning run of ``warmup + steps`` steps: tokens/s and peak memory, or the error
-    (out of memory); with ``graphs`` the capture time left out and reported (a run captures its
-    shapes once). The run's model, trainer and graphs are freed before this returns: graphs kept
-    past their run (model and graph runner refer to each other) left the first GPU check's next
-    runs out of memory."""
+    """One Lightning run of ``warmup + steps`` steps: tokens/s and peak memory, or the error;
+    with ``graphs`` the capture time reported apart. Everything is freed before returning:
+    graphs kept past their run left the next runs out of memory."""
     reset_peak_memory(device)
     row = _timed_training(model, data_dir, device, batch, precision, warmup, steps, work_dir,
                           graphs)

@@ -64,11 +64,9 @@ def differences(first: CorpusResult, second: CorpusResult, examples: int = 5) ->
 def decode_within(translators: Sequence[Translator], batch_sizes: Sequence[int],
                   sentences: Sequence[Sequence[str]], method: str, options: SearchOptions,
                   chunk: int, until: float = math.inf) -> list[CorpusResult]:
-    """``method`` over ``sentences`` on each translator's device, after one warm-up sentence
-    each (so that CUDA's one-off set-up is not timed): ``chunk`` sentences at a time on every
-    device in turn, no new chunk started that would end past ``until`` (a
-    ``time.perf_counter()`` reading) at the pace of the last one. Returns one result per
-    translator, all over the same leading sentences."""
+    """``method`` over ``sentences`` on each translator's device (after an untimed warm-up
+    sentence), ``chunk`` sentences at a time on each in turn, no chunk started that would end
+    past ``until`` (``time.perf_counter()``) at the last one's pace; one result per translator."""
     for translator in translators:
         translator.translate(sentences[:1], method, options, 1, progress=False)
     parts: list[list[CorpusResult]] = [[] for _ in translators]
@@ -90,12 +88,9 @@ def compare_devices(model_path: str | Path, vocab_dir: str | Path,
                     methods: Sequence[str] | None = None, seconds: float = 0.0
                     ) -> dict[str, Any]:
     """Decode ``sentences`` (lists of words) with the model at ``model_path`` on both
-    ``devices`` (``cpu`` / ``cuda``, resolved), each at its batch size of ``config``; returns
-    the speeds and, per method, :func:`differences` of the second device against the first.
-    With ``seconds`` > 0 the methods share that time (what one leaves, the next may use), each
-    decoding its leading sentences a chunk (the largest batch size) at a time while its share
-    lasts (the first chunk always): its ``differences`` say how many sentences it compared.
-    ``methods``: default every decoding method."""
+    ``devices``; returns the speeds and, per method (default: all), :func:`differences` of the
+    second device against the first. ``seconds`` > 0: the methods share that time, each
+    comparing the leading sentences that fit, a chunk at a time (the first chunk always)."""
     methods = method_names() if methods is None else methods
     translators = [Translator.load(model_path, vocab_dir, config.source_eos, device)
                    for device in devices]

@@ -15,10 +15,8 @@ def _pick(items: Sequence[str], indices: Sequence[int] | None) -> list[str]:
 
 def corpus_scores(hyps: Sequence[str], refs: Sequence[str], indices: Sequence[int] | None = None,
                   tokenize: str = "13a") -> dict[str, Any]:
-    """BLEU, chrF (each with its sacrebleu signature), the hypothesis/reference length ratio
-    and the sentence count, on the detokenised ``hyps`` against raw ``refs`` (all of them, or those
-    at ``indices``). Empty subsets give ``None`` scores (a BLEU of 0 would read as a measured
-    failure)."""
+    """BLEU, chrF (with sacrebleu signatures), length ratio and sentence count of detokenised
+    ``hyps`` against raw ``refs`` (at ``indices``, or all); an empty subset scores ``None``."""
     hyps, refs = _pick(hyps, indices), _pick(refs, indices)
     if not hyps:
         return {"n": 0, "bleu": None, "chrf": None, "len_ratio": None}

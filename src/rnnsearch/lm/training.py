@@ -155,10 +155,8 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Pat
              make_logger: Callable[[str | None], MLFlowLogger] | None = None,
              callbacks: Sequence[Callback] = ()) -> LMRun:
     """Train (or resume) and return the model with the best dev perplexity seen.
-    ``make_logger(run_id)``: the MLflow logger (``run_id`` of the run to continue when resuming,
-    else None); without it nothing is logged. The previous run's checkpoints are replaced only once
-    the model and the Trainer have been built, so a bad value that fails there leaves them in place.
-    """
+    ``make_logger(run_id)``: the MLflow logger (``run_id``: the run to continue, or None). The old
+    checkpoints are replaced only once model and Trainer are built (a bad value keeps them)."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
