@@ -35,10 +35,8 @@ def aer_of_counts(counts: np.ndarray) -> np.ndarray:
 
 def paired_bootstrap_aer(system: np.ndarray, baseline: np.ndarray, samples: int, seed: int
                          ) -> float:
-    """The p-value of the AER difference between ``system`` and ``baseline``
-    (:func:`sentence_counts` of the same sentences), by sacreBLEU's paired bootstrap (Koehn
-    2004): ``samples`` resamples of the sentences with replacement, the same for both; p is the
-    share of resamples whose centred absolute difference exceeds the real one (+1 smoothed)."""
+    """The p-value of the AER difference of ``system`` and ``baseline`` (:func:`sentence_counts`
+    of the same sentences) by sacreBLEU's paired bootstrap (Koehn 2004), +1 smoothed."""
     if system.shape != baseline.shape:
         raise ValueError(f"the systems' counts differ in shape: {system.shape} and "
                          f"{baseline.shape} (not the same sentences)")

@@ -51,12 +51,10 @@ BOM = "\ufeff"
 
 
 def decode_lines(handle: BinaryIO, name: str | Path) -> Iterator[str]:
-    """The lines of a binary stream decoded strictly as UTF-8, without their line endings.
-    Lines end at ``\n`` only (a ``\r`` before it is dropped too), never at the other characters
-    :meth:`str.splitlines` or text-mode files break on (a lone ``\r``, U+2028, ``\x0b``, ...), so
-    line ``i`` is always sentence ``i`` of a text written one sentence per line. A UTF-8 byte order
-    mark at the start is dropped rather than kept as part of the first word. A bad byte sequence
-    raises :class:`DataError` naming ``name`` and the line."""
+    """The lines of a binary stream decoded strictly as UTF-8, without endings or a leading BOM.
+    Lines end at ``\n`` only (``\r\n`` too), never at what :meth:`str.splitlines` breaks on
+    (U+2028, ``\x0b``, ...), so line ``i`` is sentence ``i``. A bad byte sequence raises
+    :class:`DataError` naming ``name`` and the line."""
     for number, raw in enumerate(handle, 1):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")

@@ -8,11 +8,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One output sequence.
-    ``tokens`` are target ids ending with ``</s>`` (every search forces ``</s>`` at the length
-    limit, so each hypothesis is finished); ``attention`` has one row per token:
-    ``len(tokens) x src_len`` (real source positions only), or ``None`` for a model without
-    attention."""
+    """One output sequence: ``tokens``, target ids, always end with ``</s>`` (forced at the
+    length limit); ``attention`` is ``len(tokens) x src_len`` (real positions), or ``None``."""
 
     tokens: tuple[int, ...]
     score: float                 # summed log-probability, </s> included

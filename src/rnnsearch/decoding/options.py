@@ -32,12 +32,10 @@ def normalise(score: float, length: int, options: SearchOptions) -> float:
 
 
 def reachable(scores: torch.Tensor, limits: torch.Tensor, options: SearchOptions) -> torch.Tensor:
-    """The best normalised score live hypotheses could still finish with: ``scores`` (their
-    summed log-probabilities, any shape) normalised as if they ended at ``limits`` tokens (the
-    length limit, broadcast). A bound for every penalty: each further word, ``</s>`` included,
-    lowers the sum (a log-probability is <= 0), and a sum <= 0 divided by a penalty that grows
-    with the length (``mean``: the length; ``gnmt``: ``((5 + length) / 6) ** alpha``) is highest
-    at the longest length allowed; ``none`` reads the sum as it is."""
+    """The best normalised score live hypotheses could still finish with: ``scores`` (summed
+    log-probabilities, any shape) normalised as if they ended at ``limits`` tokens (broadcast).
+    A bound for every penalty: further words only lower a sum <= 0, and such a sum divided by a
+    penalty growing with the length is highest at the longest length allowed."""
     if options.length_penalty == "none":
         return scores
     lengths = limits.to(scores.dtype)

@@ -65,9 +65,8 @@ def word_similarity(kv: KeyedVectors) -> dict[str, dict[str, Any]]:
 
 def piece_word_vectors(kv: KeyedVectors, words: Sequence[str], pieces_of: Pieces
                        ) -> tuple[KeyedVectors, dict[str, int]]:
-    """Vectors of ``words`` composed from ``kv``'s piece vectors: each word's is the mean of its
-    pieces' vectors; a word with a piece ``kv`` lacks gets none. Returns them and the counts
-    ``words``, ``with_vector`` and ``split`` (words with a vector made of several pieces)."""
+    """Each word's mean piece vector (none where ``kv`` lacks a piece), and the counts ``words``,
+    ``with_vector`` and ``split`` (vectors made of several pieces)."""
     keys, vectors, split = [], [], 0
     for word in words:
         pieces = pieces_of(word)
@@ -82,9 +81,8 @@ def piece_word_vectors(kv: KeyedVectors, words: Sequence[str], pieces_of: Pieces
 
 
 def subword_similarity(kv: KeyedVectors, pieces_of: Pieces) -> dict[str, dict[str, Any]]:
-    """:func:`word_similarity` of piece vectors: every word of the test sets gets the mean of
-    its pieces' vectors (:func:`piece_word_vectors`); ``similarity_words`` says so, with the
-    counts of test words, of those with a vector and of those split into several pieces."""
+    """:func:`word_similarity` of piece vectors via :func:`piece_word_vectors`, whose counts
+    ``similarity_words`` records."""
     words = sorted({w for f in SIMILARITY_SETS.values() for pair in _read_pairs(datapath(f))
                     for w in pair})
     composed, counts = piece_word_vectors(kv, words, pieces_of)

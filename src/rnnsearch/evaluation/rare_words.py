@@ -31,9 +31,8 @@ def unit_words(line: str, subwords: bool) -> list[str]:
 
 
 def rank_edges(types: int) -> list[int]:
-    """Upper edges of the rank bins: 10, 20, 50, 100, ... below ``types``, then ``types``; a
-    last bin less than half as wide as its edge is merged into the one before (so that no
-    two points of the figure's log axis nearly coincide)."""
+    """Upper edges of the rank bins: 10, 20, 50, 100, ... below ``types``, then ``types``; a last
+    bin under half as wide as its edge joins the one before (no near-coincident log-axis points)."""
     edges: list[int] = []
     scale = 10
     while types > 0:
@@ -89,9 +88,8 @@ class TrainingWords:
 
 @dataclass(frozen=True)
 class RankBins:
-    """The curve's groups: a word's rank bin (label ``lo-hi``), or ``unseen``; ``steps``: each
-    bin's x value (its highest rank; ``unseen``: twice the number of training word types, one
-    step further on the figure's log axis, past every rank)."""
+    """The curve's groups: a word's rank bin (``lo-hi``) or ``unseen``; ``steps``: x values (the
+    highest rank; ``unseen``: twice the number of types, one step further on a log axis)."""
 
     edges: tuple[int, ...]
     labels: tuple[str, ...]

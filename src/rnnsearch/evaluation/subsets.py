@@ -17,9 +17,8 @@ def no_unk_indices(src_lines: Sequence[str], tgt_lines: Sequence[str], src_vocab
 
 @dataclass(frozen=True)
 class Bucket:
-    """Sentences with ``lo < source length <= hi`` (the first bucket includes 0; ``hi`` None:
-    no upper bound). ``step`` is the x value of curves: the upper edge (one width past the last
-    edge for the open bucket)."""
+    """Sentences with ``lo < source length <= hi`` (the first includes 0; ``hi`` None: open);
+    ``step``, the curves' x value, is ``hi`` (one width past the last edge when open)."""
 
     label: str
     lo: int

@@ -18,16 +18,13 @@ State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # h (RNN, GRU) or (h, 
 def lstm_step(x: torch.Tensor, h_prev: torch.Tensor, c_prev: torch.Tensor, weight: torch.Tensor,
               bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One LSTM step written out from the spec's equations (for tests; training uses nn.LSTM).
-
     ``x``: batch x E, ``h_prev``/``c_prev``: batch x H, ``weight``: 4H x (H + E) acting on
     ``[h_{t-1}; x_t]``, ``bias``: 4H; the rows are the gates in the order f, i, o, c~::
 
         f, i, o = sigmoid(W [h_{t-1}; x_t] + b)     forget, input, output gates
         c~      = tanh(W_c [h_{t-1}; x_t] + b_c)    candidate cell
         c_t     = f * c_{t-1} + i * c~
-        h_t     = o * tanh(c_t)
-
-    Returns ``(h_t, c_t)``, both batch x H.
+        h_t     = o * tanh(c_t)                     returned with c_t, both batch x H
     """
     pre = torch.cat([h_prev, x], dim=-1) @ weight.T + bias  # batch x 4H
     f, i, o, g = pre.chunk(4, dim=-1)  # each batch x H
