@@ -1,7 +1,6 @@
-"""Training speed two ways: :func:`train_speed`, the train stage's Trainer and task without
-checkpoints or MLflow over its bucketed data, wall clock after a warm-up; and
-:func:`measure_side_by_side`, one model trained several ways (:class:`Variant`) with the stage's
-plain step, taking turns window by window, so that a machine whose speed drifts slows them alike.
+"""Training speed two ways: :func:`train_speed`, the train stage's Trainer without checkpoints or
+MLflow; and :func:`measure_side_by_side`, one model trained several ways (:class:`Variant`)
+taking turns window by window, so that a machine whose speed drifts slows them alike.
 """
 from __future__ import annotations
 
