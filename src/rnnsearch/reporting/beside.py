@@ -1,20 +1,10 @@
-"""A preset's cells beside the default run's (or another preset's): the cells the two grids
-share by name (e.g. ``search-50`` trained on words by the default run and on joint BPE by the
-``subword`` preset),
-one table row per run with the headline numbers (BLEU, BLEU with ``<unk>`` replaced, the No-UNK
-subset, chrF, unigram F1 by the word's training frequency, attention's AER argmax and
-thresholded), and Figure 2 (BLEU by source words) with both runs' curves; where the preset's
-exported folder holds ``significance.json`` (:func:`rnnsearch.presets.significance`: the paired
-bootstrap of the two runs' translations), each preset row gets its p-value against the default
-run's row and a second table gives BLEU and p per source-length bucket. The statistical
-aligners' AER on the same gold sentences is stated beside the attention's.
+"""A preset's cells beside the default run's (or another preset's): for each cell both grids
+share by name, one table row per run (BLEU, with ``<unk>`` replaced, No-UNK, chrF, unigram F1,
+attention AER) and Figure 2 with both runs' curves; with ``significance.json``
+(:func:`rnnsearch.presets.significance`) the preset rows get p-values and a per-bucket table.
 
-Everything comes from two metrics folders, the default run's ``metrics/`` and a preset's
-exported ``reports/presets/<name>/metrics/``, each read as the report stage reads one
-(:class:`~rnnsearch.reporting.inputs.ReportInputs`), and, where a ``params.yaml`` sits beside
-the folder, its ``prepare`` section. A table whose rows were measured on different test
-sentences would compare nothing, so the comparison is refused, with the reason, unless both
-runs recorded the same test set (:func:`unshared_test_set`).
+Reads two metrics folders as the report stage does (and the ``prepare`` params beside them);
+runs that may have different test sets are refused with the reason (:func:`unshared_test_set`).
 """
 from __future__ import annotations
 
@@ -98,11 +88,9 @@ def units_of(path: Path) -> str:
 
 
 def unshared_test_set(default: Run, preset: Run) -> str | None:
-    """Why the two runs' test sets may differ (None: they agree). Compared: ``prepare.json``'s
-    corpus block (corpus, direction, test files) and test split (pairs drawn per length bucket,
-    raw, cleaned and dropped counts, a custom corpus' files with their sha256), and, where both
-    folders have a ``params.yaml`` beside them, the ``prepare`` params but for where the files
-    are found (the seed that draws the sentences is among them)."""
+    """Why the two runs' test sets may differ (None: they agree), from ``prepare.json``'s corpus
+    block and test split statistics and, where both have them, the ``prepare`` params (but for
+    where the files are found)."""
     for run in (default, preset):
         if run.inputs.prepare is None:
             return f"{run.shown}prepare.json is missing, so the test sets cannot be compared"
@@ -160,14 +148,8 @@ def shared_cells(default: Run, preset: Run) -> list[str]:
 
 
 def differing_cells(default: Run, preset: Run, method: str) -> list[str]:
-    """The shared cells whose numbers differ between the runs.
-
-    A cell the preset did not retrain (the ``luong`` presets keep the default grid's cells:
-    DVC reuses them) would show two identical rows, so it is left out when its row and its
-    BLEU-by-length curve are the same in both runs. Not byte-identity of the metrics files:
-    evaluate records decode timings and the machine, which differ on every run of the same
-    model. Not equal tokenize params: a preset that keeps the tokens but trains or decodes
-    otherwise (a longer budget, another beam) has numbers to put beside the default's."""
+    """The shared cells whose row or BLEU-by-length curve differs between the runs (a cell DVC
+    reused would show two identical rows; the files themselves always differ in timings)."""
     return [cell for cell in shared_cells(default, preset)
             if (headline(default, cell, method), cell_length_curve(default, cell, method, 1))
             != (headline(preset, cell, method), cell_length_curve(preset, cell, method, 1))]
@@ -274,13 +256,9 @@ def intro(default: Run, preset: Run) -> str:
 def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
                  min_sentences: int = 1, tests: dict[str, Any] | None = None,
                  stem: str = BESIDE) -> Outcome:
-    """Write ``<out>/<stem>.{md,tex,png}`` (``beside_default``; ``default`` may also be another
-    preset's run): the table and figure of the cells the runs share whose numbers differ
-    (:func:`differing_cells`), with ``tests`` (significance.json's cells) their p-values and
-    BLEU by length. Nothing is written when no cell is
-    shared or all shared cells have the same numbers; when the test sets may differ
-    (:func:`unshared_test_set`) only the Markdown file is, holding the reason. Files of an
-    earlier call are removed first."""
+    """Replace ``<out>/<stem>.{md,tex,png}``: table and figure of the :func:`differing_cells`,
+    with ``tests`` (significance.json's cells) their p-values. No differing cell: nothing
+    written; test sets that may differ: only the Markdown file, with the reason."""
     files = [out / f"{stem}.{ext}" for ext in ("md", "tex", "png")]
     for path in files:
         path.unlink(missing_ok=True)

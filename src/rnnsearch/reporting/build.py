@@ -159,11 +159,9 @@ def few_note(min_sentences: int, counts: Iterable[int]) -> tuple[str, ...]:
 
 def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_sentences: int = 1
                ) -> Table | None:
-    """Figure 2's relative claim for one attention cell: per length bucket, its BLEU over its
-    baseline's, that ratio relative to the first (shortest) bucket, the bootstrap p-value, and
-    both models' hypothesis/reference length ratios (None: the cell was not scored, or has no
-    baseline). A bucket of fewer than ``min_sentences`` sentences gets no p-value (``too
-    few``)."""
+    """Figure 2's relative claim for one attention cell, per length bucket: BLEU over the
+    baseline's, relative to the shortest bucket, the p-value (``too few`` under
+    ``min_sentences``) and both length ratios; None without scores or baseline."""
     if cell not in inputs.evals:
         return None
     system = inputs.evals[cell]["systems"].get(method, {})

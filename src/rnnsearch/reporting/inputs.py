@@ -23,11 +23,9 @@ RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
-    """One metrics file: a JSON object with at least one result in it; a truncated, non-JSON
-    or empty one (``{}``, or only the ``environment`` block every stage adds) raises
-    :class:`DataError` naming it, with ``hint`` (which stage writes it). A stage always writes
-    results, so an empty file is damage, not a stage with nothing to say, and its table would
-    otherwise vanish from the report without a word."""
+    """One metrics file, a JSON object with at least one result; a truncated, non-JSON or empty
+    one (no key but ``environment``: damage, else its table would vanish silently) raises
+    :class:`DataError` naming it, with ``hint`` (which stage writes it)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -137,13 +135,8 @@ class ReportInputs:
 
     @classmethod
     def load(cls, metrics: Path) -> "ReportInputs":
-        """Read ``metrics/``; the cells are those evaluated (``metrics/eval``, the current grid).
-
-        Per-cell files of other cells (``metrics/alignments``, ``metrics/train``) are left out:
-        they are what an earlier grid's stages left behind, e.g. the default grid's files in an
-        experiment that trains only one cell. A truncated file, or one without a key the report
-        reads, raises :class:`DataError` naming the file and the key.
-        """
+        """Read ``metrics/`` for the cells in ``metrics/eval`` (other cells' files are an
+        earlier grid's); a damaged file or missing key raises :class:`DataError` naming it."""
         evals = _read_folder(metrics / "eval", check_eval)
         return cls(evals=evals,
                    alignments=_read_folder(metrics / "alignments", check_alignments, evals),

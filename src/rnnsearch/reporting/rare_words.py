@@ -1,9 +1,6 @@
-"""Sennrich, Haddow & Birch 2016's rare-word measure in the report: unigram F1 by the word's
-frequency in the training target text, as a table (per cell and system: all words, words in the
-word-level vocabulary, rare and unseen words) and a figure (F1 by frequency rank). Both read
-``systems.<system>.unigram_f1`` and ``training_words`` of ``metrics/eval/<cell>.json``
-(:mod:`rnnsearch.evaluation.rare_words`); cells evaluated before the measure existed are left
-out, and without any such cell there is neither table nor figure."""
+"""Sennrich, Haddow & Birch 2016's rare-word measure: unigram F1 by training frequency, as a table
+(all, in vocabulary, rare, unseen) and a figure (F1 by rank), from ``metrics/eval/<cell>.json``
+(:mod:`rnnsearch.evaluation.rare_words`); cells without the measure are left out."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,12 +1,8 @@
 """The headline numbers, one small JSON file per row of ``dvc metrics show``.
 
-DVC shows every metrics file as one row of one table whose columns are the union of all their
-keys, flattened: the stages' full metrics (per-bucket BLEU, decode speeds, the machine's
-description) made a table 22,000 characters wide. So ``dvc.yaml`` declares as metrics only
-``metrics/summary/<name>.json``, which the report writes from the full files (those stay where
-they are, as plain outputs): one file per grid cell and one for the language model, sharing a
-few numeric columns, so the table fits a terminal and ``dvc metrics diff`` / ``dvc exp show``
-compare what matters.
+DVC's table has the union of all metrics files' keys as columns: the full metrics made it 22,000
+characters wide. So ``dvc.yaml`` declares only ``metrics/summary/<name>.json`` as metrics (one
+per grid cell and one for the LM, a few shared numeric columns), written by the report.
 """
 from __future__ import annotations
 

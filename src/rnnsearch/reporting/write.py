@@ -54,11 +54,9 @@ def kept_heading(index: Path) -> str:
 
 def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
                  min_sentences: int = 1, regenerate: str = REGENERATE) -> list[Path]:
-    """Write every table and figure; returns the files written (index page last). A length
-    bucket of fewer than ``min_sentences`` test sentences (``evaluate.min_bucket_sentences``)
-    is marked in the tables and has no point in Figure 2. ``regenerate``: the index page's
-    line saying how to rebuild it (:func:`regenerate_line`); a quoted heading already on the
-    page is kept (:func:`kept_heading`)."""
+    """Write every table and figure; returns the files written (index page last). Buckets of
+    fewer than ``min_sentences`` are marked; ``regenerate``: the index page's rebuild line
+    (:func:`regenerate_line`); a quoted heading already on the page is kept."""
     tables = _tables(inputs, cfg, min_sentences)
     with atomic_dir(reports / RESULTS) as tmp:
         for name, table in tables.items():
