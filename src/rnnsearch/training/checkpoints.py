@@ -40,11 +40,9 @@ def resume_point(path: str | Path, instead: str) -> dict[str, Any] | None:
 
 
 class SameDiskCheckpointIO(TorchCheckpointIO):
-    """Lightning's checkpoint writer, but the file is written beside its target and renamed into
-    place (:func:`rnnsearch.data.savefile.save_atomically`): a full disk or a kill leaves the
-    previous ``last.ckpt`` whole, and the error names the checkpoint and its file system. (The
-    stock writer goes through the system's temporary folder and then copies over the previous
-    file, which a full disk leaves truncated.)"""
+    """Lightning's checkpoint writer, written beside the target and renamed into place: a full
+    disk or a kill leaves the previous ``last.ckpt`` whole (the stock writer's copy would
+    truncate it), and the error names the checkpoint."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any,
                         storage_options: Any = None) -> None:

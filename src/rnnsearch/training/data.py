@@ -1,13 +1,9 @@
 """Parallel data for training: encoded pairs, length-bucketed batches, a LightningDataModule.
 
-Bucketing: the pairs are shuffled (seeded, per epoch), sorted by (source, target) length, and cut
-into batches of at most ``batch_size`` pairs, closing a batch early when one more pair would push
-its padding over ``max_padding`` of its tokens; then the batch order is shuffled. Similar lengths
-share a batch, so little compute is spent on padding, and the order still varies per epoch.
-
-With several processes (DDP) every rank takes every ``world_size``-th batch of the same shuffled
-list (cut to a multiple of ``world_size`` so the ranks step in lockstep); Lightning's own
-distributed sampler is therefore switched off (``use_distributed_sampler=False``).
+Bucketing: seeded per-epoch shuffle, sort by length, batches of at most ``batch_size`` pairs
+closed early before padding exceeds ``max_padding``, batch order shuffled. Under DDP each rank
+takes every ``world_size``-th batch (cut to a multiple, so ranks step in lockstep), hence
+``use_distributed_sampler=False``.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """The output layer and its cross-entropy in one pass over row chunks (``train.trainer.fused_loss``).
 
-The eager training loss materialises the batch*T x V logits, their log-softmax and, in the
-backward pass, a gradient of each: 27 MB apiece at the reference shapes (832 target positions x
-8,000 words), 480 MB at the paper's (80 x 50 positions x 30,000 words).
-:func:`linear_cross_entropy` computes the same summed loss a chunk of rows at a time and, in the
-same pass, the chunk's gradient ``softmax - onehot``, which it multiplies straight into the
-gradients of the features, the weight and the bias; the chunk's logits are then dropped. Padding
-rows (target ``PAD_ID``) are left out before the product. Its loss and gradients equal the eager
-``F.cross_entropy(F.linear(x, W, b), y, reduction="sum")``'s within float tolerance
-(``tests/test_fused_loss.py``), not bit for bit: the sums run in another order.
+The eager loss materialises the batch*T x V logits, their log-softmax and a gradient of each
+(480 MB apiece at the paper's shapes). :func:`linear_cross_entropy` takes a chunk of rows at a
+time, computes its gradient ``softmax - onehot`` in the same pass and drops its logits; padding
+rows are left out first. Equal to ``F.cross_entropy(F.linear(x, W, b), y, reduction="sum")``
+within float tolerance (the sums run in another order).
 """
 from __future__ import annotations
 
@@ -112,12 +108,10 @@ def linear_cross_entropy(features: Tensor, weight: Tensor, bias: Tensor | None, 
     """Summed cross-entropy of the logits ``features @ weight.T + bias`` against ``targets``,
     padding (``PAD_ID``) ignored, without materialising the logits.
 
-    ``features``: ... x D (the output layer's input), ``weight``: V x D, ``bias``: V or None,
-    ``targets``: ... ids (the features' leading shape); ``chunk_rows``: rows per chunk (0:
-    :data:`CHUNK_ELEMENTS` logits). Under autocast (``precision: bf16-mixed``) the products
-    run in autocast's dtype as the eager output layer's would, and each chunk's log-softmax and
-    gradient in the weight's dtype, as the eager loss takes them over fp32 logits. Returns a
-    scalar in the weight's dtype.
+    ``features``: ... x D, ``weight``: V x D, ``bias``: V or None, ``targets``: ... ids;
+    ``chunk_rows``: rows per chunk (0: :data:`CHUNK_ELEMENTS` logits). Under autocast the
+    products run in autocast's dtype, the log-softmax in the weight's. Returns a scalar in the
+    weight's dtype.
     """
     chunk_rows = chunk_rows or max(1, CHUNK_ELEMENTS // weight.size(0))
     device = features.device.type

@@ -1,15 +1,9 @@
 """Training outside the train stage, the train stage's way: what the bench and the studies use.
 
-* :func:`device_config`: a train section for one device and size (precision, batch size, width,
-  a step budget), without validation while training, early stopping or a time limit;
-* :func:`bare_task` and :func:`bare_trainer`: the stage's :class:`TranslationTask` (CUDA graphs
-  when ``train.trainer.cuda_graphs``) and its Trainer (:func:`~rnnsearch.training.run.make_trainer`)
-  without checkpoints or MLflow;
-* :func:`train_step`: one plain training step without Lightning, as Lightning takes it in the
-  stage: the task's loss, backward, clipping at ``train.optim.clip_norm``, the task's optimiser.
-
-So a measurement or a study trains what the pipeline trains; a change to how the project trains
-has one place to go.
+:func:`device_config` (a train section for one device and size), :func:`bare_task` and
+:func:`bare_trainer` (the stage's task and Trainer without checkpoints or MLflow) and
+:func:`train_step` (one step as Lightning takes it), so a measurement trains what the pipeline
+trains.
 """
 from __future__ import annotations
 
@@ -82,15 +76,10 @@ def bare_trainer(config: TrainConfig, work_dir: Path, callbacks: list) -> pl.Tra
 
 def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch,
                forward_context: AbstractContextManager | None = None) -> torch.Tensor:
-    """One training step as the stage's Trainer takes it: the task's loss (mean cross-entropy
-    of the real target tokens, the batch padded as the task pads it), gradients clipped to norm
-    ``train.optim.clip_norm`` (0: not clipped), the optimiser's step. Returns the loss.
-
-    ``optimizer``: ``task.configure_optimizers()``. ``forward_context``: what the forward runs
-    in, as Lightning's precision plugin runs it (``torch.autocast`` for ``bf16-mixed``; entered
-    for this step's forward alone: autocast keeps each weight's cast until its region ends, so
-    one region around many steps would train them on the weights as they were at its start).
-    The phases are marked for the profiler (:mod:`rnnsearch.bench.profile`).
+    """One training step as the stage's Trainer takes it (the task's loss, backward, clipping
+    at ``train.optim.clip_norm``, ``optimizer``'s step); returns the loss. ``forward_context``
+    (e.g. ``torch.autocast``) wraps this forward alone: autocast keeps each weight's cast until
+    its region ends. Phases are marked for the profiler.
     """
     with record_function("forward"), forward_context or nullcontext():
         if task.pad_to is not None:

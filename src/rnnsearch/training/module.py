@@ -1,9 +1,8 @@
 """The LightningModule: teacher-forced token cross-entropy for a model it receives.
 
-Metric names are namespaced: ``train/loss`` (per step), ``train/tokens_per_s``, ``train/lr``,
-``train/attn_sup_loss`` and ``train/attn_sup_weight`` (supervised attention only, as
-``val/attn_sup_loss``), ``val/loss`` (mean token cross-entropy over the whole dev set), ``val/ppl`` and, when a dev BLEU
-scorer is given, ``val/bleu`` (greedy, tokenised, on a dev sample).
+Metrics: ``train/loss``, ``train/tokens_per_s``, ``train/lr``, ``val/loss`` (mean token
+cross-entropy over the dev set), ``val/ppl``, ``val/bleu`` (with a dev BLEU scorer) and, with
+supervised attention, ``train/attn_sup_loss``, ``train/attn_sup_weight``, ``val/attn_sup_loss``.
 """
 from __future__ import annotations
 
@@ -33,14 +32,10 @@ class TranslationTask(pl.LightningModule):
                  pad_to: tuple[int, int] | None = None, bf16_cross_entropy: bool = False,
                  fused_loss: bool = False,
                  supervision: SupervisedAttentionConfig | None = None) -> None:
-        """``pad_to``: (rows, length multiple) training batches are padded to, so that their
-        shapes repeat (CUDA graphs, :mod:`rnnsearch.training.graphs`); None: as they come.
-        ``bf16_cross_entropy`` (``train.trainer.bf16_cross_entropy``): under bf16 autocast, the
-        training loss is taken over the bf16 logits as they are (:func:`token_cross_entropy`).
-        ``fused_loss`` (``train.trainer.fused_loss``): the training loss applies the output layer
-        itself, chunk by chunk (:func:`~rnnsearch.training.fused_loss.linear_cross_entropy`).
-        ``supervision`` (``train.supervised_attention``): the weight of the supervision loss of
-        training batches that carry links (:mod:`rnnsearch.training.supervision`)."""
+        """``pad_to``: (rows, length multiple) training batches are padded to, for CUDA graphs.
+        ``bf16_cross_entropy``, ``fused_loss``, ``supervision``: the ``train.trainer`` flags and
+        ``train.supervised_attention`` (:func:`token_cross_entropy`,
+        :func:`linear_cross_entropy`, :mod:`rnnsearch.training.supervision`)."""
         super().__init__()
         self.supervision = supervision
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu
@@ -56,10 +51,8 @@ class TranslationTask(pl.LightningModule):
 
     def token_losses(self, batch: Batch, in_logits_dtype: bool = False, fused: bool = False
                      ) -> tuple[torch.Tensor, int]:
-        """Summed cross-entropy over the batch's real target tokens, and their number
-        (``in_logits_dtype``: see :func:`token_cross_entropy`; ``fused``: the output layer and
-        the loss in one chunked pass, :func:`linear_cross_entropy`, equal within float
-        tolerance)."""
+        """Summed cross-entropy over the batch's real target tokens, and their number (options:
+        :func:`token_cross_entropy`, :func:`linear_cross_entropy`)."""
         total, tokens, _ = self.losses_and_attention(batch, in_logits_dtype, fused)
         return total, tokens
 
@@ -112,10 +105,7 @@ class TranslationTask(pl.LightningModule):
         self._batch_started = time.perf_counter()
 
     def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
-        """Target tokens per second of training compute (all processes) and the learning rate.
-
-        Only the time inside training steps counts (not validation or checkpointing).
-        """
+        """Log target tokens per second inside training steps (all processes) and the lr."""
         self.train_seconds += time.perf_counter() - self._batch_started
         if self.global_step % self.log_every_steps:
             return
@@ -127,7 +117,7 @@ class TranslationTask(pl.LightningModule):
 
     @property
     def tokens_per_second(self) -> float:
-        """Mean training throughput of this run (since its start or resume), all processes together."""
+        """Mean training throughput since the run's start or resume, all processes together."""
         return self._tokens_seen / max(self.train_seconds, 1e-9) * self.trainer.world_size
 
     def on_validation_epoch_start(self) -> None:
@@ -168,14 +158,9 @@ class TranslationTask(pl.LightningModule):
 def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
                         in_logits_dtype: bool = False) -> torch.Tensor:
     """Summed cross-entropy of ``logits`` (batch x T x V) against ``targets`` (batch x T ids;
-    padding ignored), in fp32.
-
-    By default the logits are converted to fp32 first. ``in_logits_dtype`` takes the
-    log-softmax in the logits' own dtype (bf16 under bf16 autocast) and sums the per-token
-    losses in fp32: no fp32 copy of the batch x T x V logits and of their gradient, which on a
-    CPU with AMX costs about as much as the bf16 products save (docs/performance.md); each
-    token's loss and gradient are then rounded to bf16 (8 bits of mantissa).
-    """
+    padding ignored), in fp32. ``in_logits_dtype``: the log-softmax in the logits' own dtype
+    (bf16), skipping the fp32 copy of the logits and their gradient, which costs a CPU with AMX
+    about what bf16 saves (docs/performance.md); per-token losses are then rounded to bf16."""
     flat, flat_targets = logits.flatten(0, 1), targets.flatten()        # (batch*T) x V, batch*T
     if not in_logits_dtype:
         return F.cross_entropy(flat.float(), flat_targets, ignore_index=PAD_ID, reduction="sum")
@@ -186,12 +171,8 @@ def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor,
 
 def parameter_groups(model: Seq2Seq, optim: OptimConfig) -> list[dict[str, Any]]:
     """The optimiser's parameter groups: one, unless ``optim.position_lr_scale`` gives local-p's
-    window-centre predictor (``p_t = S sigmoid(v_p^T tanh(W_p h_t))``) a learning rate of its own.
-
-    Adam's per-parameter normalisation cancels the sigmoid's vanishing slope, so at the shared
-    rate the predictor's weights keep growing into saturation and p_t ends pinned to one end of
-    the sentence (docs/findings.md); a smaller rate keeps it movable.
-    """
+    window-centre predictor a rate of its own (under Adam, at the shared rate, it saturates and
+    p_t ends pinned to one end of the sentence: docs/findings.md)."""
     position = model.position_predictor_parameters()
     if optim.position_lr_scale == 1.0 or not position:
         return [{"params": list(model.parameters())}]

@@ -1,18 +1,10 @@
 """Mixed precision as the train stage runs it: Lightning's ``16-mixed`` and ``bf16-mixed`` with
 autocast's weight cache on (``train.trainer.autocast_cache``, the default).
 
-Lightning 2.6 runs the forward under ``torch.autocast(..., cache_enabled=False)``: every use of
-a weight casts it to 16 bits anew. A recurrent decoder uses its recurrent, attention and output
-weights once per target word, so a 30-word batch casts each of them 30 times in the forward and
-sums as many cast-backs in the backward (Lightning-AI/pytorch-lightning#21611 reports the memory
-this costs on a GPU; on a CPU it costs time). With the cache on, each weight is cast once per
-forward, as plain PyTorch AMP does.
-
-Lightning turned the cache off because older torch versions cached a cast made under a nested
-``torch.no_grad()`` without its autograd history, so a later use with gradients got none
-(Lightning-AI/pytorch-lightning#20251). Newer torch caches every cast with its history
-(pytorch/pytorch#165068); :func:`with_weight_cache` checks that on the installed torch and keeps
-Lightning's uncached autocast, with a warning, where the cache would lose gradients.
+Lightning 2.6 autocasts with ``cache_enabled=False``, so a recurrent decoder casts each weight
+once per target word (Lightning-AI/pytorch-lightning#21611). It did so because older torch
+cached a cast made under ``no_grad`` without its history (#20251); :func:`with_weight_cache`
+checks the installed torch and keeps the uncached autocast, with a warning, where it would.
 """
 from __future__ import annotations
 

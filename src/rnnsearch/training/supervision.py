@@ -1,13 +1,9 @@
 """Supervised attention (Liu, Utiyama, Finch & Sumita 2016): the attention weights pulled
 towards the word links of a statistical aligner.
 
-The align stage writes ``train.links`` and ``dev.links``: one line per pair of the split, Pharaoh
-``i-j`` links (0-based source position i, target position j, in the tokenised text's words). For target word
-j with at least one link, its links normalised over the source give the distribution
-``ã_j`` (``ã_{j,i} = 1 / |links of j|`` for each linked i); the supervision loss is the
-cross-entropy ``-sum_i ã_{j,i} log a_{j,i}`` against the attention ``a_j`` the decoder computed
-while predicting y_j, averaged over the batch's linked target words. Target words without a link,
-``</s>`` and padding add nothing.
+The align stage's ``train.links``/``dev.links`` hold Pharaoh ``i-j`` links (0-based source i,
+target j) per pair. A linked target word j gets ``ã_{j,i} = 1 / |links of j|``; the loss is
+``-sum_i ã_{j,i} log a_{j,i}``, averaged over the batch's linked target words (others add 0).
 """
 from __future__ import annotations
 
