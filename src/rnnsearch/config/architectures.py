@@ -1,10 +1,8 @@
 """The architectures: the one list of them (:data:`ARCHITECTURES`), each naming its code.
 
-A model's ``model`` param names an entry; :class:`rnnsearch.models.seq2seq.Seq2Seq` builds the
-encoder and decoder classes the entry names (``"module:Class"``, loaded when used). A module of
-its own, below :mod:`rnnsearch.config.model`, so that the DVC stages that build models depend on
-one entry each, not on this list (:mod:`rnnsearch.stages.model_code`): adding an architecture
-reruns no cell of another one (docs/contributing.md, "Adding a decoder or an architecture").
+A model's ``model`` param names an entry, whose ``"module:Class"`` encoder and decoder
+:class:`rnnsearch.models.seq2seq.Seq2Seq` builds. A module of its own so that each model's cells
+depend on its entry only (:mod:`rnnsearch.stages.model_code`): a new architecture reruns none.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """The decoding methods: the one list of them, each with its search function.
 
-``translate.methods`` and ``report.method`` are validated against it, the command lines offer
-its names (``--method``, ``--methods``), and :func:`rnnsearch.decoding.corpus.translate_corpus`
-decodes with the function an entry names. A new method is an entry here plus its module
-(docs/contributing.md, "Adding a decoder or an architecture").
+``translate.methods``, ``report.method`` and the ``--method`` options are checked against it;
+:func:`rnnsearch.decoding.corpus.translate_corpus` calls an entry's function. A new method is an
+entry here plus its module (docs/contributing.md).
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The repository's params files: where the repository is, and its presets.
 
-A preset (``presets/<name>.yaml``) holds only the params keys it changes, in params.yaml's
-layout; :func:`rnnsearch.config.trees.merge` merges it over params.yaml. Running a preset as a
-DVC experiment is :mod:`rnnsearch.presets`'s work; the bench and the studies only read them.
+A preset (``presets/<name>.yaml``) holds only the keys it changes, merged over params.yaml;
+:mod:`rnnsearch.presets` runs them, the bench and the studies only read them.
 """
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ _NAME = re.compile(r"[A-Za-z0-9_-]+")     # a preset's name
 
 
 def repo_root(start: str | Path | None = None) -> Path:
-    """The repository root: ``RNNSEARCH_ROOT``, else the first parent holding ``dvc.yaml``.
-
-    A DVC experiment running in ``<root>/.dvc/tmp/exps/<tmp>/`` maps back to ``<root>``.
-    """
+    """The repository root: ``RNNSEARCH_ROOT``, else the first parent holding ``dvc.yaml``
+    (a DVC experiment's ``<root>/.dvc/tmp/exps/<tmp>/`` maps back to ``<root>``)."""
     if os.environ.get("RNNSEARCH_ROOT"):
         return Path(os.environ["RNNSEARCH_ROOT"]).resolve()
     here = Path(start or os.getcwd()).resolve()

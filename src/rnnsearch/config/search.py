@@ -1,8 +1,7 @@
 """How a search runs (``translate.search``): beam width, length penalty, n-best, length limit.
 
-A module of its own, apart from the ``translate`` section and its registry of decoding methods,
-so that training's greedy dev BLEU does not depend on that registry (a new decoding method
-retrains no model).
+Apart from the ``translate`` section so that training's dev BLEU does not depend on the
+decoding methods' registry (a new method retrains no model).
 """
 from __future__ import annotations
 

@@ -75,9 +75,8 @@ class Outcome(NamedTuple):
 
 
 def units_of(path: Path) -> str:
-    """The units of a run as ``metrics/tokenize.json`` records them: ``word 10000/10000`` or
-    ``bpe (joint) 10000/10000`` (vocabulary sizes, source/target; a word-level run has no
-    ``subword`` block); ``?`` without the file."""
+    """A run's units and vocabulary sizes (source/target) from ``metrics/tokenize.json``:
+    ``word 10000/10000``, ``bpe (joint) 10000/10000``; ``?`` without the file."""
     if not path.is_file():
         return "?"
     data = read_metrics_json(path, "rerun the tokenize stage")
@@ -131,8 +130,7 @@ def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
 
 def word_no_unk(system: dict[str, Any]) -> dict[str, Any]:
     """A system's scores on the sentences with no word outside word-level vocabularies: a
-    subword run's ``no_unk_words`` subset, a word-level run's own ``no_unk`` (the same
-    sentences when both runs have vocabularies of the same sizes)."""
+    subword run's ``no_unk_words``, a word-level run's ``no_unk``."""
     return system.get("no_unk_words") or system.get("no_unk", {})
 
 

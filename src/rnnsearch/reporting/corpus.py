@@ -1,6 +1,5 @@
-"""What a report is about: the corpus, the language pair, the split sizes and the test set, as
-``metrics/prepare.json`` records them, and whether the run is in a paper's setting (only then do
-the tables show that paper's numbers beside the run's)."""
+"""What a report is about (corpus, language pair, splits, test set, from
+``metrics/prepare.json``) and whether the run is in a paper's setting (then its numbers show)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,4 @@
-"""The word-sense table and PCA figure, from ``metrics/senses.json`` only (the senses stage's).
-
-The senses stage logs the same table and figure to MLflow, so both are built here, once.
-"""
+"""The word-sense table and PCA figure from ``metrics/senses.json`` (also logged by the stage)."""
 from __future__ import annotations
 
 from pathlib import Path

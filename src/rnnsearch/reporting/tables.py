@@ -1,8 +1,5 @@
-"""Tables as data (a header and rows of cells) rendered to Markdown and LaTeX.
-
-Numbers are formatted here, once, so that the Markdown and LaTeX forms always agree and a
-rerun on the same metrics produces byte-identical files.
-"""
+"""Tables as data (a header and rows of cells) rendered to Markdown and LaTeX; numbers are
+formatted here, once, so both forms agree and a rerun gives byte-identical files."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,9 +79,8 @@ def flat_items(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def key_value_table(title: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Table:
-    """Any metrics file as a two-column table (for the word-vector and LM stages' metrics,
-    whose layout belongs to those stages), without its ``environment`` block (the machine and
-    library versions: provenance, not results)."""
+    """Any metrics file (the embed and LM stages') as a two-column table, without its
+    ``environment`` block (provenance, not results)."""
     rows = tuple((key, fmt(value, 4)) for key, value in flat_items(data)
                  if not key.startswith("environment."))
     return Table(title, ("metric", "value"), rows, tuple(notes))

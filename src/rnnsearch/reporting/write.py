@@ -23,9 +23,8 @@ DEFAULT_PLACES = ("params.yaml", "metrics", "reports")   # the report stage's pa
 
 
 def regenerate_line(params: str | Path, metrics: str | Path, reports: str | Path) -> str:
-    """The index page's "Regenerate with" line for a report of ``metrics`` and ``params``
-    written to ``reports``: the report stage's own for the default run, else the command that
-    rebuilds this very folder (paths relative to the working directory, the repository root)."""
+    """The index page's "Regenerate with" line: the report stage for the default run, else the
+    command rebuilding this folder from ``metrics`` and ``params`` into ``reports``."""
     places = [_relative(place) for place in (params, metrics, reports)]
     if tuple(places) == DEFAULT_PLACES:
         return REGENERATE

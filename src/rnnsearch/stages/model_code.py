@@ -1,12 +1,9 @@
 """DVC stage ``model_code``: the code one grid model runs, recorded as a small file
 (``data/code/<model>.json``) that the model's train and translate cells depend on.
 
-The record holds the model's entry of :data:`~rnnsearch.config.architectures.ARCHITECTURES`
-and the SHA-256 of every module its encoder and decoder classes import (at any depth,
-:mod:`rnnsearch.code_graph`). The stage depends on every architecture's code and reruns in a
-second when any of it changes, but its record changes only when the model's own code does: an
-edit to the Transformer, or a new entry in the registry, leaves the records of the recurrent
-models byte for byte as they were, so DVC retrains none of them.
+The record holds the model's registry entry and the SHA-256 of every module its encoder and
+decoder import (:mod:`rnnsearch.code_graph`). The stage reruns on any architecture's change,
+but a record changes only with its model's own code, so DVC retrains no other model.
 """
 from __future__ import annotations
 

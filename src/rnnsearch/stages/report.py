@@ -1,8 +1,6 @@
-"""DVC stage ``report``: the papers' tables and figures under ``reports/``, from metrics files only
-(``metrics/prepare.json``, ``metrics/eval``, ``metrics/alignments``, ``metrics/train``,
-``metrics/embed.json``, ``metrics/lm.json``, ...), the headline numbers ``dvc metrics show``
-shows (``metrics/summary/``, :mod:`rnnsearch.reporting.summary`), and the same files in one
-MLflow run named "report"."""
+"""DVC stage ``report``: the papers' tables and figures under ``reports/`` from metrics files
+only, the headline numbers of ``dvc metrics show`` (``metrics/summary/``,
+:mod:`rnnsearch.reporting.summary`), and the same files in one MLflow run named "report"."""
 from __future__ import annotations
 
 import argparse

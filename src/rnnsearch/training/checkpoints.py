@@ -1,9 +1,5 @@
-"""Lightning checkpoints read safely (weights only, a clear error naming a damaged file) and
-written whole or not at all (:class:`SameDiskCheckpointIO`).
-
-``torch.load(..., weights_only=True)`` (through :func:`rnnsearch.models.files.read_torch_dict`)
-accepts tensors, containers, numbers and strings only, so a crafted pickle cannot run code; a
-truncated or empty file becomes a :class:`~rnnsearch.data.textio.DataError` naming it.
+"""Lightning checkpoints read safely (``weights_only=True``: a crafted pickle cannot run code; a
+damaged file is a ``DataError`` naming it) and written whole or not at all.
 """
 from __future__ import annotations
 
