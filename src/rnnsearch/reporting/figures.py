@@ -21,9 +21,8 @@ LengthCurve = Sequence[tuple[int, str, float | None, int]]
 
 
 def length_curve(by_length: Mapping[str, Any], min_sentences: int = 1) -> LengthCurve:
-    """Figure 2's points of one system's ``by_length`` scores (``metrics/eval/<cell>.json``):
-    a bucket of fewer than ``min_sentences`` sentences (``evaluate.min_bucket_sentences``) keeps
-    its count but gets no BLEU point, since a score on a handful of sentences says nothing."""
+    """Figure 2's points of one system's ``by_length`` scores; a bucket of fewer than
+    ``min_sentences`` sentences keeps its count but gets no BLEU point."""
     return [(row["step"], label, row["bleu"] if row["n"] >= min_sentences else None, row["n"])
             for label, row in by_length.items() if label != "signature"]
 

@@ -88,9 +88,8 @@ def no_test_pairs_message(cfg: PrepareConfig, lengths: list[int]) -> str:
 
 
 def held_out_test(cfg: PrepareConfig, src: list[str]) -> tuple[list[int], dict[str, Any]]:
-    """The training pairs held out for test (see ``CustomCorpus``): a random sample of
-    ``prepare.custom.test_size`` pairs, or half at most of each length bucket when
-    ``test_stratified``; with ``test_size`` (the number asked for) in the statistics."""
+    """The training pairs held out for test (see ``CustomCorpus``), with ``test_size`` (the
+    number asked for) in the statistics."""
     if cfg.custom.test_stratified:
         return _stratified(cfg, src, max_share=HELD_OUT_BUCKET_SHARE)
     size = cfg.custom.test_size

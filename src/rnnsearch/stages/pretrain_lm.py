@@ -1,8 +1,7 @@
 """DVC stage ``pretrain_lm``: a target-side RNN language model -> ``data/lm/decoder_init.pt``.
 
-Trains (or resumes: ``data/lm/last.ckpt``) the language model, scores dev and test perplexity
-against an add-one unigram model, measures the gradient flow of RNN/GRU/LSTM cells (the DVC plot
-``plots/gradient_flow.csv``), and writes the weights the train stage can start its decoder from.
+Trains or resumes it, scores perplexity against an add-one unigram model and measures the
+gradient flow of RNN/GRU/LSTM cells (``plots/gradient_flow.csv``).
 """
 from __future__ import annotations
 

@@ -41,9 +41,8 @@ def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: Tr
 
 def warm_up(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
             ) -> None:
-    """Decode one sentence with every method before anything is timed, so that one-off set-up
-    (on a GPU: the CUDA context, cuBLAS handles, kernels loaded on first use) is not counted in
-    the decode speed."""
+    """Decode one sentence with every method so that one-off set-up (CUDA context, cuBLAS,
+    first-use kernels) is not counted in the decode speed."""
     for method in cfg.methods:
         translator.translate(sources[:1], method, method_options(cfg.search, method), 1,
                              progress=False)

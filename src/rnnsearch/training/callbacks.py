@@ -15,11 +15,8 @@ from rnnsearch.training.module import BleuScorer
 
 
 class BestModelSaver(pl.Callback):
-    """After each validation, write ``path`` (see ``save_model``) when ``monitor`` improved.
-
-    Its best score is part of the Lightning checkpoint, so a resumed run does not overwrite a
-    better model with its first validation.
-    """
+    """After each validation, write ``path`` (see ``save_model``) when ``monitor`` improved;
+    the best score is checkpointed, so a resumed run never overwrites a better model."""
 
     def __init__(self, path: str | Path, monitor: str = "val/loss", mode: str = "min") -> None:
         self.path, self.monitor, self.mode = Path(path), monitor, mode
@@ -55,10 +52,8 @@ class BestModelSaver(pl.Callback):
 
 def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: Vocabulary,
                   sentences: int, batch_size: int = 64) -> BleuScorer | None:
-    """Greedy BLEU (tokenised, sacrebleu ``tokenize="none"``) on the first ``sentences`` dev pairs.
-
-    ``None`` when ``sentences`` is 0 or the decoding package is not available.
-    """
+    """Greedy BLEU (tokenised, sacrebleu ``tokenize="none"``) on the first ``sentences`` dev
+    pairs; None when ``sentences`` is 0 or the decoding package is missing."""
     if sentences <= 0:
         return None
     try:

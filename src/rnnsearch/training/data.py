@@ -170,11 +170,8 @@ def round_up(length: int, multiple: int) -> int:
 
 
 def pad_batch(batch: Batch, rows: int, multiple: int) -> Batch:
-    """``batch`` padded to ``rows`` sentences and to lengths that are multiples of ``multiple``.
-
-    Added rows have an empty source (the encoder reads one padding word) and no target words;
-    ``target_tokens`` is unchanged. Shapes: src rows x S', tgt_in/tgt_out rows x T'.
-    """
+    """``batch`` padded to ``rows`` sentences and lengths rounded up to ``multiple`` (src rows x
+    S', tgt_in/tgt_out rows x T'); added rows have an empty source and no target words."""
     count, src_len, tgt_len = batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1)
     if count > rows:
         raise ValueError(f"a batch of {count} sentences does not fit the {rows} rows captured")
@@ -198,9 +195,8 @@ class TranslationDataModule(pl.LightningDataModule):
     def __init__(self, data_dir: str | Path, max_len: int, batch_size: int = 64,
                  max_padding: float = 0.1, dev_max_len: int = 0, seed: int = 1234,
                  links_dir: str | Path | None = None) -> None:
-        """``links_dir``: the align stage's ``{train,dev}.links`` folder; training and dev
-        batches then carry each pair's links (supervised attention). None: they do not, and
-        nothing is read."""
+        """``links_dir``: the align stage's ``{train,dev}.links`` folder, whose links the
+        batches then carry (supervised attention); None: nothing is read."""
         super().__init__()
         self.data_dir, self.max_len, self.batch_size = Path(data_dir), max_len, batch_size
         self.max_padding, self.dev_max_len, self.seed = max_padding, dev_max_len, seed

@@ -45,9 +45,8 @@ class CachedMixedPrecision(MixedPrecision):
 
 @functools.cache
 def cache_keeps_gradients() -> bool:
-    """Whether this torch's autocast cache keeps a weight's gradient when the weight was first
-    cast under a nested ``torch.no_grad()`` (the cache and its key do not depend on the device,
-    so a CPU check answers for every device)."""
+    """Whether this torch's autocast cache keeps the gradient of a weight first cast under a
+    nested ``torch.no_grad()`` (checked on the CPU: the cache does not depend on the device)."""
     layer = torch.nn.Linear(2, 2)
     inputs = torch.ones(1, 2)
     with mixed_autocast("cpu", "bf16-mixed"):
@@ -58,8 +57,7 @@ def cache_keeps_gradients() -> bool:
 
 def with_weight_cache(plugin: Precision) -> Precision:
     """``plugin`` with autocast's weight cache on when it is Lightning's own
-    :class:`MixedPrecision` and this torch's cache keeps gradients; any other plugin (full
-    precision, FSDP's, DeepSpeed's) as it is."""
+    :class:`MixedPrecision` and the cache keeps gradients; else ``plugin`` as it is."""
     if type(plugin) is not MixedPrecision:
         return plugin
     if not cache_keeps_gradients():
