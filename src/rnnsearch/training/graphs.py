@@ -243,7 +243,5 @@ def enable_cuda_graphs(model: Seq2Seq, key: str = "train.trainer.cuda_graphs") -
                           f"{'' if model.config.model != 'luong' else ' without input feeding'} "
                           f"has no step-by-step decoder loop to graph (teacher forcing runs the "
                           f"fused cuDNN RNN already); set it to false")
-    decoder = model.decoder
-    runner = GraphedLoops(decoder)
-    decoder.loop_runner = runner
+    runner = model.decoder.loop_runner = GraphedLoops(model.decoder)
     return runner

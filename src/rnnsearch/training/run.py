@@ -144,12 +144,6 @@ def find_resumable(out_dir: Path, fp: str) -> tuple[dict[str, Any], bool]:
     return info, bool(info)
 
 
-def clear_stale_run(out_dir: Path) -> None:
-    """Remove the resume state of a run that must not be continued (its ``model.pt`` stays
-    until this run's model replaces it)."""
-    run_state(out_dir).clear()
-
-
 def remove_half_written(out_dir: Path) -> None:
     """Remove what a process killed in the middle of saving left (``.<name>.tmp-*``)."""
     if is_main_process():
@@ -179,7 +173,7 @@ def check_converged(best: dict[str, float], vocab_size: int, out_dir: Path, step
     so a rerun starts afresh; the previous ``model.pt`` stays."""
     bad = diverged_scores(best, vocab_size)
     if not best or bad:
-        clear_stale_run(out_dir)
+        run_state(out_dir).clear()       # a rerun starts afresh, not from broken weights
         shown = ", ".join(f"{k} = {v:.6g}" for k, v in bad.items()) or "no dev score"
         uniform = DIVERGED_FACTOR * math.log(vocab_size)
         raise TrainingDiverged(f"{out_dir}: training diverged ({shown} at step {step}; a dev "
@@ -254,8 +248,7 @@ def use_cuda_graphs(config: TrainConfig, model: Seq2Seq) -> GraphedLoops | None:
 
 def graph_padding(config: TrainConfig, graphs: GraphedLoops | None) -> tuple[int, int] | None:
     """(rows, length multiple) training batches are padded to when ``graphs`` run, else None."""
-    t = config.trainer
-    return (config.data.batch_size, t.graph_length_multiple) if graphs is not None else None
+    return (config.data.batch_size, config.trainer.graph_length_multiple) if graphs else None
 
 
 def supervision_links(config: TrainConfig, model_name: str, links_dir: str | Path | None
