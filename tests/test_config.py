@@ -142,3 +142,24 @@ def test_a_learning_rate_written_1e_3_is_the_number_dvc_reads(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "pretrain_lm.lr: expected a number, got '1e-3x'" in lines[-1], lines
+
+
+# A stage that reads the train section for another purpose, then Lightning's presence.
+OTHER_STAGE_READS_TRAIN = (
+    "import sys; from rnnsearch.stages.runner import StageContext; "
+    "from rnnsearch.config.train import TrainConfig; "
+    "StageContext('model_code', 'params.yaml').section(TrainConfig, 'train'); "
+    "print('pytorch_lightning' in sys.modules)")
+
+
+def test_trainer_names_known_without_lightning_are_lightnings_and_spare_its_import():
+    """The trainer names checked without importing Lightning are all in its registries, and a
+    stage reading the train section for another purpose (model_code) does not import Lightning
+    (four seconds of its start) while the train stage's own load checks this machine."""
+    from rnnsearch.config.train import COMMON_CHOICES, lightning_choices
+
+    for name, common in COMMON_CHOICES.items():
+        assert set(common) <= set(lightning_choices()[name]), name
+    imported = subprocess.run([sys.executable, "-c", OTHER_STAGE_READS_TRAIN], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "False"

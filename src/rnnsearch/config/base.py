@@ -118,13 +118,15 @@ def required_section(params: dict[str, Any], section: str, origin: str | Path) -
     return params[section]
 
 
-def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
+def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS,
+                 runtime: bool = True) -> T:
     """Load ``section`` of the params file at ``path`` into ``cls``: :func:`from_dict`, then
-    its ``check_params`` and ``check_runtime`` methods, if any."""
+    its ``check_params`` and (``runtime``) ``check_runtime`` methods, if any."""
     params = read_params(path)
     obj = from_dict(cls, required_section(params, section, path), section)
     check_params(obj, section, params)
-    check_runtime(obj, section)
+    if runtime:
+        check_runtime(obj, section)
     return obj
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 import typing
@@ -86,6 +87,12 @@ TRAINABLE_PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "32", "16", "bf16")
 BF16_PRECISIONS = ("bf16-mixed", "bf16")   # autocast to bf16: the logits come out in bf16
 
 
+# Names every Lightning 2.x accepts; any other value is looked up in Lightning's registries.
+COMMON_CHOICES = {"accelerator": ("auto", "cpu", "gpu", "cuda"), "strategy": ("auto", "ddp"),
+                  "precision": TRAINABLE_PRECISIONS}
+
+
+@functools.cache
 def lightning_choices() -> dict[str, tuple[str, ...]]:
     """The accelerator, strategy and precision names Lightning's own registries accept."""
     from pytorch_lightning.accelerators import AcceleratorRegistry
@@ -170,8 +177,11 @@ class TrainerConfig:
         require(_devices_ok(self.devices), f"{key}.devices",
                 f"must be a number of devices > 0, -1 (all of them), 'auto' or device indices "
                 f"such as '0,1'; got {self.devices!r}")
-        for name, allowed in lightning_choices().items():
+        for name, common in COMMON_CHOICES.items():
             value = getattr(self, name)
+            if value in common:    # known without importing Lightning (seconds of each stage)
+                continue
+            allowed = lightning_choices()[name]
             require(value in allowed, f"{key}.{name}",
                     f"Lightning has no {name} {value!r}; use one of: {', '.join(allowed)}")
         require(str(self.precision) in TRAINABLE_PRECISIONS, f"{key}.precision",

@@ -53,8 +53,9 @@ class StageContext:
         self.stage, self.params = stage, params
 
     def section(self, cls: type[T], key: str | None = None) -> T:
-        """The params section ``key`` (default: the stage's name) as a validated dataclass."""
-        return load_section(cls, key or self.stage, self.params)
+        """The params section ``key`` (default: the stage's name) as a validated dataclass;
+        this machine's checks (``check_runtime``: a GPU, Lightning's flags) for its own only."""
+        return load_section(cls, key or self.stage, self.params, runtime=key in (None, self.stage))
 
     @staticmethod
     def project_path(path: str | None) -> str | None:
