@@ -5,6 +5,7 @@ import pytest
 
 from rnnsearch.bench.flops import Shape, model_gemms, training_flops_per_token
 from rnnsearch.bench.gemm import roofline_tokens_per_second
+from rnnsearch.bench.report import training_rows
 from rnnsearch.config.model import ModelConfig
 
 SHAPE = Shape(batch=1, src_len=2, tgt_len=4, tgt_vocab=5)  # half a source token per target token
@@ -77,6 +78,21 @@ def test_roofline_is_flops_over_rate():
                       output_size=4)
     rates = [(g, 1.0) for g in model_gemms(cfg, SHAPE)]          # (product, GFLOP/s)
     assert roofline_tokens_per_second(rates) == pytest.approx(1e9 / (3 * 293))
+
+
+def test_a_training_row_above_its_roofline_is_refused_on_any_device():
+    """The first GPU check printed 105-389% "of the model's GEMM roofline": a share above 100%
+    is a wrong FLOP count or peak, so the row says it is refused instead of showing it."""
+    results = {"card": {"tflops_fp32": 10.0, "tflops_bf16": 20.0},
+               "arithmetic": [{"model": "paper", "batch": 80, "mflop_per_token": 1.0,
+                               "roofline_tokens_per_s_fp32": 1000.0}],
+               "training": [{"model": "paper", "batch": 80, "precision": "32-true",
+                             "tokens_per_s": tokens, "ms_per_step": 1.0, "peak_memory_mib": 1.0}
+                            for tokens in (3890.0, 800.0)]}
+    above, below = training_rows(results)
+    assert "refused: 389% is above the roofline" in above and "389%" not in " ".join(
+        map(str, below))
+    assert "80%" in below
 
 
 def test_profile_categories_by_operator_name():

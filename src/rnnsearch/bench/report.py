@@ -90,9 +90,18 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
             achieved = r["tokens_per_s"] * flops[r["model"]] / 1e9
             rate = [f"{achieved:,.1f}", f"{achieved / 1e3 / results['card'][f'tflops_{kind}']:.1%}"]
         rows.append(head + [f"{r['tokens_per_s']:,.0f}", f"{r['ms_per_step']:.1f}", captured,
-                            *rate, f"{r['tokens_per_s'] / bound:.0%}" if bound else "-",
+                            *rate, roofline_share(r["tokens_per_s"], bound),
                             f"{r['peak_memory_mib']:,.0f}"])
     return rows
+
+
+def roofline_share(tokens_per_s: float, bound: float | None) -> str:
+    """A training row's share of its GEMM roofline; above 100% (which no step can reach: a
+    wrong FLOP count or peak rate) it is refused, not shown, on any device."""
+    if not bound:
+        return "-"
+    share = tokens_per_s / bound
+    return f"{share:.0%}" if share <= 1 else f"refused: {share:.0%} is above the roofline"
 
 
 def _profile_row(p: dict[str, Any], *head: Any) -> list[Any]:
