@@ -143,15 +143,20 @@ def translate_config(params_path: str | None, beam_size: int) -> TranslateConfig
     return config
 
 
-@entry_point("compare")
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rnnsearch.decoding.compare",
-                                     description=__doc__,
+def model_parser(module: str, description: str | None) -> argparse.ArgumentParser:
+    """The parser of a tool that decodes tokenised sources with one trained model."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, type=Path, help="a model.pt of the train stage")
     parser.add_argument("--vocab-dir", required=True, type=Path, help="holds vocab.{src,tgt}.txt")
     parser.add_argument("--sources", required=True, type=Path,
                         help="tokenised sentences, one a line (e.g. data/tokenized/test.src)")
+    return parser
+
+
+@entry_point("compare")
+def main(argv: list[str] | None = None) -> int:
+    parser = model_parser("rnnsearch.decoding.compare", __doc__)
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
     parser.add_argument("--methods", nargs="+", choices=method_names(),
                         default=list(method_names()))
