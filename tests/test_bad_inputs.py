@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -337,16 +339,21 @@ def test_cli_refuses_to_guess_the_languages(tmp_path):
      "argument --lr: expected a number, got 'fast'"),
     ("rnnsearch.bench", ["--threads", "0"], "argument --threads: must be >= 1, got 0"),
 ], ids=["compare-seconds", "compare-max-sentences", "compare-nan", "tiny", "synthetic", "bench"])
-def test_tool_commands_refuse_negative_and_malformed_numbers(tmp_path, module, args, refusal):
+def test_tool_commands_refuse_negative_and_malformed_numbers(tmp_path, monkeypatch, capsys,
+                                                            module, args, refusal):
     """Was: a negative --seconds or --max-sentences silently changed what was compared (a
     negative slice dropped the last sentences); a negative batch size or budget ran into a
-    traceback later. argparse now refuses them at once, naming the option."""
+    traceback later. argparse now refuses them at once, naming the option. (In this process:
+    what ``python -m <module>`` runs, without a second start of torch and Lightning.)"""
     required = ["--model", "m.pt", "--vocab-dir", ".", "--sources", "s.txt"] \
         if module.endswith("compare") else []
-    result = subprocess.run([sys.executable, "-m", module, *required, *args], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120,
-                            env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
-    assert_refused(result, refusal)
+    package = importlib.util.find_spec(module).submodule_search_locations   # -m runs __main__
+    main = importlib.import_module(f"{module}.__main__" if package else module).main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        main([*required, *args])
+    assert_refused(subprocess.CompletedProcess([module], refused.value.code, "",
+                                               capsys.readouterr().err), refusal)
     assert list(tmp_path.iterdir()) == []
 
 
