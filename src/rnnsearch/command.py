@@ -1,10 +1,7 @@
-"""How every command of the project ends: stages, presets, studies, the bench and the decoding
-tools run through :func:`run_command` (or :func:`entry_point`), so a failure looks the same
-everywhere: an expected one (:data:`~rnnsearch.errors.EXPECTED`) is one line ``<prog>: error:
-<message>`` on stderr and exit 2; Ctrl-C is one line ``<prog>: <what it left>`` and exit 130;
-anything else is a bug and keeps its traceback (exit 1).
-
-Below ``stages/`` and ``experiments/``: it imports only :mod:`rnnsearch.errors` and
+"""How every command ends: all run through :func:`run_command` (or :func:`entry_point`), so an
+expected failure (:data:`~rnnsearch.errors.EXPECTED`) is one line ``<prog>: error: <message>``
+on stderr and exit 2; Ctrl-C is one line ``<prog>: <what it left>`` and exit 130; anything else
+is a bug and keeps its traceback (exit 1). Imports only :mod:`rnnsearch.errors` and
 :mod:`rnnsearch.data.savefile`.
 """
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """Presets: named params overrides (``presets/<name>.yaml``) run as DVC experiments.
 
-A preset file holds only the keys it changes, in params.yaml's layout; ``extends: <other>``
-starts from another preset's overrides. ``run NAME`` (``make preset NAME=...``) validates the
-merged params, runs ``dvc exp run --temp -n NAME -C <path>... -S key=value ...``, points the
-branch ``preset/NAME`` at the experiment's commit and copies its report, metrics and params into
-``reports/presets/NAME/``, beside the default run's (``beside_default.md``). ``export`` and
+A preset file holds only the keys it changes, in params.yaml's layout (``extends: <other>``
+starts from another preset's). ``run NAME`` (``make preset NAME=...``) validates the merged
+params, runs ``dvc exp run --temp -n NAME -C <path>... -S key=value ...``, points the branch
+``preset/NAME`` at the experiment's commit and copies its report, metrics and params into
+``reports/presets/NAME/`` beside the default run's (``beside_default.md``). ``export`` and
 ``compare`` redo those steps; ``show`` prints the commands; ``check`` only validates.
-
-Why ``--temp``: a workspace run rewrites params.yaml, dvc.lock and the default run's results.
-Why ``-C``: the temporary copy lacks the ``cache: false`` outputs under the git-ignored
-``data/`` (checkpoints, ``run.json``), so DVC would retrain every model (:func:`copy_paths`).
-A relative ``prepare.mirror`` reaches the copy resolved, in ``RNNSEARCH_CORPORA``; the MLflow
-store stays the repository root's (:func:`rnnsearch.config.repository.repo_root`).
+``--temp``: a workspace run would rewrite params.yaml, dvc.lock and the default results. ``-C``:
+the copy lacks the ``cache: false`` outputs of git-ignored ``data/``, so DVC would retrain every
+model (:func:`copy_paths`). A relative ``prepare.mirror`` reaches the copy resolved, in
+``RNNSEARCH_CORPORA``; the MLflow store stays the repository root's.
 """
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The MLflow UI server, its pages opening in the model-training view and its bare address on
-the project's runs.
+"""The MLflow UI server, opening in the model-training view, its bare address on our runs.
 
 MLflow 3.17's UI reads its GenAI / Model training switch from ``workflowType`` in the address,
 else localStorage (:data:`WORKFLOW_KEY`), else GenAI. This ASGI app serves MLflow's app but

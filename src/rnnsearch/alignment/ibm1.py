@@ -5,11 +5,10 @@ diagonal-preferring reparameterisation (Dyer et al. 2013) as a second model::
     IBM-1:       p(a_j = i) = 1 / (l + 1)
     fast_align:  p(a_j = 0) = p0;  p(a_j = i) = (1 - p0) exp(-lam |i/l - j/m|) / Z_j   (i >= 1)
 
-The prior is fixed, so each iteration is an exact EM step; with a Dirichlet ``alpha`` (fast_align's
-``-v``, :func:`normalise`) rare source words stop "garbage collecting" target words, and the
-recorded curve is no longer a likelihood. Sentences are grouped by source length, each group a
-matrix of parameter ids (a row per target token, NULL first), so an iteration is a gather, a row
-sum and one ``bincount``.
+The prior is fixed: each iteration is an exact EM step; a Dirichlet ``alpha`` (fast_align's
+``-v``, :func:`normalise`) stops rare source words "garbage collecting" target words (the curve
+is then no likelihood). Sentences grouped by source length are matrices of parameter ids (a row
+per target token, NULL first): an iteration is a gather, a row sum and one ``bincount``.
 """
 from __future__ import annotations
 

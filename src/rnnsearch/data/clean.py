@@ -1,12 +1,11 @@
 """Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
 
-Non-white-space control characters (category Cc) are removed first: invisible, a line of
-nothing else would become an empty source that still gets "translated" (white-space controls,
-``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``, separate words). Rules, a pair counted under the
-first that drops it: ``empty``, ``control``, ``too_short`` / ``too_long``, ``ratio``, in
-white-space words of the raw text. :data:`USABLE_ONLY` keeps every pair with words on both
-sides (a user's whole dev or test file stays comparable with published scores).
-:func:`count_entities` counts the HTML entities of a Moses-escaped corpus.
+Non-white-space control characters (Cc) go first: a line of nothing else would be an empty
+source still "translated" (white-space ones, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``,
+separate words). Rules, a pair counted under the first that drops it: ``empty``, ``control``,
+``too_short`` / ``too_long``, ``ratio``, in white-space words of the raw text.
+:data:`USABLE_ONLY` keeps every pair with words on both sides (a user's whole test file stays
+comparable). :func:`count_entities` counts a Moses-escaped corpus's HTML entities.
 """
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """Subword units (Sennrich, Haddow & Birch 2016): SentencePiece models learnt on Moses tokens.
 
 Split at whitespace first, so pieces join back into exactly the Moses tokens
-(:func:`pieces_to_words`) and detokenise as word-level output does. :func:`train_model`'s
-settings: identity normalisation (NFKC would rewrite tokens), no byte fallback (an unseen
-character is ``<unk>``), a hard vocabulary limit (:class:`VocabularyUnfit`), one thread, no
-sampling or shuffling and a fixed seed (the same lines give the same file, byte for byte), and
-the project's special ids, so ``vocab.<side>.txt`` lists the pieces in id order. Files:
-``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``.
+(:func:`pieces_to_words`). :func:`train_model`: identity normalisation (NFKC would rewrite
+tokens), no byte fallback (an unseen character is ``<unk>``), a hard vocabulary limit
+(:class:`VocabularyUnfit`), one thread, no sampling or shuffling, a fixed seed (same lines, same
+file byte for byte) and the project's special ids (``vocab.<side>.txt`` lists pieces in id
+order). Files: ``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``.
 """
 from __future__ import annotations
 

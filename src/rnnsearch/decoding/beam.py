@@ -1,12 +1,11 @@
 """Batched beam search, written as small steps: start, expand + prune, finish, advance, retire.
 
-Each step keeps each sentence's ``2k`` best (hypothesis, word) pairs (so ``k`` non-``</s>``
-continuations remain), finishes those among the ``k`` best that emit ``</s>``, advances the
-``k`` best others, and retires sentences whose search is over or at their length limit, so the
-batch shrinks. ``translate.search.stop``: ``first_k`` (Bahdanau et al.'s) stops once ``k``
-finished; ``bound`` once ``nbest`` finished and no live hypothesis can beat them
-(:func:`rnnsearch.decoding.options.reachable`). A sentence's hypotheses only meet its own, so
-the output does not depend on the batch.
+Each step keeps a sentence's ``2k`` best (hypothesis, word) pairs (so ``k`` non-``</s>`` ones
+remain), finishes those of the ``k`` best that emit ``</s>``, advances the ``k`` best others and
+retires sentences done or at their length limit. ``translate.search.stop``: ``first_k``
+(Bahdanau et al.'s) stops once ``k`` finished; ``bound`` once ``nbest`` finished and no live
+hypothesis can beat them (:func:`rnnsearch.decoding.options.reachable`). Hypotheses only meet
+their own sentence's, so the output does not depend on the batch.
 """
 from __future__ import annotations
 

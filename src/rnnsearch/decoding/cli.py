@@ -3,13 +3,12 @@
     python -m rnnsearch.decoding.cli --model data/models/search-50/model.pt [FILE]
     echo "The cat sat on the mat." | rnnsearch-translate --model data/models/search-50/model.pt --align
 
-Reads one sentence a line from FILE (or stdin), tokenises it as the pipeline did (Moses with
-params.yaml's ``prepare.src_lang`` and ``tokenize.lowercase``, then subword pieces where the
-vocabularies' folder has models), decodes it (``translate.search`` unless overridden) and prints
-one detokenised translation a line; ``--nbest N`` prints N (normalised score, a tab, the text);
-``--align`` adds the attention matrix in percent (target rows x source columns). ``--device``
-defaults to ``translate.device``, the batch size to ``translate.batch_size`` (CPU) or
-``translate.batch_size_cuda`` (GPU).
+Reads a sentence a line from FILE (or stdin), tokenises it as the pipeline did (params.yaml's
+``prepare.src_lang`` and ``tokenize.lowercase``, subword pieces where the vocabularies have
+models), decodes it (``translate.search`` unless overridden), prints one detokenised translation
+a line; ``--nbest N`` prints N (normalised score, tab, text); ``--align`` adds the attention in
+percent (target rows x source columns). Defaults: ``translate.device``, ``translate.batch_size``
+(CPU) or ``translate.batch_size_cuda`` (GPU).
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Sense-split word vectors: one vector per sense of an ambiguous word instead of one for all.
 
-As the course notes propose, each occurrence of a word is described by its context (the
-unit-length mean of unit-length vectors within ``window``: k-means then clusters by cosine),
-clustered by k-means (k fixed or the best silhouette in ``2 .. max_k``, on a seeded sample of at
-most ``max_occurrences_clustered``), relabelled ``word_1`` ... ``word_k`` (most frequent first),
-and word2vec is retrained on the relabelled text. A k leaving a sense rarer than
-``embed.min_count`` (no vector) is never chosen; a word every k fails is :class:`NotSplit`.
+As the course notes propose, each occurrence is described by its context (the unit-length
+mean of unit-length vectors within ``window``, so k-means clusters by cosine), clustered (k
+fixed or the best silhouette in ``2 .. max_k``, on a seeded sample of at most
+``max_occurrences_clustered``), relabelled ``word_1`` ... ``word_k`` (most frequent first), and
+word2vec is retrained. A k leaving a sense rarer than ``embed.min_count`` is never chosen; a
+word every k fails is :class:`NotSplit`.
 """
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """Unigram F1 by the word's frequency in the training target text (Sennrich, Haddow & Birch
 2016, Table 2 and Figures 2-3): how well frequent, rare and unseen words are translated.
 
-Words are Moses tokens (pieces joined back, :func:`unit_words`); matches are clipped per
-sentence as in BLEU; per group F1 = 2 matched / (hyp + ref tokens), in percent, defined even
-when one side has none. Groups by training rank (ties alphabetical, as the vocabulary):
-``in_vocabulary`` (what a word-level model of N entries can emit), ``rare``, ``unseen`` (a
-hypothesis' ``<unk>`` too, never matching) and ``all``; the curve's rank bins
-(:func:`rank_edges`) plus ``unseen``.
+Words are Moses tokens (:func:`unit_words`); matches clipped per sentence as in BLEU; a group's
+F1 = 2 matched / (hyp + ref tokens), in percent. Groups by training rank (ties alphabetical):
+``in_vocabulary`` (what a word-level model of N entries can emit), ``rare``, ``unseen`` (with a
+hypothesis' ``<unk>``, never matching), ``all``; the curve's bins (:func:`rank_edges`), ``unseen``.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """How local-p's window centre ``p_t = S sigmoid(v_p^T tanh(W_p h_t))`` moves while it trains.
 
-Replays a train cell's set-up (:func:`rnnsearch.training.run.build`) in a plain loop of
-:func:`rnnsearch.training.harness.train_step` and every ``--every`` steps prints ``p_t / S`` of
-the first, middle and last real word and the sigmoid's input: an input past about +-5 sits
-where the sigmoid's gradient has vanished. Writes nothing but ``--json``.
+Replays a train cell's set-up (:func:`rnnsearch.training.run.build`) in a loop of
+:func:`rnnsearch.training.harness.train_step`; every ``--every`` steps prints ``p_t / S`` of the
+first, middle and last real word and the sigmoid's input (past about +-5 its gradient vanishes).
+Writes nothing but ``--json``.
 
     python -m rnnsearch.experiments.local_p_trace --model luong_local_p --max-len 30 \
         --steps 1000 --every 50 [--params params.yaml] [--data data/tokenized] [--json trace.json]

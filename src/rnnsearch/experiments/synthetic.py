@@ -3,10 +3,9 @@
     python -m rnnsearch.experiments.synthetic                 # about 5 minutes on 2 idle CPU cores
     python -m rnnsearch.experiments.synthetic --task copy --steps 800 --out synthetic.json
 
-Trains RNNencdec and RNNsearch of the same sizes, decodes held-out sequences greedily (as long
-as the reference) and reports token accuracy and exact matches per source-length bucket:
-attention stays near-perfect, RNNencdec's fixed summary degrades with length (Bahdanau et al.,
-Fig. 2).
+Trains RNNencdec and RNNsearch of equal sizes, decodes held-out sequences greedily (reference
+length) and reports token accuracy and exact matches per source length: attention stays
+near-perfect, RNNencdec's fixed summary degrades with length (Bahdanau et al., Fig. 2).
 """
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
 """Attention: one module, pluggable score functions, global or local (Luong) windows.
 
 Scores: ``additive``/``concat`` ``v^T tanh(W q + U h_s)``, ``dot``, ``scaled_dot``, ``general``
-``q^T (W_a h_s)``. The source-only part is the *keys*, computed once per batch
-(:meth:`Attention.project_keys`) and passed explicitly (``Memory.keys``), never module state, so
-beam search can reorder it. ``local_m``/``local_p`` restrict weights to ``[p_t - D, p_t + D]``;
-unlike the paper, local-p's Gaussian is added in log space before the softmax, so every
-variant's weights sum to 1.
+``q^T (W_a h_s)``. The *keys* (source-only part) are computed once per batch
+(:meth:`Attention.project_keys`) and passed as ``Memory.keys``, not module state, so beam search
+can reorder them. ``local_m``/``local_p`` restrict weights to ``[p_t - D, p_t + D]``; local-p's
+Gaussian is added in log space before the softmax (unlike the paper): weights sum to 1.
 """
 from __future__ import annotations
 

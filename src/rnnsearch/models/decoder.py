@@ -1,17 +1,15 @@
 """Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in three wirings.
 
-The papers differ in *when* the decoder attends, which changes the recurrence, hence small
-subclasses rather than one class full of switches: :class:`BahdanauDecoder` (attend, then
-update), :class:`ConditionalDecoder` (Nematus's conditional GRU) and :class:`LuongDecoder`
-(update, then attend). The submodules are named as the pretrained LM's, so that
-:func:`rnnsearch.models.lm_transfer.load_lm_into_decoder` copies them by name.
+*When* the decoder attends changes the recurrence, hence small subclasses, not switches:
+:class:`BahdanauDecoder` (attend, then update), :class:`ConditionalDecoder` (Nematus's
+conditional GRU), :class:`LuongDecoder` (update, then attend). Submodules are named as the
+pretrained LM's, so :func:`rnnsearch.models.lm_transfer.load_lm_into_decoder` copies by name.
 
 Teacher forcing uses the fused ``nn.GRU`` when no input depends on the previous step; otherwise
 a loop over :func:`cell_step` with the word projection and output layer batched outside it, read
 through ``unbind`` (one stacked gradient, where ``[:, t]`` would make a zero-filled batch x T x
-G*H gradient per step). ``step`` runs the same code, so step-by-step decoding reproduces the
-teacher-forced logits. ``loop_runner`` may replace ``attention_loop`` (CUDA graphs,
-:mod:`rnnsearch.training.graphs`).
+G*H gradient per step). ``step`` runs the same code, so decoding reproduces the teacher-forced
+logits. ``loop_runner`` may replace ``attention_loop`` (:mod:`rnnsearch.training.graphs`).
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The Transformer encoder-decoder (Vaswani et al. 2017) behind the recurrent models' interface.
 
-Pre-norm layers (no learning-rate warmup needed at the other models' Adam settings), sinusoidal
-positions, d = ``embedding_size`` throughout (so pretrained word vectors fit). Attention is
-written out rather than ``nn.MultiheadAttention`` so that training, a decoding step and the
-padding mask run the same arithmetic and return each head's weights. :class:`TransformerState`
-caches each layer's self-attention keys and values, so stepwise decoding computes what teacher
-forcing does. The model's attention is layer ``alignment_layer``'s cross-attention, head-averaged.
+Pre-norm layers (no warmup needed at the other models' Adam settings), sinusoidal positions,
+d = ``embedding_size`` throughout (pretrained word vectors fit). Attention is written out, not
+``nn.MultiheadAttention``, so training, a decoding step and the padding mask run the same
+arithmetic and return each head's weights. :class:`TransformerState` caches each layer's
+self-attention keys and values. The model's attention: layer ``alignment_layer``'s
+cross-attention, head-averaged.
 """
 from __future__ import annotations
 

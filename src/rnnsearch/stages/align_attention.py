@@ -1,11 +1,9 @@
 """DVC stage ``align_attention``: attention as alignment, scored against the human links.
 
-Every attention model force-decodes the gold sentences of ``data/align/gold.json``; its
-weights become links by ``argmax`` and by ``align.attention_threshold``, scored (AER, precision,
-recall) into ``metrics/align_attention.json`` with ``align.figure_sentence``'s weights for the
-report. With subword units the weights are first turned into word-to-word weights
-(:func:`rnnsearch.alignment.attention.word_attention`), so the AER is over the same words as
-IBM Model 1's.
+Every attention model force-decodes the gold sentences of ``data/align/gold.json``; weights
+become links by ``argmax`` and by ``align.attention_threshold``, scored (AER, precision, recall)
+into ``metrics/align_attention.json`` with ``align.figure_sentence``'s weights. Subword weights
+become word-to-word ones first (:func:`rnnsearch.alignment.attention.word_attention`).
 """
 from __future__ import annotations
 

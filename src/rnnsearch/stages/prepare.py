@@ -1,16 +1,14 @@
 """DVC stage ``prepare``: corpus -> cleaned, sampled train/dev/test text (``data/prepared``).
 
 Each split is located (mirror, cache or download), verified, cleaned and sampled (test
-optionally stratified by length); ``meta.json`` records the languages, every split's statistics
-and the ``corpus_info`` block the report reads. ``corpus: custom`` reads ``prepare.custom``'s
-files (:mod:`rnnsearch.data.custom`); without test files a seeded test split is held out of the
-cleaned training pairs, and train never shares a pair with it. A dev or test file the user gives
-is used whole (empty sides dropped) unless ``prepare.custom.cut_given`` lists it: scores on a
-silently cut test set would compare with nobody's.
-
-Whatever takes pairs out of a split is said in one line naming the params key, and counted in
-the metrics; a split left empty is refused here, not later in ``tokenize``. HTML entities are
-counted and warned about unless ``prepare.clean.unescape_entities`` is set.
+optionally stratified by length); ``meta.json`` records the languages, each split's statistics
+and the report's ``corpus_info``. ``corpus: custom`` reads ``prepare.custom``'s files
+(:mod:`rnnsearch.data.custom`); without test files a seeded test split is held out of the
+cleaned training pairs. A given dev or test file is used whole (empty sides dropped) unless
+``prepare.custom.cut_given`` lists it: scores on a silently cut test set compare with nobody's.
+Whatever drops pairs is said in one line naming the params key and counted in the metrics; an
+emptied split is refused here. HTML entities are counted and warned about unless
+``prepare.clean.unescape_entities`` is set.
 """
 from __future__ import annotations
 

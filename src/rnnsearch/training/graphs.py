@@ -1,17 +1,14 @@
 """CUDA graphs for the attention decoder's training loop (``train.trainer.cuda_graphs``).
 
-Why: teacher forcing through RNNsearch's decoder (and Luong's with input feeding) runs a few
-dozen small kernels per target word, bound by launches from Python rather than arithmetic. The
-decoder's ``attention_loop`` is captured once per batch shape, forward and backward, with
-:func:`torch.cuda.make_graphed_callables`; the rest of the step is left as it was.
-
-Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_batch`), which changes
-no number: padded positions are masked or ignored by the loss. All shapes share one memory
-pool, safe because a step replays one shape's forward then its backward. The first capture is
-checked against the eager loop on halved inputs (outputs and gradients, to
-:data:`CHECK_TOLERANCE`; not with dropout inside the loop): a wrong graph would otherwise train
-a wrong model silently. A failed capture or check means a warning and the eager loop. The CPU,
-validation and decoding always run the eager loop.
+Why: teacher forcing through RNNsearch's decoder (and Luong's with input feeding) is a few
+dozen small kernels per target word, bound by Python launches. ``attention_loop`` is captured
+once per batch shape, forward and backward (:func:`torch.cuda.make_graphed_callables`).
+Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_batch`; padding is
+masked or ignored by the loss). All shapes share one memory pool: a step replays one shape's
+forward then its backward. The first capture is checked against the eager loop on halved inputs
+(outputs and gradients, to :data:`CHECK_TOLERANCE`; not with dropout inside the loop), else a
+wrong graph would train a wrong model silently; a failed capture or check warns and runs eager.
+The CPU, validation and decoding always run the eager loop.
 """
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
 """Train one grid cell (model variant x max length): everything the ``train`` stage does.
 
-Every input (config, data, model, its initialisation) is checked before the Trainer starts, so
-a bad setting fails in seconds. ``<out>/run.json`` holds a fingerprint of everything the result
-depends on: an unfinished run with the same one continues from ``last.ckpt`` in the same MLflow
-run; anything else starts afresh. The previous resume state is set aside only once everything is
-built and comes back on an early failure (:mod:`rnnsearch.training.previous_run`); the best model
-replaces ``model.pt`` only when the run finishes.
+Every input is checked before the Trainer starts, so a bad setting fails in seconds.
+``<out>/run.json`` fingerprints everything the result depends on: an unfinished run with the
+same one continues from ``last.ckpt`` in the same MLflow run; else it starts afresh, the old
+resume state set aside once everything is built and back on an early failure
+(:mod:`rnnsearch.training.previous_run`). ``model.pt`` is replaced only when the run finishes.
 """
 from __future__ import annotations
 
