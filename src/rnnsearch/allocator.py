@@ -4,8 +4,7 @@ A training step frees and reallocates the same 128 KB - 45 MB tensors; glibc's d
 large blocks fresh and trim the heap, so each reuse faults zero-filled pages in (about 15,000 a
 reference step). :func:`keep_freed_memory` turns mmap (its largest threshold, 32 MB, is too
 small) and trimming off; results are bit for bit the same (docs/performance.md, "Memory
-allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it is.
-"""
+allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it is."""
 from __future__ import annotations
 
 import ctypes

@@ -3,8 +3,7 @@
 Every import counts, at any depth (a call-time import ties modules as firmly). A registry entry
 names its code as ``"package.module:attribute"``, loaded on use, so importing the loader also
 imports what the entries of the imported modules name (:func:`registry_imports`), except an
-``opaque`` registry's (the architectures, per model stage: :mod:`rnnsearch.stages.model_code`).
-"""
+``opaque`` registry's (the architectures, per model stage: :mod:`rnnsearch.stages.model_code`)."""
 from __future__ import annotations
 
 import ast

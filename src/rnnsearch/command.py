@@ -2,8 +2,7 @@
 expected failure (:data:`~rnnsearch.errors.EXPECTED`) is one line ``<prog>: error: <message>``
 on stderr and exit 2; Ctrl-C is one line ``<prog>: <what it left>`` and exit 130; anything else
 is a bug and keeps its traceback (exit 1). Imports only :mod:`rnnsearch.errors` and
-:mod:`rnnsearch.data.savefile`.
-"""
+:mod:`rnnsearch.data.savefile`."""
 from __future__ import annotations
 
 import errno

@@ -1,7 +1,6 @@
 """The device a measurement runs on (``cpu`` or ``cuda``): waiting for it, its peak memory,
 freeing what a measurement left, one line for a failure, and what the device is. Imports
-nothing beyond torch and Lightning (the bench runs on a minimal install).
-"""
+nothing beyond torch and Lightning (the bench runs on a minimal install)."""
 from __future__ import annotations
 
 import gc

@@ -2,8 +2,7 @@
 
 Floating-point results depend on the CPU's vector instructions (AVX2 or AVX-512 kernels, picked
 at run time), library versions and thread count, so every metrics file and MLflow run carries
-this, telling last-digit differences from real changes (docs/reproducibility.md).
-"""
+this, telling last-digit differences from real changes (docs/reproducibility.md)."""
 from __future__ import annotations
 
 import functools

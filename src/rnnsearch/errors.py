@@ -2,8 +2,7 @@
 
 Commands turn these (and an ``OSError``) into one line and exit 2 (:mod:`rnnsearch.command`).
 None is a ``ValueError``, so that a bug's or library's ``ValueError`` is never mistaken for bad
-input. This module imports nothing of the project, so that every layer can raise them.
-"""
+input. This module imports nothing of the project, so that every layer can raise them."""
 from __future__ import annotations
 
 

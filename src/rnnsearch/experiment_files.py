@@ -3,8 +3,7 @@
 A preset or ``make experiment`` run keeps its results in the git branch ``preset/<name>`` and
 its models in this clone's DVC cache. :func:`fetch` copies one cell's ``model.pt``,
 ``data/tokenized`` and the branch's ``params.yaml`` to ``.cache/experiments/<name>/`` for
-``python -m rnnsearch.presets translate <name> <cell>``.
-"""
+``python -m rnnsearch.presets translate <name> <cell>``."""
 from __future__ import annotations
 
 import json

@@ -9,8 +9,7 @@ params, runs ``dvc exp run --temp -n NAME -C <path>... -S key=value ...``, point
 ``--temp``: a workspace run would rewrite params.yaml, dvc.lock and the default results. ``-C``:
 the copy lacks the ``cache: false`` outputs of git-ignored ``data/``, so DVC would retrain every
 model (:func:`copy_paths`). A relative ``prepare.mirror`` reaches the copy resolved, in
-``RNNSEARCH_CORPORA``; the MLflow store stays the repository root's.
-"""
+``RNNSEARCH_CORPORA``; the MLflow store stays the repository root's."""
 from __future__ import annotations
 
 import argparse

@@ -3,8 +3,7 @@
 ``mlflow server`` is a process tree that a SIGTERM to ``make ui`` used to leave serving.
 :func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (SIGKILL after a
 grace period), stops the group when the command ends, and sets ``PR_SET_PDEATHSIG`` (Linux) for
-a SIGKILL of this process. ``exec`` would not do: the server's helpers would outlive it.
-"""
+a SIGKILL of this process. ``exec`` would not do: the server's helpers would outlive it."""
 from __future__ import annotations
 
 import contextlib

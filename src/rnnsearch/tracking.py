@@ -4,8 +4,7 @@ URI: ``MLFLOW_TRACKING_URI``, else an absolute ``sqlite:///<repo root>/mlflow.db
 that DVC experiments run in ``.dvc/tmp/exps/...`` land in the main store). ``python -m
 rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI, its processes ending with it
 (:mod:`rnnsearch.procgroup`). MLflow 3.17's UI picks its landing page from a sidebar switch, not
-the experiment's kind tag, hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`.
-"""
+the experiment's kind tag, hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`."""
 from __future__ import annotations
 
 import argparse

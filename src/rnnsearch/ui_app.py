@@ -4,8 +4,7 @@ MLflow 3.17's UI reads its GenAI / Model training switch from ``workflowType`` i
 else localStorage (:data:`WORKFLOW_KEY`), else GenAI. This ASGI app serves MLflow's app but
 answers ``GET /`` with its ``index.html`` led by a script that stores Model training as the
 browser's choice and sends a bare address (no ``#...``, which no server sees: hence no
-redirect) to ``RNNSEARCH_UI_LANDING``. ``mlflow server --app-name rnnsearch-ui`` runs it.
-"""
+redirect) to ``RNNSEARCH_UI_LANDING``. ``mlflow server --app-name rnnsearch-ui`` runs it."""
 from __future__ import annotations
 
 import json

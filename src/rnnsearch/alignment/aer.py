@@ -4,8 +4,7 @@
     AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
 
 counted over all sentences together, S within P; :func:`paired_bootstrap_aer` compares two
-aligners on the same sentences, as sacreBLEU compares BLEU.
-"""
+aligners on the same sentences, as sacreBLEU compares BLEU."""
 from __future__ import annotations
 
 from typing import Iterable

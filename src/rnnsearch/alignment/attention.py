@@ -1,7 +1,6 @@
 """Attention as alignment: force-decode the gold target and read the attention weights; links
 are each target word's most attended source word, or every source word over a threshold.
-:func:`word_attention` makes a subword model's weights word-to-word, so AERs compare.
-"""
+:func:`word_attention` makes a subword model's weights word-to-word, so AERs compare."""
 from __future__ import annotations
 
 from typing import Any, Sequence

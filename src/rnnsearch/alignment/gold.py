@@ -1,6 +1,5 @@
 """The human word alignments of the Canadian Hansards (HLT-NAACL 2003 shared task, 447 pairs),
-found like the corpora (mirror, download cache, upstream at a fixed commit), sha256-checked.
-"""
+found like the corpora (mirror, download cache, upstream at a fixed commit), sha256-checked."""
 from __future__ import annotations
 
 import re

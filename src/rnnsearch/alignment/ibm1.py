@@ -8,8 +8,7 @@ diagonal-preferring reparameterisation (Dyer et al. 2013) as a second model::
 The prior is fixed: each iteration is an exact EM step; a Dirichlet ``alpha`` (fast_align's
 ``-v``, :func:`normalise`) stops rare source words "garbage collecting" target words (the curve
 is then no likelihood). Sentences grouped by source length are matrices of parameter ids (a row
-per target token, NULL first): an iteration is a gather, a row sum and one ``bincount``.
-"""
+per target token, NULL first): an iteration is a gather, a row sum and one ``bincount``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -2,8 +2,7 @@
 :mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` for the CPU and
 ``reports/bench_gpu.{json,md}`` for a GPU (``--out DIR``: there); without ``--device``, the CPU
 then a GPU if torch sees one. ``--tiny``: seconds, numbers that mean nothing; ``--quick``: a
-GPU's shorter plan. A full CPU run refuses numbers the machine changed under (:func:`problems`).
-"""
+GPU's shorter plan. A full CPU run refuses numbers the machine changed under (:func:`problems`)."""
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,6 @@
 """The bench's data, synthetic (speed depends on shapes, not words): training pairs with lengths
 drawn like the default Hansard sample's (source median 15, targets 1.13 times as long, at most
-50) in the tokenize stage's layout, and test sources stratified like its test set (1-80 words).
-"""
+50) in the tokenize stage's layout, and test sources stratified like its test set (1-80 words)."""
 from __future__ import annotations
 
 import random

@@ -3,8 +3,7 @@
 source/target length ratio, attention terms by the source length; ``m`` decides the measured
 rate, :mod:`rnnsearch.bench.gemm`). A multiply-add is two FLOPs; training is three times the
 forward; element-wise work, softmax and lookups (a few per cent) are left out. Terms follow the
-decoder class of the architecture entry (:data:`WIRINGS`); an uncounted decoder is refused.
-"""
+decoder class of the architecture entry (:data:`WIRINGS`); an uncounted decoder is refused."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,8 +1,7 @@
 """The device's matrix-multiply rate on a model's own GEMM shapes (``torch.mm``, median of timed
 windows after warm-up) and the roofline it implies, ``1 / sum_i(3 * flops_i / rate_i)`` tokens/s.
 That bounds training only on a CPU: a GPU runs a small product alone bound by its launch
-(training read 160% of such a "roofline"), so on a GPU :func:`arithmetic` gives none.
-"""
+(training read 160% of such a "roofline"), so on a GPU :func:`arithmetic` gives none."""
 from __future__ import annotations
 
 import dataclasses

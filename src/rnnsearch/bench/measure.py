@@ -2,8 +2,7 @@
 per model training the train stage's way, the arithmetic, decoding at each batch size and the
 profiler's accounts; on a CPU also the variants side by side and the thread counts. Data are
 synthetic; untrained models rarely end a sentence, so outputs stop at the source length + 1.
-No mlflow, dvc, gensim or sacremoses: a minimal install runs it.
-"""
+No mlflow, dvc, gensim or sacremoses: a minimal install runs it."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,7 +1,6 @@
 """Where the time goes (torch.profiler): host self time by operator category, a training step's
 phases (marked by :func:`rnnsearch.training.harness.train_step`) and, on a GPU, the kernels and
-the GPU's idle share (a GPU idle most of a step is launch-bound, not arithmetic-bound).
-"""
+the GPU's idle share (a GPU idle most of a step is launch-bound, not arithmetic-bound)."""
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -1,7 +1,6 @@
 """Training speed two ways: :func:`train_speed`, the train stage's Trainer without checkpoints or
 MLflow; and :func:`measure_side_by_side`, one model trained several ways (:class:`Variant`)
-taking turns window by window, so that a machine whose speed drifts slows them alike.
-"""
+taking turns window by window, so that a machine whose speed drifts slows them alike."""
 from __future__ import annotations
 
 import dataclasses

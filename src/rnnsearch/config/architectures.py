@@ -2,8 +2,7 @@
 
 A model's ``model`` param names an entry, whose ``"module:Class"`` encoder and decoder
 :class:`rnnsearch.models.seq2seq.Seq2Seq` builds. A module of its own so that each model's cells
-depend on its entry only (:mod:`rnnsearch.stages.model_code`): a new architecture reruns none.
-"""
+depend on its entry only (:mod:`rnnsearch.stages.model_code`): a new architecture reruns none."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -2,8 +2,7 @@
 
 ``translate.methods``, ``report.method`` and the ``--method`` options are checked against it;
 :func:`rnnsearch.decoding.corpus.translate_corpus` calls an entry's function. A new method is an
-entry here plus its module (docs/contributing.md).
-"""
+entry here plus its module (docs/contributing.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,8 +4,7 @@
 :data:`rnnsearch.config.architectures.ARCHITECTURES` (docs/contributing.md says how to add one):
 ``encdec`` (Cho et al. 2014, no attention), ``search`` (Bahdanau et al. 2015), ``search_cond``
 (Nematus's conditional GRU), ``luong`` (Luong et al. 2015: global, local_m or local_p attention,
-optional input feeding). Besides: a cell, sizes and an attention score.
-"""
+optional input feeding). Besides: a cell, sizes and an attention score."""
 from __future__ import annotations
 
 import dataclasses

@@ -86,8 +86,7 @@ class CustomCorpus:
     A given dev or test file is used whole (empty sides dropped), so scores compare with
     others' on it, unless ``cut_given`` lists it. A held-out test split is a seeded sample of
     ``test_size`` pairs (``auto``: :func:`auto_test_size`), or with ``test_stratified`` at most
-    half of each ``prepare.test_buckets`` bucket, so training keeps every length.
-    """
+    half of each ``prepare.test_buckets`` bucket, so training keeps every length."""
 
     train: CustomSplit
     dev: CustomSplit

@@ -2,8 +2,7 @@
 
 The registries sit in config, below the code they name, so validating params never imports
 torch; their users call :func:`load`. ``tests/import_graph.py`` counts an entry's module as
-imported by each module importing both its registry and :func:`load` (layout checks, DVC deps).
-"""
+imported by each module importing both its registry and :func:`load` (layout checks, DVC deps)."""
 from __future__ import annotations
 
 import importlib

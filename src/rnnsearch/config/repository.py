@@ -1,8 +1,7 @@
 """The repository's params files: where the repository is, and its presets.
 
 A preset (``presets/<name>.yaml``) holds only the keys it changes, merged over params.yaml;
-:mod:`rnnsearch.presets` runs them, the bench and the studies only read them.
-"""
+:mod:`rnnsearch.presets` runs them, the bench and the studies only read them."""
 from __future__ import annotations
 
 import os

@@ -1,8 +1,7 @@
 """How a search runs (``translate.search``): beam width, length penalty, n-best, length limit.
 
 Apart from the ``translate`` section so that training's dev BLEU does not depend on the
-decoding methods' registry (a new method retrains no model).
-"""
+decoding methods' registry (a new method retrains no model)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -2,8 +2,7 @@
 
 Each occurrence of a listed word is described by the mean of its context words' vectors; the
 occurrences are clustered with k-means (k fixed, or chosen by silhouette), relabelled
-``word_1`` ... ``word_k`` and word2vec is retrained with the ``embed`` section's settings.
-"""
+``word_1`` ... ``word_k`` and word2vec is retrained with the ``embed`` section's settings."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

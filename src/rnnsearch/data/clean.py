@@ -5,8 +5,7 @@ source still "translated" (white-space ones, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f
 separate words). Rules, a pair counted under the first that drops it: ``empty``, ``control``,
 ``too_short`` / ``too_long``, ``ratio``, in white-space words of the raw text.
 :data:`USABLE_ONLY` keeps every pair with words on both sides (a user's whole test file stays
-comparable). :func:`count_entities` counts a Moses-escaped corpus's HTML entities.
-"""
+comparable). :func:`count_entities` counts a Moses-escaped corpus's HTML entities."""
 from __future__ import annotations
 
 import html

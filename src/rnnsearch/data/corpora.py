@@ -4,8 +4,7 @@
 download cache, or upstream (to a temporary file, renamed into the cache), and is always checked
 against its sha256. A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) for
 ``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is abandoned, as curl does: the socket timeout restarts
-with every byte, so a trickling server would otherwise hang the stage.
-"""
+with every byte, so a trickling server would otherwise hang the stage."""
 from __future__ import annotations
 
 import hashlib

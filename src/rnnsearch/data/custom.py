@@ -3,8 +3,7 @@
 Per split a source and a target file or one ``source<TAB>target`` file, plain or ``.gz``, as a
 local path or an http(s) URL (cached as ``<cache_dir>/custom/<URL sha256[:16]>-<name>``, reused
 only when the params give a sha256 it matches: a URL may serve something new). Every file's
-sha256 is returned; a given one is checked.
-"""
+sha256 is returned; a given one is checked."""
 from __future__ import annotations
 
 import hashlib

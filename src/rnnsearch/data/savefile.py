@@ -3,8 +3,7 @@
 :func:`save_atomically` writes in a hidden folder beside the target (same disk, unlike
 Lightning's writer) and renames the file into place; a folder a ``kill -9`` left is removed by
 the next write. A failure is one ``OSError`` naming the user's file and the space left (torch's
-``PytorchStreamWriter failed writing file`` becomes ``ENOSPC`` on a full disk).
-"""
+``PytorchStreamWriter failed writing file`` becomes ``ENOSPC`` on a full disk)."""
 from __future__ import annotations
 
 import errno

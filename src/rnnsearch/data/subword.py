@@ -5,8 +5,7 @@ Split at whitespace first, so pieces join back into exactly the Moses tokens
 tokens), no byte fallback (an unseen character is ``<unk>``), a hard vocabulary limit
 (:class:`VocabularyUnfit`), one thread, no sampling or shuffling, a fixed seed (same lines, same
 file byte for byte) and the project's special ids (``vocab.<side>.txt`` lists pieces in id
-order). Files: ``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``.
-"""
+order). Files: ``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``."""
 from __future__ import annotations
 
 import io

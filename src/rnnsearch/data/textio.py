@@ -4,8 +4,7 @@ Readers decode strictly as UTF-8 (gzip or plain) and name the file and line of a
 unequal line count (both files) or a TSV line without exactly one tab; an empty, missing,
 truncated or corrupt file is an error too (:func:`check_gzip` reads a ``.gz`` through first).
 :func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling renamed into place
-on success, so a failed stage never leaves half-written outputs.
-"""
+on success, so a failed stage never leaves half-written outputs."""
 from __future__ import annotations
 
 import contextlib

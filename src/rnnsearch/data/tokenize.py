@@ -1,8 +1,7 @@
 """Moses tokenisation (sacremoses) per language, in parallel, and the matching detokeniser.
 
 ``escape=False`` keeps apostrophes and ampersands as they are (no ``&apos;``); optional
-lowercasing happens before tokenising.
-"""
+lowercasing happens before tokenising."""
 from __future__ import annotations
 
 import functools

@@ -2,8 +2,7 @@
 
 ``vocab.{src,tgt}.txt``: one ``word<TAB>count`` a line, the line number is the id; the first
 four are ``<pad>`` (0), ``<unk>`` (1), ``<s>`` (2), ``</s>`` (3) with count 0. Any other word
-maps to ``<unk>``.
-"""
+maps to ``<unk>``."""
 from __future__ import annotations
 
 from collections import Counter

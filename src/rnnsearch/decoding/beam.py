@@ -5,8 +5,7 @@ remain), finishes those of the ``k`` best that emit ``</s>``, advances the ``k``
 retires sentences done or at their length limit. ``translate.search.stop``: ``first_k``
 (Bahdanau et al.'s) stops once ``k`` finished; ``bound`` once ``nbest`` finished and no live
 hypothesis can beat them (:func:`rnnsearch.decoding.options.reachable`). Hypotheses only meet
-their own sentence's, so the output does not depend on the batch.
-"""
+their own sentence's, so the output does not depend on the batch."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,8 +8,7 @@ Reads a sentence a line from FILE (or stdin), tokenises it as the pipeline did (
 models), decodes it (``translate.search`` unless overridden), prints one detokenised translation
 a line; ``--nbest N`` prints N (normalised score, tab, text); ``--align`` adds the attention in
 percent (target rows x source columns). Defaults: ``translate.device``, ``translate.batch_size``
-(CPU) or ``translate.batch_size_cuda`` (GPU).
-"""
+(CPU) or ``translate.batch_size_cuda`` (GPU)."""
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,6 @@
 """Decoding many sentences: batch them by source length (less padding), decode, restore the
 order. A sentence's output does not depend on its batch (:mod:`rnnsearch.decoding.beam`), so
-the batching changes nothing but speed.
-"""
+the batching changes nothing but speed."""
 from __future__ import annotations
 
 import time

@@ -1,8 +1,7 @@
 """Greedy decoding: take the most probable word at each step and feed it back.
 
 Sentences leave the batch once they have emitted ``</s>``: the output layer is most of a step's
-cost and a batch runs as long as its longest output, so finished rows would waste about half.
-"""
+cost and a batch runs as long as its longest output, so finished rows would waste about half."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,8 +1,7 @@
 """Search options and the small pure helpers every decoder shares.
 
 :class:`SearchOptions` is params.yaml's ``translate.search``, validated in
-:mod:`rnnsearch.config.search` and re-exported here for the decoders.
-"""
+:mod:`rnnsearch.config.search` and re-exported here for the decoders."""
 from __future__ import annotations
 
 import math

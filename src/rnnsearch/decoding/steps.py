@@ -1,7 +1,6 @@
 """One masked decoder step, shared by greedy and beam search so that ``beam_size = 1`` and greedy
 see the same distributions: ``<pad>`` and ``<s>`` are never produced, and at a sentence's length
-limit only ``</s>`` is allowed.
-"""
+limit only ``</s>`` is allowed."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple

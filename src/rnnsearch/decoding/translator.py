@@ -1,6 +1,5 @@
 """A trained model with its vocabularies: tokens in, target words (and alignments) out; shared
-by the translate stage and the command line, so both pre- and post-process alike.
-"""
+by the translate stage and the command line, so both pre- and post-process alike."""
 from __future__ import annotations
 
 from dataclasses import dataclass

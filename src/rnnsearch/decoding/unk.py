@@ -1,7 +1,6 @@
 """Luong et al. 2015's UNK replacement, dictionary-free: each output ``<unk>`` becomes the source
 word it attended to most (Luong et al. translate it with a learnt dictionary; copying already
-repairs names and numbers).
-"""
+repairs names and numbers)."""
 from __future__ import annotations
 
 from typing import Sequence

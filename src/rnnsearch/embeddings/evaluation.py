@@ -3,8 +3,7 @@
 Word similarity (English): Spearman's rho on WordSim-353 and SimLex-999, with the share of pairs
 skipped as OOV; with subword units a word's vector is its pieces' mean
 (:func:`subword_similarity`). Nearest neighbours of probe words show whichever senses the corpus
-uses (a static vector mixes them). Projection: frequent words on two principal components.
-"""
+uses (a static vector mixes them). Projection: frequent words on two principal components."""
 from __future__ import annotations
 
 import math

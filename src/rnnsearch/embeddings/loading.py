@@ -2,8 +2,7 @@
 
 ``<side>.vocab.npy`` (float32 ``[V, d]``, zero rows where word2vec has none) and
 ``<side>.mask.npy`` (bool ``[V]``), see ``docs/contracts.md``. Any shape but the model's own
-``(V, d)`` is an error naming both: a mismatch between stages must not pass silently.
-"""
+``(V, d)`` is an error naming both: a mismatch between stages must not pass silently."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -5,8 +5,7 @@ mean of unit-length vectors within ``window``, so k-means clusters by cosine), c
 fixed or the best silhouette in ``2 .. max_k``, on a seeded sample of at most
 ``max_occurrences_clustered``), relabelled ``word_1`` ... ``word_k`` (most frequent first), and
 word2vec is retrained. A k leaving a sense rarer than ``embed.min_count`` is never chosen; a
-word every k fails is :class:`NotSplit`.
-"""
+word every k fails is :class:`NotSplit`."""
 from __future__ import annotations
 
 from collections import Counter

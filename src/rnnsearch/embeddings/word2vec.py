@@ -2,8 +2,7 @@
 
 gensim's ``Word2Vec`` is the whole model (spec section 2: ``sg``, ``window`` m, ``negative`` k,
 ``ns_exponent`` 0.75). Bit-for-bit reproducible with a fixed ``seed`` and ``workers: 1`` only:
-more threads interleave their updates differently each run.
-"""
+more threads interleave their updates differently each run."""
 from __future__ import annotations
 
 from pathlib import Path

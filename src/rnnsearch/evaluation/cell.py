@@ -20,8 +20,7 @@
 A system is ``greedy``, ``beam`` or UNK-replaced ``beam_unk``; ``vs_baseline``: paired bootstrap
 against the same method of the baseline model at the same maximum length (absent for the
 baseline). ``no_unk_words`` (subword units): a word-level run's ``no_unk`` subset, so the two
-are scored on the same sentences.
-"""
+are scored on the same sentences."""
 from __future__ import annotations
 
 from dataclasses import dataclass

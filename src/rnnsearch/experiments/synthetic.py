@@ -5,8 +5,7 @@
 
 Trains RNNencdec and RNNsearch of equal sizes, decodes held-out sequences greedily (reference
 length) and reports token accuracy and exact matches per source length: attention stays
-near-perfect, RNNencdec's fixed summary degrades with length (Bahdanau et al., Fig. 2).
-"""
+near-perfect, RNNencdec's fixed summary degrades with length (Bahdanau et al., Fig. 2)."""
 from __future__ import annotations
 
 import argparse

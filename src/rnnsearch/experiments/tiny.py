@@ -4,8 +4,7 @@
 
 A small RNNsearch trained on the synthetic reversal task, written as the train and tokenize
 stages write (``model.pt``, ``vocab.{src,tgt}.txt`` of words ``s0 .. s19``, ``test.src``) for
-``make gpu-check``: a trained model's peaked distributions make near-ties as rare as in real use.
-"""
+``make gpu-check``: a trained model's peaked distributions make near-ties as rare as in real use."""
 from __future__ import annotations
 
 import argparse

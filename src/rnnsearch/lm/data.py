@@ -2,8 +2,7 @@
 
 Sentences, each closed by ``</s>``, are joined and split into B parallel streams (``[B, L]``, the
 last ``N mod B`` tokens dropped); segment i is ``streams[:, ik : ik+k]`` and its targets one step
-later, so a model carrying its state across segments sees each stream as one long text.
-"""
+later, so a model carrying its state across segments sees each stream as one long text."""
 from __future__ import annotations
 
 import math

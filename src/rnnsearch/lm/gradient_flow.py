@@ -2,8 +2,7 @@
 
 ``|d loss_T / d h_{T-k}|`` against k over a window of T words: a vanilla RNN multiplies by
 ``W_h`` and a tanh derivative each step, so its curve falls geometrically; gated cells' additive
-paths let it fall more slowly. For an LSTM the gradient is taken with respect to h (not c).
-"""
+paths let it fall more slowly. For an LSTM the gradient is taken with respect to h (not c)."""
 from __future__ import annotations
 
 import matplotlib

@@ -3,8 +3,7 @@
 ``embedding -> rnn -> output``, named as the translation decoder's submodules, so the state
 dict is the LM->decoder contract (:mod:`rnnsearch.models.lm_transfer`). PyTorch's conventions:
 ``nn.LSTM`` orders gate rows i, f, g, o; ``nn.GRU``'s ``z`` *keeps* the old state (the spec's
-``z`` is ``1 - z``) and its reset gate applies after the recurrent matrix.
-"""
+``z`` is ``1 - z``) and its reset gate applies after the recurrent matrix."""
 from __future__ import annotations
 
 import torch

@@ -4,8 +4,7 @@ Each training step of ``LMTask`` reads one ``batch x k`` segment from the previo
 final state, detached (gradients reach back k steps, the forward sees the whole stream). The
 carried state, the epoch position and the torch RNG travel in every checkpoint, so a run
 restored from ``last.ckpt`` continues exactly (same segments, same dropout masks). Clipping is
-the Trainer's ``gradient_clip_val``.
-"""
+the Trainer's ``gradient_clip_val``."""
 from __future__ import annotations
 
 import math

@@ -4,8 +4,7 @@
 the output directory. A run resumes from ``last.ckpt`` (and its MLflow run) only when its
 fingerprint (every setting that changes the result, budget and thread count included: a run
 continued to a larger ``max_steps`` does not end where a fresh one does) matches; otherwise it
-starts afresh, the old checkpoints set aside (:mod:`rnnsearch.training.previous_run`).
-"""
+starts afresh, the old checkpoints set aside (:mod:`rnnsearch.training.previous_run`)."""
 from __future__ import annotations
 
 import dataclasses

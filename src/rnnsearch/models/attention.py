@@ -4,8 +4,7 @@ Scores: ``additive``/``concat`` ``v^T tanh(W q + U h_s)``, ``dot``, ``scaled_dot
 ``q^T (W_a h_s)``. The *keys* (source-only part) are computed once per batch
 (:meth:`Attention.project_keys`) and passed as ``Memory.keys``, not module state, so beam search
 can reorder them. ``local_m``/``local_p`` restrict weights to ``[p_t - D, p_t + D]``; local-p's
-Gaussian is added in log space before the softmax (unlike the paper): weights sum to 1.
-"""
+Gaussian is added in log space before the softmax (unlike the paper): weights sum to 1."""
 from __future__ import annotations
 
 import math

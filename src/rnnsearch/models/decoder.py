@@ -9,8 +9,7 @@ Teacher forcing uses the fused ``nn.GRU`` when no input depends on the previous 
 a loop over :func:`cell_step` with the word projection and output layer batched outside it, read
 through ``unbind`` (one stacked gradient, where ``[:, t]`` would make a zero-filled batch x T x
 G*H gradient per step). ``step`` runs the same code, so decoding reproduces the teacher-forced
-logits. ``loop_runner`` may replace ``attention_loop`` (:mod:`rnnsearch.training.graphs`).
-"""
+logits. ``loop_runner`` may replace ``attention_loop`` (:mod:`rnnsearch.training.graphs`)."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple

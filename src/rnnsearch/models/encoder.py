@@ -1,8 +1,7 @@
 """The encoder: word embeddings and a (bi)directional RNN over packed sequences.
 
 Packing makes the encoder blind to padding: a sentence's annotations and final state are the
-same whatever the batch's longest sentence.
-"""
+same whatever the batch's longest sentence."""
 from __future__ import annotations
 
 import torch

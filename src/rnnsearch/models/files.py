@@ -3,8 +3,7 @@
 :func:`read_torch_dict` turns every way such a file can be unreadable (missing, a directory,
 empty, truncated, not a PyTorch file, a PyTorch file of something else) into one
 :class:`~rnnsearch.data.textio.DataError` whose message starts with the file's path and says
-which stage to rerun, instead of a traceback from deep inside ``torch.load``.
-"""
+which stage to rerun, instead of a traceback from deep inside ``torch.load``."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,8 +4,7 @@ Beside the decoder it fills, so that pretrain_lm (writer) and train (reader) sha
 translation training importing the LM package. ``embedding`` and ``rnn`` weights must fit
 exactly, except that only the previous word's columns of ``rnn.weight_ih_l0`` are copied and
 deeper decoder layers keep their init; the LM's ``output`` is never copied (every decoder's
-output layer reads something else). A mismatch fails naming both shapes.
-"""
+output layer reads something else). A mismatch fails naming both shapes."""
 from __future__ import annotations
 
 import os

@@ -4,8 +4,7 @@ The decoder keeps a standard ``nn.GRU`` (or LSTM/RNN) module named ``rnn`` so th
 language model's weights load by name, but runs it one step at a time with :func:`cell_step`:
 the input projection of the previous words ``W_ih[:, :E] y`` is computed for all steps at once
 before the loop, so a step only adds the projection of what depends on the previous step (the
-attention context or the fed-back attentional state) and the recurrent projection.
-"""
+attention context or the fed-back attentional state) and the recurrent projection."""
 from __future__ import annotations
 
 import torch

@@ -2,8 +2,7 @@
 
 ``encode`` once per batch, ``init_state``, then ``step`` per target word (a pure function of its
 inputs: nothing is cached on the module), or ``forward`` for teacher forcing. See
-``docs/contracts.md`` ("The model interface").
-"""
+``docs/contracts.md`` ("The model interface")."""
 from __future__ import annotations
 
 from pathlib import Path

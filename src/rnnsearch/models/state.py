@@ -3,8 +3,7 @@
 Every decoder's ``prepare_memory``, ``init_state`` and ``step`` pass NamedTuples of batch-first
 tensors (or ``None``). The searches read no field of them, only expand and :func:`reorder`
 them, so a new architecture brings its own types (the Transformer's are in
-:mod:`rnnsearch.models.transformer`) and no search changes.
-"""
+:mod:`rnnsearch.models.transformer`) and no search changes."""
 from __future__ import annotations
 
 from typing import NamedTuple, TypeVar

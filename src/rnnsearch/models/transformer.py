@@ -5,8 +5,7 @@ d = ``embedding_size`` throughout (pretrained word vectors fit). Attention is wr
 ``nn.MultiheadAttention``, so training, a decoding step and the padding mask run the same
 arithmetic and return each head's weights. :class:`TransformerState` caches each layer's
 self-attention keys and values. The model's attention: layer ``alignment_layer``'s
-cross-attention, head-averaged.
-"""
+cross-attention, head-averaged."""
 from __future__ import annotations
 
 import math

@@ -4,8 +4,7 @@ attention AER) and Figure 2 with both runs' curves; with ``significance.json``
 (:func:`rnnsearch.presets.significance`) the preset rows get p-values and a per-bucket table.
 
 Reads two metrics folders as the report stage does (and the ``prepare`` params beside them);
-runs that may have different test sets are refused with the reason (:func:`unshared_test_set`).
-"""
+runs that may have different test sets are refused with the reason (:func:`unshared_test_set`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

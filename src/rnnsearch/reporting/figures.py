@@ -1,8 +1,7 @@
 """Matplotlib figures: BLEU against source length (Figure 2), unigram F1 against training
 frequency rank (Sennrich et al. 2016), alignment heatmaps (Figure 3) and dev-loss curves.
 
-Each takes plain data and returns a ``Figure`` to save or log (Agg backend: no display).
-"""
+Each takes plain data and returns a ``Figure`` to save or log (Agg backend: no display)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence

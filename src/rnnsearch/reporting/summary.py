@@ -2,8 +2,7 @@
 
 DVC's table has the union of all metrics files' keys as columns: the full metrics made it 22,000
 characters wide. So ``dvc.yaml`` declares only ``metrics/summary/<name>.json`` as metrics (one
-per grid cell and one for the LM, a few shared numeric columns), written by the report.
-"""
+per grid cell and one for the LM, a few shared numeric columns), written by the report."""
 from __future__ import annotations
 
 from pathlib import Path

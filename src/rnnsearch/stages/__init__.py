@@ -2,5 +2,4 @@
 
 Each defines ``STAGE`` (a :class:`~rnnsearch.stages.runner.Stage`), run by
 :mod:`rnnsearch.stages.runner`. Stages sit above the library packages, which never print, exit
-or open MLflow runs.
-"""
+or open MLflow runs."""

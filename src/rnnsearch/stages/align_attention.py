@@ -3,8 +3,7 @@
 Every attention model force-decodes the gold sentences of ``data/align/gold.json``; weights
 become links by ``argmax`` and by ``align.attention_threshold``, scored (AER, precision, recall)
 into ``metrics/align_attention.json`` with ``align.figure_sentence``'s weights. Subword weights
-become word-to-word ones first (:func:`rnnsearch.alignment.attention.word_attention`).
-"""
+become word-to-word ones first (:func:`rnnsearch.alignment.attention.word_attention`)."""
 from __future__ import annotations
 
 import argparse

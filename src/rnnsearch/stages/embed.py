@@ -2,8 +2,7 @@
 
 One skip-gram model per side, saved as rows aligned with the vocabulary (``<side>.vocab.npy``
 and ``<side>.mask.npy``), evaluated (similarity, neighbours, PCA) and logged to MLflow. With
-subword units the pieces get vectors; an evaluated word is the mean of its pieces'.
-"""
+subword units the pieces get vectors; an evaluated word is the mean of its pieces'."""
 from __future__ import annotations
 
 import argparse

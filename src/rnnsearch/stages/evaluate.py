@@ -1,8 +1,7 @@
 """DVC stage ``evaluate``: BLEU/chrF of every grid cell's translations (all, no-UNK, by source
 length), paired bootstrap against the no-attention baseline, unigram F1 by training frequency,
 the BLEU-by-length plots and one MLflow run per cell. One stage for the whole grid, since a
-cell's significance test reads its baseline's translations (:func:`evaluate_cell`).
-"""
+cell's significance test reads its baseline's translations (:func:`evaluate_cell`)."""
 from __future__ import annotations
 
 import argparse

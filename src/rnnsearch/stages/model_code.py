@@ -3,8 +3,7 @@
 
 The record holds the model's registry entry and the SHA-256 of every module its encoder and
 decoder import (:mod:`rnnsearch.code_graph`). The stage reruns on any architecture's change,
-but a record changes only with its model's own code, so DVC retrains no other model.
-"""
+but a record changes only with its model's own code, so DVC retrains no other model."""
 from __future__ import annotations
 
 import argparse

@@ -8,8 +8,7 @@ cleaned training pairs. A given dev or test file is used whole (empty sides drop
 ``prepare.custom.cut_given`` lists it: scores on a silently cut test set compare with nobody's.
 Whatever drops pairs is said in one line naming the params key and counted in the metrics; an
 emptied split is refused here. HTML entities are counted and warned about unless
-``prepare.clean.unescape_entities`` is set.
-"""
+``prepare.clean.unescape_entities`` is set."""
 from __future__ import annotations
 
 import argparse

@@ -1,8 +1,7 @@
 """DVC stage ``pretrain_lm``: a target-side RNN language model -> ``data/lm/decoder_init.pt``.
 
 Trains or resumes it, scores perplexity against an add-one unigram model and measures the
-gradient flow of RNN/GRU/LSTM cells (``plots/gradient_flow.csv``).
-"""
+gradient flow of RNN/GRU/LSTM cells (``plots/gradient_flow.csv``)."""
 from __future__ import annotations
 
 import argparse

@@ -4,8 +4,7 @@ Occurrences of ``senses.words`` are clustered by context (mean of the embed vect
 them), relabelled ``word_1`` ... ``word_k`` and word2vec is retrained on the relabelled text
 (``embed`` settings); ``metrics/senses.json`` reports each sense's size, context words and
 neighbours. The embed outputs are only read, so their readers stay cached. A k leaving a sense
-rarer than ``embed.min_count`` is not chosen (``too_rare``); a word with no usable k is skipped.
-"""
+rarer than ``embed.min_count`` is not chosen (``too_rare``); a word with no usable k is skipped."""
 from __future__ import annotations
 
 import argparse

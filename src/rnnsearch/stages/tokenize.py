@@ -4,8 +4,7 @@ vocabularies (``data/tokenized``).
 Moses tokens are the units with ``tokenize.units: word``; with ``bpe`` or ``unigram`` a
 SentencePiece model learnt on the Moses-tokenised training split (per side, or joint) splits
 them into pieces (:mod:`rnnsearch.data.subword`). Measures pairs, OOV rates, lengths and subword
-splits (``metrics/tokenize.json``) and the length histogram (``plots/lengths.csv``, MLflow).
-"""
+splits (``metrics/tokenize.json``) and the length histogram (``plots/lengths.csv``, MLflow)."""
 from __future__ import annotations
 
 import argparse

@@ -1,8 +1,7 @@
 """DVC stage ``train`` (one grid cell): tokenised data -> ``data/models/<model>-<maxlen>/``.
 
 Trains ``--model`` on pairs of at most ``--max-len`` tokens (:mod:`rnnsearch.training.run`) and
-writes ``metrics/train/<cell>.json`` (main process only under DDP); a diverged run fails.
-"""
+writes ``metrics/train/<cell>.json`` (main process only under DDP); a diverged run fails."""
 from __future__ import annotations
 
 import argparse

@@ -8,8 +8,7 @@ greedily and with beam search. Writes in ``data/translations/<cell>/``:
 * ``meta.json``: cell, model config, device, systems, search options, decode speed;
 
 and ``metrics/alignments/<cell>.json`` (:func:`alignment_samples`) for the report's Figure 3.
-Hypotheses do not depend on ``translate.device`` or the batch size, up to floating-point ties.
-"""
+Hypotheses do not depend on ``translate.device`` or the batch size, up to floating-point ties."""
 from __future__ import annotations
 
 import argparse

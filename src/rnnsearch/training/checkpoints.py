@@ -1,6 +1,5 @@
 """Lightning checkpoints read safely (``weights_only=True``: a crafted pickle cannot run code; a
-damaged file is a ``DataError`` naming it) and written whole or not at all.
-"""
+damaged file is a ``DataError`` naming it) and written whole or not at all."""
 from __future__ import annotations
 
 import logging

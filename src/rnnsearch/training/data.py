@@ -3,8 +3,7 @@
 Bucketing: seeded per-epoch shuffle, sort by length, batches of at most ``batch_size`` pairs
 closed early before padding exceeds ``max_padding``, batch order shuffled. Under DDP each rank
 takes every ``world_size``-th batch (cut to a multiple, so ranks step in lockstep), hence
-``use_distributed_sampler=False``.
-"""
+``use_distributed_sampler=False``."""
 from __future__ import annotations
 
 import random

@@ -4,8 +4,7 @@ The eager loss materialises the batch*T x V logits, their log-softmax and a grad
 (480 MB apiece at the paper's shapes). :func:`linear_cross_entropy` takes a chunk of rows at a
 time, computes its gradient ``softmax - onehot`` in the same pass and drops its logits; padding
 rows are left out first. Equal to ``F.cross_entropy(F.linear(x, W, b), y, reduction="sum")``
-within float tolerance (the sums run in another order).
-"""
+within float tolerance (the sums run in another order)."""
 from __future__ import annotations
 
 from typing import Any
@@ -111,8 +110,7 @@ def linear_cross_entropy(features: Tensor, weight: Tensor, bias: Tensor | None, 
     ``features``: ... x D, ``weight``: V x D, ``bias``: V or None, ``targets``: ... ids;
     ``chunk_rows``: rows per chunk (0: :data:`CHUNK_ELEMENTS` logits). Under autocast the
     products run in autocast's dtype, the log-softmax in the weight's. Returns a scalar in the
-    weight's dtype.
-    """
+    weight's dtype."""
     chunk_rows = chunk_rows or max(1, CHUNK_ELEMENTS // weight.size(0))
     device = features.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None

@@ -8,8 +8,7 @@ masked or ignored by the loss). All shapes share one memory pool: a step replays
 forward then its backward. The first capture is checked against the eager loop on halved inputs
 (outputs and gradients, to :data:`CHECK_TOLERANCE`; not with dropout inside the loop), else a
 wrong graph would train a wrong model silently; a failed capture or check warns and runs eager.
-The CPU, validation and decoding always run the eager loop.
-"""
+The CPU, validation and decoding always run the eager loop."""
 from __future__ import annotations
 
 import contextlib

@@ -3,8 +3,7 @@
 :func:`device_config` (a train section for one device and size), :func:`bare_task` and
 :func:`bare_trainer` (the stage's task and Trainer without checkpoints or MLflow) and
 :func:`train_step` (one step as Lightning takes it), so a measurement trains what the pipeline
-trains.
-"""
+trains."""
 from __future__ import annotations
 
 import dataclasses
@@ -79,8 +78,7 @@ def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: B
     """One training step as the stage's Trainer takes it (the task's loss, backward, clipping
     at ``train.optim.clip_norm``, ``optimizer``'s step); returns the loss. ``forward_context``
     (e.g. ``torch.autocast``) wraps this forward alone: autocast keeps each weight's cast until
-    its region ends. Phases are marked for the profiler.
-    """
+    its region ends. Phases are marked for the profiler."""
     with record_function("forward"), forward_context or nullcontext():
         if task.pad_to is not None:
             batch = pad_batch(batch, *task.pad_to)

@@ -2,8 +2,7 @@
 
 Metrics: ``train/loss``, ``train/tokens_per_s``, ``train/lr``, ``val/loss`` (mean token
 cross-entropy over the dev set), ``val/ppl``, ``val/bleu`` (with a dev BLEU scorer) and, with
-supervised attention, ``train/attn_sup_loss``, ``train/attn_sup_weight``, ``val/attn_sup_loss``.
-"""
+supervised attention, ``train/attn_sup_loss``, ``train/attn_sup_weight``, ``val/attn_sup_loss``."""
 from __future__ import annotations
 
 import math

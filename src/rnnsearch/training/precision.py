@@ -4,8 +4,7 @@ autocast's weight cache on (``train.trainer.autocast_cache``, the default).
 Lightning 2.6 autocasts with ``cache_enabled=False``, so a recurrent decoder casts each weight
 once per target word (Lightning-AI/pytorch-lightning#21611). It did so because older torch
 cached a cast made under ``no_grad`` without its history (#20251); :func:`with_weight_cache`
-checks the installed torch and keeps the uncached autocast, with a warning, where it would.
-"""
+checks the installed torch and keeps the uncached autocast, with a warning, where it would."""
 from __future__ import annotations
 
 import functools

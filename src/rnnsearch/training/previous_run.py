@@ -3,8 +3,7 @@
 Deleting it at a fresh start would lose its progress whenever the new run then fails. So it
 moves into ``<out>/.previous-run/`` (renames on the same disk): it comes back when the new run
 fails before its first checkpoint, a later run with its fingerprint resumes from it (the two
-swap places), and it is dropped when the new run finishes.
-"""
+swap places), and it is dropped when the new run finishes."""
 from __future__ import annotations
 
 import contextlib

@@ -4,8 +4,7 @@ That needs, at the first step after the restore, the same batches still to come
 (:class:`ResumableLoader`), the same RNG states (:class:`RngState`; each new ``DataLoader``
 iterator draws from torch's) and the callbacks' view of the validations so far
 (:class:`LastCheckpoint`). Everything is stored as plain values and tensors, so the checkpoint
-loads with ``weights_only=True``.
-"""
+loads with ``weights_only=True``."""
 from __future__ import annotations
 
 import itertools

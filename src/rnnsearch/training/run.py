@@ -4,8 +4,7 @@ Every input is checked before the Trainer starts, so a bad setting fails in seco
 ``<out>/run.json`` fingerprints everything the result depends on: an unfinished run with the
 same one continues from ``last.ckpt`` in the same MLflow run; else it starts afresh, the old
 resume state set aside once everything is built and back on an early failure
-(:mod:`rnnsearch.training.previous_run`). ``model.pt`` is replaced only when the run finishes.
-"""
+(:mod:`rnnsearch.training.previous_run`). ``model.pt`` is replaced only when the run finishes."""
 from __future__ import annotations
 
 import dataclasses

@@ -3,8 +3,7 @@ towards the word links of a statistical aligner.
 
 The align stage's ``train.links``/``dev.links`` hold Pharaoh ``i-j`` links (0-based source i,
 target j) per pair. A linked target word j gets ``ã_{j,i} = 1 / |links of j|``; the loss is
-``-sum_i ã_{j,i} log a_{j,i}``, averaged over the batch's linked target words (others add 0).
-"""
+``-sum_i ã_{j,i} log a_{j,i}``, averaged over the batch's linked target words (others add 0)."""
 from __future__ import annotations
 
 from pathlib import Path
