@@ -5,12 +5,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import importlib
 import importlib.util
+import io
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -100,23 +105,84 @@ def http_server(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> I
         thread.join()
 
 
+class QuietFiles(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder and logs no request (a stage run in this process shares its stderr)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 @pytest.fixture
 def http_root(tmp_path):
     """A directory served over HTTP on 127.0.0.1 (a free port, a thread), stopped after the
     test; yields (directory, base URL)."""
     root = tmp_path / "served"
     root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler = functools.partial(QuietFiles, directory=str(root))
     with http_server(handler) as url:
         yield root, url
 
 
-def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None
-               ) -> subprocess.CompletedProcess:
-    """Run ``pipeline/<script>`` with the project's interpreter; capture its output."""
-    full_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
-    return subprocess.run([sys.executable, str(REPO / "pipeline" / script), *args], cwd=cwd,
-                          env=full_env, capture_output=True, text=True, timeout=600)
+STAGE_CALL = re.compile(r'run_stage\("(\w+)"\)')
+
+
+def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None,
+               process: bool = False) -> subprocess.CompletedProcess:
+    """Run ``pipeline/<script>`` with ``args`` in ``cwd`` (``env`` added to the environment);
+    capture its exit status, stdout and stderr. By default in this process, through the stage
+    runner's ``run`` that the script calls (the same parsing, locks, messages and exit status,
+    without a new interpreter's seconds of imports); ``process=True`` in a new interpreter, for
+    what only a process shows."""
+    if process:
+        full_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
+        return subprocess.run([sys.executable, str(REPO / "pipeline" / script), *args], cwd=cwd,
+                              env=full_env, capture_output=True, text=True, timeout=600)
+    from rnnsearch.stages.runner import run
+
+    name = STAGE_CALL.search((REPO / "pipeline" / script).read_text()).group(1)
+    stage = importlib.import_module(f"rnnsearch.stages.{name}").STAGE
+    out, err = io.StringIO(), io.StringIO()
+    with in_place(cwd, env or {}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err), warnings_to(err):
+        try:
+            status = run(stage, list(args))
+        except SystemExit as stop:            # argparse's usage errors
+            status = stop.code if isinstance(stop.code, int) else 1
+        except Exception:                     # a bug: its traceback, as the interpreter prints it
+            traceback.print_exc()
+            status = 1
+    return subprocess.CompletedProcess([script, *args], status, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def warnings_to(stream: io.StringIO) -> Iterator[None]:
+    """Log records of WARNING and above also written to ``stream`` as their bare message, as a
+    stage process's logging prints them (``logging.lastResort``: the stages add no handler;
+    here pytest's capture handlers on the root logger would take them instead)."""
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+@contextlib.contextmanager
+def in_place(cwd: Path, env: dict[str, str]) -> Iterator[None]:
+    """Run the block in ``cwd`` with ``env`` added to the environment, as a stage process would
+    start; the working directory, the environment and torch's thread count are put back after."""
+    import torch
+
+    before, threads = dict(os.environ), torch.get_num_threads()
+    os.environ.update(env)
+    with contextlib.chdir(cwd):
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(before)
+            torch.set_num_threads(threads)
 
 
 def project_env(root: Path) -> dict[str, str]:
