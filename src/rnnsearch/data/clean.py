@@ -81,7 +81,11 @@ def sentence_length(line: str) -> int:
 
 def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
     """The rule that drops this (normalised) pair, or None to keep it."""
-    n_src, n_tgt = sentence_length(src), sentence_length(tgt)
+    return length_rule(sentence_length(src), sentence_length(tgt), rules)
+
+
+def length_rule(n_src: int, n_tgt: int, rules: CleanRules) -> str | None:
+    """The rule that drops a pair of ``n_src`` and ``n_tgt`` words, or None to keep it."""
     if n_src == 0 or n_tgt == 0:
         return "empty"
     if min(n_src, n_tgt) < rules.min_len:
@@ -93,6 +97,18 @@ def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
     return None
 
 
+def clean_line(line: str) -> tuple[bool, str, int]:
+    """Whether ``line`` holds a word, and the line without control characters and with its
+    white space normalised, with its length: what :func:`normalise_space` after
+    :func:`strip_control` gives, in one split where the line has no control character."""
+    words = line.split()
+    spaced = " ".join(words)
+    if spaced.isprintable():        # the common case, fast
+        return bool(words), spaced, len(words)
+    cleaned = normalise_space(strip_control(spaced))
+    return bool(words), cleaned, sentence_length(cleaned)
+
+
 def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
                 ) -> tuple[list[str], list[str], dict[str, int]]:
     """Remove control characters, normalise white space and drop pairs by the rules; returns
@@ -101,10 +117,9 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
     dropped: Counter = Counter({"empty": 0, "control": 0, "too_short": 0, "too_long": 0,
                                 "ratio": 0})
     for s, t in zip(src, tgt):
-        raw_s, raw_t = normalise_space(s), normalise_space(t)
-        s, t = normalise_space(strip_control(raw_s)), normalise_space(strip_control(raw_t))
-        reason = drop_reason(s, t, rules)
-        if reason == "empty" and raw_s and raw_t:
+        (had_s, s, n_s), (had_t, t, n_t) = clean_line(s), clean_line(t)
+        reason = length_rule(n_s, n_t, rules)
+        if reason == "empty" and had_s and had_t:
             reason = "control"
         if reason:
             dropped[reason] += 1
