@@ -148,11 +148,15 @@ def start(cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
 
 class Served(NamedTuple):
     """The UI the tests look at: its base address, the runs address it printed, the
-    experiment's id and the id of the training run ``search-20``."""
+    experiment's id, the id of the training run ``search-20``, the command that serves it
+    (``make ui``, or the command its recipe runs where there is no make) and its log."""
     base: str
     printed: str
     experiment_id: str
     run_id: str
+    process: subprocess.Popen
+    log: Path
+    by_make: bool
 
 
 def training_run(name: str = "search-20") -> tuple[str, str]:
@@ -165,20 +169,24 @@ def training_run(name: str = "search-20") -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory) -> Iterator[Served]:
-    """``python -m rnnsearch.tracking ui`` (as ``make ui`` starts it) on a free port of
-    127.0.0.1 over a store of its own holding a few stage runs; one server for the module's
-    tests (it takes about 25 s to start), stopped after them."""
+    """``make ui`` on a free port of 127.0.0.1 over a store of its own holding a few stage runs;
+    one server for the module's tests (it takes about 25 s to start), stopped after them (the
+    last test stops it as a user would)."""
     folder = tmp_path_factory.mktemp("ui")
+    make = shutil.which("make")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")
         log_stage_runs()
         experiment_id, run_id = training_run()
         port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        server = start(ui_command(port), folder / "ui.log", folder)
+        base, log = f"http://127.0.0.1:{port}", folder / "ui.log"
+        # -o: never reinstall the venv here; PY: the interpreter running the tests.
+        command = ([make, "-s", "-C", str(REPO), "-o", ".venv/.installed", "ui", f"PORT={port}",
+                    f"PY={sys.executable}"] if make else ui_command(port))
+        server = start(command, log, folder)
         try:
-            yield Served(base, wait_for_runs_address(folder / "ui.log", base, server),
-                         experiment_id, run_id)
+            yield Served(base, wait_for_runs_address(log, base, server), experiment_id, run_id,
+                         server, log, make is not None)
         finally:
             stop(server)
 
@@ -315,30 +323,24 @@ def serves(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_kill_by_the_printed_pid_stops_make_ui_and_every_process_it_started(tmp_path):
-    make = shutil.which("make")
-    if make is None:
+def test_kill_by_the_printed_pid_stops_make_ui_and_every_process_it_started(ui):
+    """The module's ``make ui``, after the tests that look at it: SIGTERM to the pid it printed
+    stops the server and every process ``make ui`` started."""
+    if not ui.by_make:
         pytest.skip("no make on PATH")
-    port = free_port()
-    log = tmp_path / "ui.log"
-    # -o: never reinstall the venv here; PY: the interpreter running the tests.
-    ui = start([make, "-s", "-C", str(REPO), "-o", ".venv/.installed", "ui", f"PORT={port}",
-                f"PY={sys.executable}"], log, tmp_path)
-    tree: list[psutil.Process] = []
+    port = int(ui.base.rsplit(":", 1)[1])
+    printed = int(re.search(r"^Stop it with Ctrl-C or: kill (\d+) ", ui.log.read_text(),
+                            re.M).group(1))
+    assert psutil.Process(printed).ppid() == ui.process.pid   # the recipe's shell exec'd the UI
+    tree = psutil.Process(ui.process.pid).children(recursive=True)
     try:
-        wait_for_runs_address(log, f"http://127.0.0.1:{port}", ui)
-        printed = int(re.search(r"^Stop it with Ctrl-C or: kill (\d+) ", log.read_text(),
-                                re.M).group(1))
-        assert psutil.Process(printed).ppid() == ui.pid   # the recipe's shell exec'd the UI
-        tree = psutil.Process(ui.pid).children(recursive=True)
         os.kill(printed, signal.SIGTERM)                # by its printed pid, not its group
         deadline = time.time() + 15
         while time.time() < deadline and (serves(port) or alive(tree)):
             time.sleep(0.2)
-        assert not serves(port), f"still serving on {port}:\n{log.read_text()[-3000:]}"
+        assert not serves(port), f"still serving on {port}:\n{ui.log.read_text()[-3000:]}"
         assert not alive(tree), [p.cmdline() for p in alive(tree)]
-        assert ui.wait(timeout=5) is not None
+        assert ui.process.wait(timeout=5) is not None
     finally:
-        stop(ui)
         for process in alive(tree):
             process.kill()

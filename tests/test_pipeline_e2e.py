@@ -119,26 +119,29 @@ def test_an_edit_reruns_only_the_cells_whose_code_it_changes(default_run):
 
 
 def test_preset_run_leaves_the_committed_default_run_intact(default_run):
-    """A decoding-only preset after the committed default run: the workspace's params, lock,
-    metrics, plots and report are untouched, no model is retrained, and the preset's results
-    are an experiment (``dvc exp show``) and the branch ``preset/<name>``. (Here rather than in
-    test_presets.py, so that the suite runs the tiny pipeline once for both.)"""
+    """A report-only preset after the committed default run (the report of the greedy outputs):
+    the workspace's params, lock, metrics, plots and report are untouched, only the report stage
+    runs in the experiment (every model, translation and score is the default run's, copied into
+    its temporary copy), and the preset's results are an experiment (``dvc exp show``) and the
+    branch ``preset/<name>``. (Here rather than in test_presets.py, so that the suite runs the
+    tiny pipeline once for both.)"""
     root = default_run
-    (root / "presets" / "beam2.yaml").write_text("translate:\n  search: {beam_size: 2, nbest: 1}\n")
-    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "beam2"], root)
-    for stage in ("translate@search-20", "translate@encdec-20", "evaluate", "report"):
-        assert f"Running stage '{stage}'" in ran.stdout, stage
-    for stage in ("prepare", "pretrain_lm", "train@search-20"):   # copied into the temp copy
+    (root / "presets" / "greedy.yaml").write_text("report:\n  method: greedy\n")
+    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "greedy"], root)
+    assert "Running stage 'report'" in ran.stdout
+    assert ran.stdout.count("Running stage") == 1, ran.stdout
+    for stage in ("prepare", "pretrain_lm", "train@search-20", "translate@search-20",
+                  "evaluate"):                                  # copied into the temp copy
         assert f"Stage '{stage}' didn't change" in ran.stdout, stage
     status = run_in(["git", "status", "--porcelain", "metrics", "plots", "reports", "params.yaml",
                      "dvc.lock"], root).stdout
     assert status == "?? reports/presets/\n"          # the preset's report, exported (below)
-    assert "beam2" in run_in(["dvc", "exp", "show", "--json"], root).stdout
-    kept = yaml.safe_load(run_in(["git", "show", "preset/beam2:params.yaml"], root).stdout)
-    assert kept["translate"]["search"]["beam_size"] == 2
-    report = run_in(["git", "show", "preset/beam2:reports/README.md"], root).stdout
+    assert "greedy" in run_in(["dvc", "exp", "show", "--json"], root).stdout
+    kept = yaml.safe_load(run_in(["git", "show", "preset/greedy:params.yaml"], root).stdout)
+    assert kept["report"]["method"] == "greedy"
+    report = run_in(["git", "show", "preset/greedy:reports/README.md"], root).stdout
     assert "Table" in report
-    check_exported_report(root, "beam2", report)
+    check_exported_report(root, "greedy", report)
 
 
 def check_exported_report(root: Path, name: str, report: str) -> None:
@@ -151,14 +154,14 @@ def check_exported_report(root: Path, name: str, report: str) -> None:
     assert body == report.replace(REGENERATE, regenerate_line(folder / "params.yaml",
                                                               folder / "metrics", folder))
     commit = run_in(["git", "rev-parse", "--short", f"preset/{name}"], root).stdout.strip()
-    assert f"`{commit}`" in heading and "`translate.search.beam_size=2`" in heading, heading
+    assert f"`{commit}`" in heading and "`report.method=greedy`" in heading, heading
     results = root / "reports/presets" / name / "results"
     copied = sorted(f"reports/results/{p.name}" for p in results.iterdir())
     listed = run_in(["git", "ls-tree", "-r", "--name-only", f"preset/{name}", "reports/results"],
                     root).stdout.split()
     assert copied == sorted(listed) and any(p.endswith(".png") for p in copied), copied
     params = yaml.safe_load((root / "reports/presets" / name / "params.yaml").read_text())
-    assert params["translate"]["search"]["beam_size"] == 2
+    assert params["report"]["method"] == "greedy"
     assert (root / "reports/presets" / name / "metrics/eval/search-20.json").is_file()
     missing = run_in([sys.executable, "-m", "rnnsearch.presets", "export", "nosuch"], root,
                      check=False)
@@ -274,14 +277,14 @@ def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:
 
 
 def check_exps_view(root: Path) -> None:
-    """``make exps``: the experiments (own, beam2) beside the workspace in a table of the params
+    """``make exps``: the experiments (own, greedy) beside the workspace in a table of the params
     that differ and each cell's headline numbers, not dvc exp show's every column."""
     shown = run_in(["env", "COLUMNS=3000", "make", "exps"], root).stdout     # no column cut
     header = next(line for line in shown.splitlines() if "Experiment" in line)
-    assert "own" in shown and "beam2" in shown, shown
+    assert "own" in shown and "greedy" in shown, shown
     assert "search-20.json:bleu" in header and "chrf" not in header, header
     assert "p_vs_baseline" not in header and "…" not in header, header
-    assert "translate.search.beam_size" in header and "embed.window" not in header, header
+    assert "report.method" in header and "embed.window" not in header, header
     everything = run_in(["dvc", "exp", "show", "--no-pager", "--csv"], root).stdout
     assert len(header.split()) < len(everything.splitlines()[0].split(",")) / 3
 
