@@ -79,10 +79,13 @@ step() {
 }
 
 # The versions; on a GPU, exit 1 when torch sees none (nothing after it could pass).
-ENVIRONMENT='import platform, sys, torch, pytorch_lightning as pl
+# (Lightning's version from its metadata: importing it takes seconds and tells nothing more.)
+ENVIRONMENT='import platform, sys, torch
+from importlib.metadata import version
 gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+lightning = version("pytorch-lightning")
 print(f"python {platform.python_version()}, torch {torch.__version__} (CUDA {torch.version.cuda}),",
-      f"Lightning {pl.__version__}, GPU: {gpu}")
+      f"Lightning {lightning}, GPU: {gpu}")
 if sys.argv[1] == "cuda" and gpu == "none":
     sys.exit(f"torch {torch.__version__} sees no CUDA GPU: "
              + ("a CPU build of torch; install a CUDA build" if torch.version.cuda is None
