@@ -121,11 +121,9 @@ help:
 	     /^[a-z-]+:/{if (doc) {split($$0, t, ":"); show(t[1], doc)}} \
 	     {doc = ""}' $(firstword $(MAKEFILE_LIST))
 
-# --no-compile: Python compiles a module's bytecode when it is first imported (into the venv's
-# __pycache__, once), not every module of every package at install time (a minute saved).
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -r requirements.txt -c constraints.txt
-	$(PY) -m pip install -q --no-compile --no-deps -e .
+	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
+	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
