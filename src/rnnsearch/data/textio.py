@@ -53,21 +53,14 @@ def decode_lines(handle: BinaryIO, name: str | Path) -> Iterator[str]:
     """The lines of a binary stream decoded strictly as UTF-8, without endings or a leading BOM.
     Lines end at ``\n`` only (``\r\n`` too), never at what :meth:`str.splitlines` breaks on
     (U+2028, ``\x0b``, ...), so line ``i`` is sentence ``i``. A bad byte sequence raises
-    :class:`DataError` naming ``name`` and the line. The stream is decoded whole (one call, not
-    one a line: a million-line corpus file in a second)."""
-    data = handle.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        number = data.count(b"\n", 0, err.start) + 1
-        offset = err.start - (data.rfind(b"\n", 0, err.start) + 1)
-        raise DataError(f"{name}:{number}: invalid UTF-8 ({err.reason} at byte "
-                        f"{offset})") from err
-    lines = text.removeprefix(BOM).split("\n")
-    if lines[-1] == "":                 # the last line's ending (or an empty stream)
-        lines.pop()
-    for line in lines:
-        yield line.rstrip("\r")
+    :class:`DataError` naming ``name`` and the line."""
+    for number, raw in enumerate(handle, 1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{name}:{number}: invalid UTF-8 ({err.reason} at byte "
+                            f"{err.start})") from err
+        yield line.removeprefix(BOM) if number == 1 else line
 
 
 def read_lines(path: str | Path) -> list[str]:
