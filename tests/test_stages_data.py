@@ -2,12 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -111,55 +105,37 @@ def test_tokenize_without_prepared_data_fails_cleanly(tmp_path, mirror):
     assert not (tmp_path / "data" / "tokenized").exists()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def test_prepare_and_tokenize_log_their_runs_to_mlflow(prepared):
+    """Each stage's MLflow run: its stage and git commit tags, its params and its metrics, what
+    the UI lists (tests/test_mlflow_ui_browser.py serves runs logged the same way)."""
+    from mlflow.tracking import MlflowClient
 
+    from rnnsearch import tracking
 
-def _post(url: str, body: dict) -> dict:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def _wait_until_up(url: str, process: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        assert process.poll() is None, "the MLflow UI exited early"
-        try:
-            urllib.request.urlopen(url + "/health", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"MLflow UI did not answer at {url}")
-
-
-def test_mlflow_ui_lists_prepare_and_tokenize_runs(prepared):
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    ui = subprocess.Popen([sys.executable, "-m", "rnnsearch.tracking", "ui", "--host", "127.0.0.1",
-                           "--port", str(port)], env=env, cwd=prepared,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(url, ui)
-        experiment = _post(f"{url}/ajax-api/2.0/mlflow/experiments/search",
-                           {"max_results": 10, "filter": "name = 'rnnsearch'"})["experiments"][0]
-        runs = _post(f"{url}/ajax-api/2.0/mlflow/runs/search",
-                     {"experiment_ids": [experiment["experiment_id"]]})["runs"]
-    finally:
-        os.killpg(ui.pid, 15)
-        ui.wait(timeout=30)
+    client = MlflowClient(tracking.tracking_uri())
+    experiment = client.get_experiment_by_name(tracking.experiment_name())
     by_stage = {}
-    for run in runs:
-        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
-        by_stage[tags["stage"]] = run
-        assert "git_commit" in tags
+    for run in client.search_runs([experiment.experiment_id]):
+        assert "git_commit" in run.data.tags
+        by_stage[run.data.tags["stage"]] = run
     assert set(by_stage) == {"prepare", "tokenize"}
-    prepare_params = {p["key"]: p["value"] for p in by_stage["prepare"]["data"]["params"]}
+    prepare_params = by_stage["prepare"].data.params
     assert prepare_params["corpus"] == "multi30k" and prepare_params["sizes.train"] == "600"
-    tokenize_metrics = {m["key"]: m["value"] for m in by_stage["tokenize"]["data"]["metrics"]}
+    tokenize_metrics = by_stage["tokenize"].data.metrics
     assert tokenize_metrics["pairs/train"] == 600
     assert tokenize_metrics["vocab_size/tgt"] == 250
+
+
+def test_the_hansard_is_read_either_way_round(tmp_path, mirror):
+    """The default run's corpus, French to English (the default run reads it the other way):
+    1.02M training pairs cleaned and sampled down to the tiny sizes, then tokenised."""
+    write_params(tmp_path / "params.yaml", mirror, corpus="hansard36", src_lang="fr",
+                 tgt_lang="en", sizes={"train": 800, "dev": 60, "test": 60})
+    for script in ("prepare.py", "tokenize_text.py"):
+        result = run_script(script, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "data/prepared/meta.json").read_text())
+    assert (meta["corpus"], meta["src_lang"], meta["tgt_lang"]) == ("hansard36", "fr", "en")
+    assert {split: meta["splits"][split]["pairs"] for split in meta["splits"]} == {
+        "train": 800, "dev": 60, "test": 60}
+    assert json.loads((tmp_path / "metrics/tokenize.json").read_text())["pairs"]["train"] == 800
