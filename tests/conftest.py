@@ -29,9 +29,9 @@ SHARED_CORPORA = (REPO.parent / "shared" / "corpora").resolve()
 # The files that take minutes, longest first. ``make test`` hands test files to its workers in
 # collection order (pytest-xdist ``--dist loadfile --no-loadscope-reorder``), so these start
 # first and the short files fill the other worker meanwhile, instead of one of them starting
-# last and running alone at the end. (Approximate minutes on 2 cores: 5, 3, 2, 1.5, 1.)
-SLOW_FILES = ("test_pipeline_e2e.py", "test_faults.py", "test_bench_device.py",
-              "test_resume_exact.py", "test_own_corpus.py")
+# last and running alone at the end. (Approximate minutes on 2 cores: 6, 3, 2, 1, 1, 1.)
+SLOW_FILES = ("test_pipeline_e2e.py", "test_faults.py", "test_resume_exact.py",
+              "test_bench_device.py", "test_mlflow_ui_browser.py", "test_report.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -141,17 +141,25 @@ def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = Non
 
     name = STAGE_CALL.search((REPO / "pipeline" / script).read_text()).group(1)
     stage = importlib.import_module(f"rnnsearch.stages.{name}").STAGE
+    return run_here(lambda: run(stage, list(args)), [script, *args], cwd, env)
+
+
+def run_here(command: Callable[[], int], args: list[str], cwd: Path, env: dict | None = None
+             ) -> subprocess.CompletedProcess:
+    """Call ``command`` (a command's ``main``, returning its exit status) in ``cwd`` with
+    ``env`` added to the environment, as a process would run it: its exit status (argparse's
+    ``SystemExit`` included; 1 with the traceback for a bug), stdout and stderr captured."""
     out, err = io.StringIO(), io.StringIO()
     with in_place(cwd, env or {}), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err), warnings_to(err):
         try:
-            status = run(stage, list(args))
+            status = command()
         except SystemExit as stop:            # argparse's usage errors
             status = stop.code if isinstance(stop.code, int) else 1
         except Exception:                     # a bug: its traceback, as the interpreter prints it
             traceback.print_exc()
             status = 1
-    return subprocess.CompletedProcess([script, *args], status, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 @contextlib.contextmanager

@@ -256,14 +256,16 @@ def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken):
     (root / "params.yaml").write_text(good)
 
 
-def test_two_stages_started_together_on_a_new_mlflow_store_both_succeed(tmp_path):
-    params = copy.deepcopy(FAULT_PARAMS)
-    root = make_project(tmp_path / "store", params)
+def test_two_stages_started_together_on_a_new_mlflow_store_both_succeed(unbroken, tmp_path):
+    """Three prepare processes of the unbroken project, started at once, each writing outputs of
+    its own under ``tmp_path``, on a store none of them has created yet."""
     store = tmp_path / "new" / "mlflow.db"
-    env = dict(project_env(root), MLFLOW_TRACKING_URI=f"sqlite:///{store}")
-    procs = [subprocess.Popen([sys.executable, str(root / "pipeline/prepare.py"), "--out",
-                               f"out{i}", "--metrics", f"m{i}.json"], cwd=root, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(project_env(unbroken), MLFLOW_TRACKING_URI=f"sqlite:///{store}")
+    procs = [subprocess.Popen([sys.executable, str(unbroken / "pipeline/prepare.py"),
+                               "--out", str(tmp_path / f"out{i}"),
+                               "--metrics", str(tmp_path / f"m{i}.json")],
+                              cwd=unbroken, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
              for i in range(3)]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], errors

@@ -4,14 +4,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import make_project, run_in
+from conftest import make_project, run_here, run_in, run_script
 from rnnsearch.reporting.write import REGENERATE, regenerate_line
 from test_own_corpus import mirror_lines, sha256, write_text
 
@@ -262,18 +262,26 @@ def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:
     source = tmp_path / "in.de"
     source.write_text("Ein Mann fährt Fahrrad.\n\nZwei Hunde spielen im Schnee.\n")
     before = workspace_results(root)
-    done = run_in([sys.executable, "-m", "rnnsearch.presets", "translate", "own", "search-20",
-                   str(source), "--method", "greedy"], root)
+    done = translate_with(root, "own", "search-20", str(source), "--method", "greedy")
+    assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and lines[1] == "" and lines[0] and lines[2], done.stdout
     assert workspace_results(root) == before
     fetched = root / ".cache/experiments/own"
     assert (fetched / "data/models/search-20/model.pt").is_file()
     assert yaml.safe_load((fetched / "params.yaml").read_text())["prepare"]["src_lang"] == "de"
-    wrong = run_in([sys.executable, "-m", "rnnsearch.presets", "translate", "own", "encdec-20",
-                    str(source)], root, check=False)
+    wrong = translate_with(root, "own", "encdec-20", str(source))
     assert wrong.returncode == 2
     assert "trained no cell 'encdec-20' (its cells: search-20)" in wrong.stderr
+
+
+def translate_with(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m rnnsearch.presets translate ARGS`` in the project ``root``, run in this
+    process (its output and exit status captured as a process's)."""
+    from rnnsearch import presets
+
+    argv = ["translate", *args]
+    return run_here(lambda: presets.main(argv), argv, root, {"RNNSEARCH_ROOT": str(root)})
 
 
 def check_exps_view(root: Path) -> None:
@@ -320,7 +328,10 @@ def check_own_files_only(root: Path, exported: Path, cells: list[str]) -> None:
     page = (exported / "README.md").read_text(encoding="utf-8")
     command = re.search(r"Regenerate with `PYTHONPATH=src (python [^`]+)`", page).group(1)
     assert f"--reports {exported.relative_to(root)} " in command, command
-    run_in([sys.executable, *shlex.split(command)[1:]], root)
+    script, *args = shlex.split(command)[1:]
+    assert script == "pipeline/report.py", command
+    done = run_script("report.py", *args, cwd=root)
+    assert done.returncode == 0, done.stderr
     assert (exported / "README.md").read_text(encoding="utf-8") == page
 
 
