@@ -126,17 +126,12 @@ def http_root(tmp_path):
 STAGE_CALL = re.compile(r'run_stage\("(\w+)"\)')
 
 
-def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None,
-               process: bool = False) -> subprocess.CompletedProcess:
-    """Run ``pipeline/<script>`` with ``args`` in ``cwd`` (``env`` added to the environment);
-    capture its exit status, stdout and stderr. By default in this process, through the stage
-    runner's ``run`` that the script calls (the same parsing, locks, messages and exit status,
-    without a new interpreter's seconds of imports); ``process=True`` in a new interpreter, for
-    what only a process shows."""
-    if process:
-        full_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
-        return subprocess.run([sys.executable, str(REPO / "pipeline" / script), *args], cwd=cwd,
-                              env=full_env, capture_output=True, text=True, timeout=600)
+def run_script(script: str, *args: str, cwd: Path = REPO, env: dict | None = None
+               ) -> subprocess.CompletedProcess:
+    """Run ``pipeline/<script>`` with ``args`` in ``cwd`` (``env`` added to the environment) in
+    this process, through the stage runner's ``run`` that the script calls (the same parsing,
+    locks, messages and exit status, without a new interpreter's seconds of imports); capture
+    its exit status, stdout and stderr."""
     from rnnsearch.stages.runner import run
 
     name = STAGE_CALL.search((REPO / "pipeline" / script).read_text()).group(1)

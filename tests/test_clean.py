@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from rnnsearch.data.clean import (USABLE_ONLY, CleanRules, clean_pairs, count_entities,
-                                  sample_indices, stratified_indices, unescape_lines)
+                                  normalise_space, sample_indices, strip_control,
+                                  stratified_indices, unescape_lines)
 
 
 def test_each_rule_counts_what_it_drops():
@@ -47,3 +48,13 @@ def test_entities_are_counted_as_html_unescape_sees_them():
     lines = ["l&apos;eau &quot;x&quot;", "AT&T; R&D &nosuch;", "&#39;&#x27;&lt;", "plain"]
     assert count_entities(lines) == {"occurrences": 6, "lines": 2}
     assert unescape_lines(lines) == ["l'eau \"x\"", "AT&T; R&D &nosuch;", "''<", "plain"]
+
+
+def test_cleaning_a_line_in_one_split_gives_what_the_two_passes_give():
+    """The fast path (no control character) and the slow one both equal stripping control
+    characters from the white-space-normalised line and normalising again."""
+    lines = ["plain words", "  tabs\tand  spaces ", "a\x00b c", "\x01\x02", "line\u2028sep",
+             "x \x07 y", "nbsp\u00a0here", "\x85next", ""]
+    src, tgt, _ = clean_pairs(lines, ["t"] * len(lines), USABLE_ONLY)
+    expected = [normalise_space(strip_control(normalise_space(line))) for line in lines]
+    assert src == [line for line in expected if line]

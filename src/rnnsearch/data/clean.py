@@ -79,11 +79,6 @@ def sentence_length(line: str) -> int:
     return len(line.split())
 
 
-def drop_reason(src: str, tgt: str, rules: CleanRules) -> str | None:
-    """The rule that drops this (normalised) pair, or None to keep it."""
-    return length_rule(sentence_length(src), sentence_length(tgt), rules)
-
-
 def length_rule(n_src: int, n_tgt: int, rules: CleanRules) -> str | None:
     """The rule that drops a pair of ``n_src`` and ``n_tgt`` words, or None to keep it."""
     if n_src == 0 or n_tgt == 0:
