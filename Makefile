@@ -121,9 +121,14 @@ help:
 	     /^[a-z-]+:/{if (doc) {split($$0, t, ":"); show(t[1], doc)}} \
 	     {doc = ""}' $(firstword $(MAKEFILE_LIST))
 
+# The packages' bytecode is compiled once, on every core (pip compiles file by file, on one):
+# where PYTHONDONTWRITEBYTECODE is set nothing else would write it. As with pip's own compile, a
+# file this Python cannot parse (torch's Python 3.12 test helpers) is skipped, not an error.
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-compile --upgrade pip
+	$(PY) -m pip install -q --no-compile -r requirements.txt -c constraints.txt
+	$(PY) -m pip install -q --no-compile --no-deps -e .
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+	    > /dev/null || true
 	touch $(STAMP)
