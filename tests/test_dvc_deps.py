@@ -103,8 +103,9 @@ def test_a_new_decoder_a_new_architecture_and_a_transformer_edit_retrain_no_defa
 
 def test_an_edit_to_beam_search_reruns_translate_and_what_follows_it_only(tmp_path):
     """DVC itself, in a copy of the project: after an edit to decoding/beam.py, the stages whose
-    changed deps name it are the translate cells (evaluate and report follow from translate's
-    new outputs: tests/test_pipeline_e2e.py runs it); prepare .. train are not touched."""
+    changed deps name it are the translate and search_error cells (evaluate and report follow
+    from their new outputs: tests/test_pipeline_e2e.py runs it); prepare .. train are not
+    touched."""
     project = make_project(tmp_path / "project", {})
     beam = project / "src/rnnsearch/decoding/beam.py"
     beam.write_text(beam.read_text() + "# an edit\n")
@@ -112,7 +113,9 @@ def test_an_edit_to_beam_search_reruns_translate_and_what_follows_it_only(tmp_pa
     touched = {stage for stage, entries in status.items() for entry in entries
                if isinstance(entry, dict)
                and "src/rnnsearch/decoding/beam.py" in entry.get("changed deps", {})}
-    assert touched and all(stage.startswith("translate@") for stage in touched), touched
+    assert touched and all(stage.startswith(("translate@", "search_error@"))
+                           for stage in touched), touched
+    assert any(stage.startswith("search_error@") for stage in touched), touched
 
 
 def test_no_package_init_imports_its_siblings():

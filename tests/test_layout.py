@@ -57,7 +57,7 @@ LAYERS = (
     ("stages", "bench", "experiments", "presets"),
 )
 STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "model_code", "train",
-          "translate", "evaluate", "align", "align_attention", "report")
+          "translate", "search_error", "evaluate", "align", "align_attention", "report")
 
 
 def test_no_module_imports_itself_through_others():

@@ -36,7 +36,8 @@ TINY = {
               "budget": {"max_steps": 24, "max_minutes": 3.0, "val_every_steps": 12},
               "init": {"embeddings": True}},
     "translate": {"search": {"beam_size": 3, "nbest": 2}, "speed_sentences": 4},
-    "evaluate": {"bootstrap_samples": 50},
+    "evaluate": {"bootstrap_samples": 50, "search_error_sentences": 20,
+                 "search_error_wide_beam": 6},
     "align": {"iterations": 3},
 }
 
@@ -66,6 +67,9 @@ def test_repro_whole_pipeline_then_up_to_date(default_run):
         assert json.loads((project / f"metrics/eval/{cell}.json").read_text())
     report = (project / "reports/README.md").read_text()
     assert "| Transformer-20 |" in report                   # a Table 1 row of its own
+    assert "Search errors and model errors" in report       # the search_error cells' table
+    errors = json.loads((project / "metrics/search_error/transformer-20.json").read_text())
+    assert errors["sentences"] == 20 and errors["wide_beam"] == 6
     aligned = json.loads((project / "metrics/align_attention.json").read_text())["cells"]
     assert aligned["transformer-20"]["attention"] and aligned["transformer-20"]["scores"]
     check_alignment_outputs(project)

@@ -174,6 +174,24 @@ def test_gain_table_relative_to_the_shortest_bucket(tmp_path):
     assert rows[0][1] == "25" and rows[0][6] == "0.001"
 
 
+def test_search_error_table_lists_the_measured_cells_in_the_papers_order(tmp_path):
+    from rnnsearch.reporting.build import search_error_table
+
+    metrics = make_metrics(tmp_path, extras=False)
+    assert search_error_table(ReportInputs.load(metrics)) is None       # no cell measured
+    (metrics / "search_error").mkdir()
+    for cell, model_error in (("search-50", 0.625), ("encdec-30", 0.5), ("gone-50", 0.0)):
+        (metrics / "search_error" / f"{cell}.json").write_text(json.dumps({
+            "cell": cell, "sentences": 8, "beam_size": 5, "wide_beam": 50, "stop": "bound",
+            "length_penalty": "mean", "reference_above_beam": 0.125,
+            "wide_beam_above_beam": 0.25, "model_error": model_error}))
+    table = search_error_table(ReportInputs.load(metrics))
+    assert table.rows == (("RNNencdec-30", "8", "0.125", "0.250", "0.500"),
+                          ("RNNsearch-50", "8", "0.125", "0.250", "0.625"))
+    assert "beam 5, stop bound, length penalty mean" in table.notes[0]
+    assert "a beam of 50" in table.notes[0]
+
+
 def test_single_cell_grid_ignores_files_an_earlier_grid_left(tmp_path):
     """The quick preset's grid (search-50 only, no baseline) in a workspace where the default
     grid's per-cell files are still lying around: only the evaluated cell is reported."""

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from rnnsearch.data.vocab import EOS_ID, SPECIALS, Vocabulary
-from rnnsearch.decoding import search_error
 from rnnsearch.decoding.beam import beam_search
 from rnnsearch.decoding.corpus import pad_batch
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.search_error import forced_scores, search_errors
 from rnnsearch.decoding.translator import Translator
+from conftest import run_script
+from decoding_workspace import SRC, make_workspace
 from test_decoding_toy import TinyAttentionModel
 
 WORDS = SPECIALS + tuple(f"w{i}" for i in range(30 - len(SPECIALS)))
@@ -77,22 +78,25 @@ def test_shares_split_the_sentences_where_a_wide_beam_disagrees():
     assert exact["reference_above_beam"] == exact["model_error"] == 0.0
 
 
-def test_the_command_refuses_files_of_different_lengths_and_writes_its_figures(
-        tmp_path, monkeypatch, capsys):
-    translator = Translator(TinyAttentionModel(seed=2), VOCAB, VOCAB)
-    monkeypatch.setattr(Translator, "load", classmethod(lambda cls, *a, **k: translator))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "s.txt").write_text("w1 w2\nw3\nw4 w5 w6\n")
-    (tmp_path / "r.txt").write_text("w2 w1\nw3\n")
-    base = ["--model", "m.pt", "--vocab-dir", ".", "--sources", "s.txt", "--references", "r.txt"]
-    assert search_error.main(base) == 2
-    assert "r.txt: 2 lines, but s.txt has 3" in capsys.readouterr().err
-    (tmp_path / "r.txt").write_text("w2 w1\nw3\nw4\n")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    assert search_error.main([*base, "--wide-beam", "4", "--out", "e.json",
-                              "--mlflow", "search_error-toy"]) == 0
-    figures = json.loads((tmp_path / "e.json").read_text())
-    assert figures["sentences"] == 3 and figures["wide_beam"] == 4
+def test_the_stage_refuses_files_of_different_lengths_and_writes_and_logs_its_shares(
+        tmp_path, monkeypatch):
+    root = make_workspace(tmp_path)
+    tokenized = root / "data/tokenized"
+    (tokenized / "test.tgt").write_text("le chat\nle chien\n", encoding="utf-8")
+    args = ["--cell", "search-50"]
+    refused = run_script("search_error.py", *args, cwd=root)
+    assert refused.returncode == 2
+    assert "test.tgt: 2 lines, but data/tokenized/test.src has 4" in refused.stderr
+    assert not (root / "metrics/search_error").exists()
+    (tokenized / "test.tgt").write_text("le chat\nle chien\n\nla chat\n", encoding="utf-8")
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    done = run_script("search_error.py", *args, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads((root / "metrics/search_error/search-50.json").read_text())
+    assert figures["cell"] == "search-50" and figures["sentences"] == len(SRC)
+    assert figures["wide_beam"] == 50 and figures["beam_size"] == 3      # params.yaml's, tiny
     assert 0.0 <= figures["model_error"] <= 1.0
-    logged = mlflow.search_runs(filter_string="tags.mlflow.runName = 'search_error-toy'")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", env["MLFLOW_TRACKING_URI"])
+    logged = mlflow.search_runs(filter_string="tags.mlflow.runName LIKE 'search_error-search-50%'",
+                                search_all_experiments=True)
     assert logged["metrics.search_error/model_error"].tolist() == [figures["model_error"]]

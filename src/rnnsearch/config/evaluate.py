@@ -50,6 +50,8 @@ def check_baseline(cfg: "EvaluateConfig", grid: GridConfig, key: str = "evaluate
 
 
 MIN_BUCKET_SENTENCES = 30   # evaluate.min_bucket_sentences' default
+# the search_error stage's shares of sentences (rnnsearch.decoding.search_error)
+SEARCH_ERROR_SHARES = ("reference_above_beam", "wide_beam_above_beam", "model_error")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class EvaluateConfig:
     word_vocab_size: int | None = None
     # a length bucket of fewer test sentences gets no p-value and no point in Figure 2
     min_bucket_sentences: int = MIN_BUCKET_SENTENCES
+    search_error_sentences: int = 200             # the search_error stage's first N test sentences
+    search_error_wide_beam: int = 50              # ... and the wide beam it sets beside the beam
 
     def check(self, key: str) -> None:
         require(len(self.buckets) > 0, f"{key}.buckets", "needs at least one edge")
@@ -72,7 +76,8 @@ class EvaluateConfig:
         require(list(self.buckets) == sorted(set(self.buckets)), f"{key}.buckets",
                 f"edges must be strictly increasing, got {list(self.buckets)}")
         check_non_negative(self, key, "bootstrap_samples")
-        check_positive(self, key, "min_bucket_sentences")
+        check_positive(self, key, "min_bucket_sentences", "search_error_sentences",
+                       "search_error_wide_beam")
         require(self.bootstrap_seed != 0, f"{key}.bootstrap_seed",
                 "must not be 0: sacrebleu takes seed 0 as 'no seed' and the p-values would "
                 "change from run to run; use any other number, e.g. 12345")

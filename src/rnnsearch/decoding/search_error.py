@@ -5,25 +5,19 @@ Per test sentence, three outputs ranked by the search's own objective (the lengt
 steps, and a wide beam's best. A reference above the beam's output is a search error the beam
 made for certain; a wide beam above it, one a wider search repairs; a beam output other than the
 reference scoring at least as high as it is a model error (the model prefers a wrong output).
-
-    python -m rnnsearch.decoding.search_error --model data/models/search-50/model.pt \
-        --vocab-dir data/tokenized --sources data/tokenized/test.src \
-        --references data/tokenized/test.tgt --sentences 200 --wide-beam 50 --out errors.json
+The ``search_error`` stage measures them for every grid cell (:mod:`rnnsearch.stages.search_error`).
 """
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from rnnsearch.command import entry_point
-from rnnsearch.config.base import at_least
-from rnnsearch.data.textio import read_lines, write_json
+from rnnsearch.config.evaluate import SEARCH_ERROR_SHARES
+from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
-from rnnsearch.decoding.compare import model_parser, translate_config
 from rnnsearch.decoding.corpus import encode_source, pad_batch
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
 from rnnsearch.decoding.steps import next_log_probs
@@ -72,7 +66,7 @@ def search_errors(translator: Translator, sources: Sequence[Sequence[str]],
                                      translator.device)
             forced += forced_scores(translator.model, src, src_len, targets[first:chunk.stop],
                                     options)
-    counts = {"reference_above_beam": 0, "wide_beam_above_beam": 0, "model_error": 0}
+    counts = dict.fromkeys(SEARCH_ERROR_SHARES, 0)
     for index, (ours, widest) in enumerate(zip(beam.translations, wide.translations)):
         best, ids = ours.best.norm_score, tuple(targets[index]) + (EOS_ID,)
         reference = normalise(forced[index], len(ids), options)
@@ -90,34 +84,3 @@ def paired_lines(sources: Path, references: Path, limit: int) -> tuple[list[list
     if len(pair[0]) != len(pair[1]):
         raise DataError(f"{references}: {len(pair[1])} lines, but {sources} has {len(pair[0])}")
     return tuple([line.split() for line in lines[:limit]] for lines in pair)
-
-
-@entry_point("search_error")
-def main(argv: list[str] | None = None) -> int:
-    parser = model_parser("rnnsearch.decoding.search_error", __doc__)
-    parser.add_argument("--references", required=True, type=Path, help="tokenised, one a line")
-    parser.add_argument("--sentences", type=at_least(1), default=200, help="the first N")
-    parser.add_argument("--wide-beam", type=at_least(1), default=50)
-    parser.add_argument("--params", help="params file (default: ./params.yaml if present)")
-    parser.add_argument("--mlflow", metavar="RUN_NAME", help="also log the shares to MLflow")
-    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
-    args = parser.parse_args(argv)
-    config = translate_config(args.params, 0)
-    translator = Translator.load(args.model, args.vocab_dir, config.source_eos)
-    sources, references = paired_lines(args.sources, args.references, args.sentences)
-    report = search_errors(translator, sources, references, config.search, args.wide_beam,
-                           config.batch_size)
-    if args.mlflow:
-        from rnnsearch import tracking
-
-        with tracking.start_run("search_error", report, run_name=args.mlflow):
-            tracking.log_numeric_metrics(report, "search_error/")
-    if args.out:
-        write_json(args.out, report)
-    print(", ".join(f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
-                    for key, value in report.items()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

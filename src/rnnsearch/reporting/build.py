@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 from matplotlib.figure import Figure
 
+from rnnsearch.config.evaluate import SEARCH_ERROR_SHARES
 from rnnsearch.reporting.figures import alignment_figure, bleu_by_length_figure, length_curve
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import (BAHDANAU_TABLE1, LUONG_INPUT_FEEDING_GAIN, LUONG_VARIANTS,
@@ -126,6 +127,28 @@ def speed_table(inputs: ReportInputs) -> Table:
     return Table("Decode speed (sentences/s)",
                  ("Cell", "Greedy", "Greedy, one at a time", "Beam", "Beam, one at a time"),
                  tuple(rows), (f"Batched runs use batch size {fmt(batch)}.",))
+
+
+def search_error_table(inputs: ReportInputs) -> Table | None:
+    """Search errors and model errors per cell (Stahlberg & Byrne 2019, the search_error
+    stage's shares of sentences); None when no cell was measured."""
+    cells = [cell for cell in inputs.ordered_cells() if cell in inputs.search_errors]
+    if not cells:
+        return None
+    rows = tuple((_name(inputs.evals[cell]), fmt(inputs.search_errors[cell]["sentences"]),
+                  *(fmt(inputs.search_errors[cell][share], 3) for share in SEARCH_ERROR_SHARES))
+                 for cell in cells)
+    first = inputs.search_errors[cells[0]]
+    return Table("Search errors and model errors (Stahlberg & Byrne 2019): shares of sentences",
+                 ("Model", "Sentences", "Reference above beam", "Wide beam above beam",
+                  "Model error"), rows,
+                 (f"The first test sentences, each output ranked as the beam ranks it "
+                  f"(beam {first['beam_size']}, stop {first['stop']}, length penalty "
+                  f"{first['length_penalty']}). Reference above beam: the force-decoded "
+                  f"reference outscores the beam's output, a search error for certain. Wide beam "
+                  f"above beam: a beam of {first['wide_beam']} finds a better output, an error a "
+                  "wider search repairs. Model error: the beam's output is not the reference, yet "
+                  "the model scores it at least as high.",))
 
 
 def length_table(inputs: ReportInputs, method: str = "beam", min_sentences: int = 1) -> Table:

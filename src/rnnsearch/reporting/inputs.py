@@ -19,7 +19,8 @@ ENVIRONMENT = "environment"                 # the machine and library versions, 
 RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage", "alignments": "rerun the translate stage",
          "train": "rerun the train stage", "embed": "rerun the embed stage",
          "lm": "rerun the pretrain_lm stage", "senses": "rerun the senses stage",
-         "align": "rerun the align stage", "align_attention": "rerun the align_attention stage"}
+         "align": "rerun the align stage", "align_attention": "rerun the align_attention stage",
+         "search_error": "rerun the search_error stage"}
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
@@ -126,6 +127,7 @@ class ReportInputs:
     evals: dict[str, dict[str, Any]]                      # metrics/eval/<cell>.json
     alignments: dict[str, dict[str, Any]] = field(default_factory=dict)  # metrics/alignments/
     train: dict[str, dict[str, Any]] = field(default_factory=dict)       # metrics/train/<cell>.json
+    search_errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # metrics/search_error/
     embed: dict[str, Any] | None = None                   # metrics/embed.json
     lm: dict[str, Any] | None = None                      # metrics/lm.json
     senses: dict[str, Any] | None = None                  # metrics/senses.json
@@ -141,6 +143,7 @@ class ReportInputs:
         return cls(evals=evals,
                    alignments=_read_folder(metrics / "alignments", check_alignments, evals),
                    train=_read_folder(metrics / "train", only=evals),
+                   search_errors=_read_folder(metrics / "search_error", only=evals),
                    embed=_read_file(metrics / "embed.json"),
                    lm=_read_file(metrics / "lm.json"),
                    senses=_read_file(metrics / "senses.json", check_senses),

@@ -75,6 +75,8 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int) -> dict
     if inputs.evals:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method, min_sentences)
         tables["speed"] = build.speed_table(inputs)
+        searched = build.search_error_table(inputs)
+        tables.update({"search_error": searched} if searched is not None else {})
         tables.update(build.gain_tables(inputs, cfg.method, min_sentences))
     rare = rare_words_table(inputs)
     if rare is not None:
