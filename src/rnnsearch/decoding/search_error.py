@@ -52,10 +52,12 @@ def search_errors(translator: Translator, sources: Sequence[Sequence[str]],
                   references: Sequence[Sequence[str]], options: SearchOptions, wide_beam: int,
                   batch_size: int) -> dict[str, Any]:
     """The shares of sentences (tokenised word lists) with each kind of error (module
-    docstring) for the beam of ``options`` against its reference and a ``wide_beam`` beam."""
+    docstring) for the beam of ``options`` against its reference and a ``wide_beam`` beam.
+    The wide beam decodes fewer sentences at once, as many hypotheses as the beam's batch."""
     beam = translator.translate(sources, "beam", options, batch_size, progress=False)
     wide_options = dataclasses.replace(options, beam_size=wide_beam, nbest=1)
-    wide = translator.translate(sources, "beam", wide_options, batch_size, progress=False)
+    wide_batch = max(1, batch_size * options.beam_size // wide_beam)
+    wide = translator.translate(sources, "beam", wide_options, wide_batch, progress=False)
     targets = [translator.tgt_vocab.encode(words) for words in references]
     forced: list[float] = []
     with torch.inference_mode():
