@@ -100,3 +100,21 @@ def test_the_stage_refuses_files_of_different_lengths_and_writes_and_logs_its_sh
     logged = mlflow.search_runs(filter_string="tags.mlflow.runName LIKE 'search_error-search-50%'",
                                 search_all_experiments=True)
     assert logged["metrics.search_error/model_error"].tolist() == [figures["model_error"]]
+
+
+def test_the_wide_beam_decodes_as_many_hypotheses_at_once_as_the_beam(monkeypatch):
+    """Beam 5 over 10 sentences a batch is 50 hypotheses; a beam of 25 then takes 2 sentences a
+    batch (not 10 x 25, which ran a Transformer's caches out of memory)."""
+    translator = Translator(TinyAttentionModel(seed=4), VOCAB, VOCAB)
+    batches: list[tuple[int, int]] = []
+    translate = Translator.translate
+
+    def recording(self, sources, method, options, batch_size, **kwargs):
+        batches.append((options.beam_size, batch_size))
+        return translate(self, sources, method, options, batch_size, **kwargs)
+
+    monkeypatch.setattr(Translator, "translate", recording)
+    options = SearchOptions(beam_size=5, nbest=1)
+    words = sentences(4)
+    search_errors(translator, words, words, options, 25, 10)
+    assert batches == [(5, 10), (25, 2)]
