@@ -97,9 +97,10 @@ def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = 
     return merged, grid_cells(configs["train"])
 
 
-def command(name: str, copies: Sequence[str] = ()) -> list[str]:
-    """The ``dvc exp run --temp`` command of preset ``name``, with ``-C`` for each of ``copies``."""
-    args = ["dvc", "exp", "run", "--temp", "-n", name]
+def command(name: str, copies: Sequence[str] = (), temp: bool = True) -> list[str]:
+    """The ``dvc exp run --temp`` command of preset ``name``, with ``-C`` for each of ``copies``
+    (``temp`` False: a workspace experiment, as :func:`chain` runs)."""
+    args = ["dvc", "exp", "run", *(["--temp"] if temp else []), "-n", name]
     for path in copies:
         args += ["-C", path]
     for override in override_arguments(read_params(repo_root() / "params.yaml"),
@@ -222,10 +223,69 @@ def run(name: str, params: dict[str, Any], dry: bool = False) -> int:
         if status:
             return status
     if not dry:
-        folder = export(name).relative_to(root)
-        print(f"preset '{name}': its report (from the branch {branch(name)}) is in {folder}/"
-              f"README.md; 'dvc exp show' lists it; into the workspace: dvc exp apply {name}")
+        exported(name)
     return 0
+
+
+def exported(name: str) -> None:
+    """:func:`export` preset ``name`` and say where its report is."""
+    folder = export(name).relative_to(repo_root())
+    print(f"preset '{name}': its report (from the branch {branch(name)}) is in {folder}/"
+          f"README.md; 'dvc exp show' lists it; into the workspace: dvc exp apply {name}")
+
+
+# A chain's scratch checkout: a git worktree of HEAD among DVC's temporary experiments (its
+# stages find the repository root, the MLflow store and the mirror as theirs do).
+CHAIN = PurePosixPath(".dvc/tmp/exps/preset-chain")
+
+
+def chain(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = False) -> int:
+    """Run presets ``names`` (merged ``params``) in order as workspace experiments of one
+    scratch checkout of HEAD (:data:`CHAIN`, seeded as a temporary experiment is), so a stage
+    an earlier preset of the chain ran with the same deps and params is not run again: a preset
+    that changes only decoding reuses the models the one before it trained. Returns an exit
+    status; the checkout is removed at the end."""
+    root = repo_root()
+    baseline, work = git(root, "rev-parse", "HEAD"), root / CHAIN
+    for name in names:
+        print(shell_line(command(name, temp=False)), flush=True)
+    if dry:
+        return 0
+    if git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml"):
+        raise ConfigError("a chain of presets runs on HEAD: commit or stash the changes to "
+                          "tracked files first (git status); params.yaml's are kept")
+    open_chain(root, work)
+    try:
+        for name, merged in zip(names, params):
+            (work / "params.yaml").write_bytes((root / "params.yaml").read_bytes())
+            status = subprocess.call(command(name, temp=False), cwd=work,
+                                     env=run_environment(merged))
+            if status:
+                return status
+            git(root, "branch", "-f", branch(name), experiment_ref(baseline, name))
+            exported(name)
+    finally:
+        git(root, "worktree", "remove", "--force", str(work))
+    return 0
+
+
+def open_chain(root: Path, work: Path) -> None:
+    """Check HEAD out in ``work`` with :func:`copy_paths` copied in and ``root``'s DVC cache."""
+    import shutil
+
+    if work.exists():                                     # a killed chain's checkout
+        git(root, "worktree", "remove", "--force", str(work))
+    git(root, "worktree", "prune")
+    git(root, "worktree", "add", "--detach", str(work), "HEAD")
+    for path in copy_paths(root):
+        if (root / path).is_dir():
+            shutil.copytree(root / path, work / path, symlinks=True, dirs_exist_ok=True)
+        else:
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / path, work / path)
+    cache = subprocess.run(["dvc", "cache", "dir"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    subprocess.run(["dvc", "cache", "dir", "--local", cache], cwd=work, check=True)
 
 
 # What export copies from a preset's branch: its report, and the metrics and params it came from.
@@ -671,7 +731,10 @@ def main(argv: list[str] | None = None) -> int:
                              "translate with that cell of the experiment's branch; layers NAME "
                              "CELL: a Transformer cell's attention AER read from each decoder "
                              "layer")
-    parser.add_argument("name", help="preset name: a file presets/<name>.yaml")
+    parser.add_argument("name", nargs="+",
+                        help="preset name: a file presets/<name>.yaml; run, show and check take "
+                             "several, a chain: run in order in one checkout, each reusing the "
+                             "stages the ones before it ran with the same deps and params")
     parser.add_argument("--against", metavar="PRESET",
                         help="compare: beside that exported preset's cells instead of the "
                              "default run's (default: the default run)")
@@ -679,6 +742,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="your own params overrides: copied to presets/<name>.yaml first "
                              "(make experiment NAME=... PARAMS=FILE)")
     args, rest = parser.parse_known_args(argv)
+    names, args.name = args.name, args.name[0]
+    if args.action not in ("run", "show", "check"):
+        rest = names[1:] + rest                         # translate's and layers' CELL, ...
+    elif args.source and len(names) > 1:
+        parser.error("--from FILE takes one experiment name")
     if args.action == "layers":
         if len(rest) != 1:
             parser.error("layers needs one Transformer grid cell after the name, e.g. "
@@ -705,11 +773,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.source:
         adopt(args.name, args.source)
-    merged, cells = resolve(args.name, repo_root() / "params.yaml", runtime=args.action == "run")
+    resolved = [resolve(name, repo_root() / "params.yaml", runtime=args.action == "run")
+                for name in names]
     if args.action == "check":
-        print(f"preset '{args.name}' is valid; grid cells: {', '.join(cells)}")
+        for name, (_, cells) in zip(names, resolved):
+            print(f"preset '{name}' is valid; grid cells: {', '.join(cells)}")
         return 0
-    return run(args.name, merged, dry=args.action == "show")
+    if len(names) > 1:
+        return chain(names, [merged for merged, _ in resolved], dry=args.action == "show")
+    return run(args.name, resolved[0][0], dry=args.action == "show")
 
 
 if __name__ == "__main__":
