@@ -43,7 +43,7 @@ bench: $(STAMP)
 ## Run a preset as a temporary DVC experiment, the default run left alone: make preset NAME=quick |
 ## NAME=luong | NAME=luong_variants | NAME=subword | NAME=quick_bpe | NAME=paper
 ## (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>, and its report copied
-## to reports/presets/<name>/.
+## to reports/presets/<name>/. NAME="A B": a chain, B reusing the cells A trained (docs/presets.md).
 preset: $(STAMP)
 	$(if $(NAME),,$(error make preset needs NAME=<preset>: one of $(basename $(notdir $(wildcard presets/*.yaml)))))
 	$(PY) -m rnnsearch.presets run $(NAME)

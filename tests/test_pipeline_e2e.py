@@ -148,6 +148,35 @@ def test_preset_run_leaves_the_committed_default_run_intact(default_run):
     check_exported_report(root, "greedy", report)
 
 
+def test_a_chain_of_presets_decodes_again_with_the_model_the_one_before_trained(default_run):
+    """``presets run A B``: A retrains RNNsearch-20 (another seed), B extends A and changes only
+    the beam's stopping rule. They run in order in one scratch checkout, so B trains nothing:
+    its branch holds A's model, decoded again. The workspace's run is untouched and the
+    checkout is gone afterwards."""
+    root = default_run
+    (root / "presets/reseeded.yaml").write_text(
+        "train:\n  grid: {models: [search], max_lens: [20]}\n  seed: 7\n")
+    (root / "presets/reseeded_bound.yaml").write_text(
+        "extends: reseeded\ntranslate:\n  search: {stop: bound}\n")
+    before = workspace_results(root)
+    ran = run_in([sys.executable, "-m", "rnnsearch.presets", "run", "reseeded",
+                  "reseeded_bound"], root)
+    assert ran.stdout.count("Running stage 'train@search-20'") == 1, ran.stdout
+    second = ran.stdout.split("Ran experiment(s): reseeded\n")[1]
+    assert "Stage 'train@search-20' didn't change" in second
+    assert "Running stage 'translate@search-20'" in second
+    locks = [yaml.safe_load(run_in(["git", "show", f"{rev}:dvc.lock"], root).stdout)
+             for rev in ("preset/reseeded", "preset/reseeded_bound", "HEAD")]
+    models = [[out["md5"] for out in lock["stages"]["train@search-20"]["outs"]
+               if out["path"].endswith("model.pt")] for lock in locks]
+    assert models[0] == models[1] != models[2]             # A's model, not the default run's
+    bound = yaml.safe_load((root / "reports/presets/reseeded_bound/params.yaml").read_text())
+    assert bound["translate"]["search"]["stop"] == "bound" and bound["train"]["seed"] == 7
+    assert workspace_results(root) == before
+    assert not (root / ".dvc/tmp/exps/preset-chain").exists()
+    assert len(run_in(["git", "worktree", "list"], root).stdout.splitlines()) == 1
+
+
 def check_exported_report(root: Path, name: str, report: str) -> None:
     """The preset's branch report is in reports/presets/<name>/, figures, metrics and params
     included, under a heading naming its branch commit and the params it changed; exporting a

@@ -122,6 +122,52 @@ def test_override_arguments_use_dvc_syntax():
     assert "prepare.corpus=multi30k" in cmd
 
 
+def presets_cli(*argv: str) -> subprocess.CompletedProcess:
+    """``python -m rnnsearch.presets ARGV`` in the repository."""
+    return subprocess.run([sys.executable, "-m", "rnnsearch.presets", *argv], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_several_names_are_a_chain_of_workspace_experiments():
+    """``show A B`` prints the chain's workspace experiments, in order; only run, show and
+    check take several names."""
+    shown = presets_cli("show", "supervised_transformer", "supervised_transformer_stop_bound")
+    lines = shown.stdout.splitlines()
+    assert [line.split()[:5] for line in lines] == [
+        ["dvc", "exp", "run", "-n", name]
+        for name in ("supervised_transformer", "supervised_transformer_stop_bound")]
+    assert lines[1] == lines[0].replace("-n supervised_transformer ",
+                                        "-n supervised_transformer_stop_bound ") \
+        + " -S +translate.search.stop=bound"
+    checked = presets_cli("check", "quick", "stop_bound").stdout.splitlines()
+    assert [line.split("'")[1] for line in checked] == ["quick", "stop_bound"]
+    for argv in (("export", "quick", "luong"), ("run", "a", "b", "--from", "my.yaml")):
+        refused = presets_cli(*argv)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert "unrecognized arguments: luong" in refused.stderr or "one experiment name" in \
+            refused.stderr, refused.stderr
+
+
+def test_a_chain_refuses_uncommitted_changes_to_tracked_files(tmp_path, monkeypatch):
+    """A chain checks out the commit: an edited tracked file (but params.yaml) would be left
+    out of it, so the chain refuses before it runs anything."""
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets/seeded.yaml").write_text("train: {seed: 3}\n")
+    (tmp_path / "params.yaml").write_text("train: {seed: 1}\n")
+    (tmp_path / "model.py").write_text("x = 1\n")
+    for args in (["init", "-q"], ["add", "params.yaml", "model.py"],
+                 ["-c", "user.email=a@b.c", "-c", "user.name=a", "commit", "-qm", "start"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True)
+    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
+    (tmp_path / "params.yaml").write_text("train: {seed: 2}\n")    # kept: the chain's base
+    assert presets.chain(["seeded"], [{}], dry=True) == 0
+    (tmp_path / "model.py").write_text("x = 2\n")
+    with pytest.raises(ConfigError, match="commit or stash the changes to tracked files"):
+        presets.chain(["seeded"], [{}])
+    assert not (tmp_path / presets.CHAIN).exists()
+
+
 def test_a_printed_command_pastes_back_into_a_shell_as_the_same_arguments():
     args = ["dvc", "exp", "run", "-S", 'train.grid.models=["search"]', "-S",
             "prepare.name=it's mine", "-S", "a.b=[30,50]"]
