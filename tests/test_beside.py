@@ -36,6 +36,7 @@ def write_run(metrics: Path, cells: dict[str, float], units: dict, aer: float,
     for cell, bleu in cells.items():
         model, max_len = cell.split("-")
         data = _eval(model, int(max_len), bleu)
+        data["speed"]["beam"]["seconds"] = 2.0 * bleu          # seconds for the test set
         if "subword" in units:       # the No-UNK subset of word-level vocabularies
             data["systems"]["beam"]["no_unk_words"] = {"bleu": bleu + 3.0, "n": 30}
         if f1_shift is not None:
@@ -106,16 +107,19 @@ def test_the_table_holds_each_runs_numbers_from_its_files(runs):
         no_unk = beam["no_unk_words"] if folder_name != "metrics" else beam["no_unk"]
         assert row[5] == f"{no_unk['bleu']:.2f} ({no_unk['n']})"
         assert row[6] == f"{beam['all']['chrf']:.2f}"
+        assert row[7] == f"{beam['all']['len_ratio']:.3f}"
         f1 = beam.get("unigram_f1")
-        assert row[7:11] == ([f"{f1[c]['f1']:.2f}" for c in F1] if f1 else ["–"] * 4)
+        assert row[8:12] == ([f"{f1[c]['f1']:.2f}" for c in F1] if f1 else ["–"] * 4)
         scores = json.loads((metrics / "align_attention.json").read_text())["cells"].get(
             cell, {}).get("scores", {})
-        for column, name in ((11, "argmax"), (12, "threshold 0.3")):
+        for column, name in ((12, "argmax"), (13, "threshold 0.3")):
             aer = scores.get(name, {}).get("aer")
             assert row[column] == (f"{aer:.3f}" if aer is not None else "–")
-        assert row[13:] == ["–", "–"]            # no significance.json: no p-values
-    assert rows[3][3:] == ["9.25", "9.75", "12.25 (30)", "29.25", "50.00", "55.50", "22.25",
-                           "13.00", "0.412", "0.422", "–", "–"]
+        assert row[14:16] == ["–", "–"]            # no significance.json: no p-values
+        seconds = json.loads((metrics / "eval" / f"{cell}.json").read_text())["speed"]["beam"]
+        assert row[16] == f"{seconds['seconds']:.1f}"
+    assert rows[3][3:] == ["9.25", "9.75", "12.25 (30)", "29.25", "0.950", "50.00", "55.50",
+                           "22.25", "13.00", "0.412", "0.422", "–", "–", "18.5"]
 
 
 def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
@@ -172,7 +176,7 @@ def test_against_another_preset_puts_the_cells_beside_that_presets(runs):
     assert page.startswith("# The preset 'supervised' beside the preset 'luong'")
     assert "`reports/presets/luong/metrics/` (the preset 'luong')" in page
     assert "compare supervised --against luong" in page
-    assert [row[:2] + row[11:13] for row in table_rows(page)] == [
+    assert [row[:2] + row[12:14] for row in table_rows(page)] == [
         ["luong_general-50", "luong", "–", "–"], ["luong_general-50", "supervised", "–", "–"],
         ["RNNsearch-50", "luong", "0.456", "0.466"], ["RNNsearch-50", "supervised", "0.312", "0.323"]]
     assert presets.main(["compare", "supervised", "--against", "nowhere"]) == 2
@@ -276,14 +280,14 @@ def test_export_tests_the_preset_against_the_default_runs_translations(runs):
         assert tests["cells"][cell]["by_length"]["10-20"] is None        # 8 sentences: untested
     page = (folder / "beside_default.md").read_text()
     rows = table_rows(page)
-    assert [row[-1] for row in rows[:4]] == ["–", fmt_p(tests, "encdec-50"), "–",
+    assert [row[-2] for row in rows[:4]] == ["–", fmt_p(tests, "encdec-50"), "–",
                                              fmt_p(tests, "search-50")]
     assert "BLEU by source sentence length, default run vs 'subword'" in page
 
     shutil.rmtree(runs / ".dvc/cache")                 # a clone without the translations
     folder = presets.export("subword")
     assert not (folder / "significance.json").exists()
-    assert all(row[-1] == "–" for row in table_rows((folder / "beside_default.md").read_text()))
+    assert all(row[-2] == "–" for row in table_rows((folder / "beside_default.md").read_text()))
 
 
 def fmt_p(tests: dict, cell: str) -> str:
@@ -332,7 +336,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
     expected = paired_bootstrap(mine["search-50"], other["search-50"], refs, samples=200, seed=7)
     assert tests["cells"]["search-50"]["all"] == expected
     page = (folder / "beside_conditional.md").read_text()
-    assert [row[-1] for row in table_rows(page)[:2]] == ["–", fmt_p(tests, "search-50")]
+    assert [row[-2] for row in table_rows(page)[:2]] == ["–", fmt_p(tests, "search-50")]
     assert fetched == [("preset/supervised_cond", "supervised_cond", ["search-50"]),
                        ("preset/conditional", "conditional", ["search-50"])]
     aer = tests["cells"]["search-50"]["aer"]
@@ -341,7 +345,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
     # 1 - (|A∩S| + |A∩P|) / (|A| + |S|): 1 - 104/146 (26 perfect sentences), 1 - 80/140 (20)
     assert aer["argmax"] == {"n": 40, "p_value": p_argmax, "aer": pytest.approx(42 / 146),
                              "baseline_aer": pytest.approx(60 / 140)}
-    assert [row[-2] for row in table_rows(page)[:2]] == [
+    assert [row[-3] for row in table_rows(page)[:2]] == [
         "–", f"{p_argmax:.3f} / {aer['threshold 0.3']['p_value']:.3f}"]
     assert "BLEU by source sentence length, preset 'conditional' vs 'supervised_cond'" in page
     assert "against the preset 'conditional''s on the same sentences" in page
@@ -388,3 +392,13 @@ def test_layers_scores_a_transformer_cells_attention_from_each_decoder_layer(run
         for layer, (found, total) in enumerate([(0, 12), (2, 13), (4, 14)])]
     assert presets.main(["layers", "transformer", "search-50"]) == 2
     assert "search-50 of preset/transformer is a 'search' model" in capsys.readouterr().err
+
+
+def test_a_zero_aer_difference_reads_same_aer_not_a_p_value():
+    """One model decoded twice (the stop_bound preset) has the same attention: the smoothed
+    bootstrap's p = 1/(samples+1) of a zero difference is not shown as if it were a finding."""
+    from rnnsearch.reporting.beside import p_difference
+
+    assert p_difference({"p_value": 1 / 1001, "aer": 0.4878, "baseline_aer": 0.4878}) == "same AER"
+    assert p_difference({"p_value": 0.0123, "aer": 0.41, "baseline_aer": 0.49}) == "0.012"
+    assert p_difference({}) == "–"

@@ -27,8 +27,9 @@ BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 # prepare params that say where the corpus files are found, not which sentences are drawn
 LOCATION_KEYS = ("mirror", "download", "cache_dir")
 HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (sentences)",
-          "chrF", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)",
-          "AER (threshold)", "p AER (argmax / threshold)", "p BLEU (paired bootstrap)")
+          "chrF", "Length ratio", *(f"F1 {c}" for c in CLASS_COLUMNS.values()), "AER (argmax)",
+          "AER (threshold)", "p AER (argmax / threshold)", "p BLEU (paired bootstrap)",
+          "Decoding (s)")
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,10 @@ def unshared_test_set(default: Run, preset: Run) -> str | None:
 
 def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
     """A cell's row after Model and Run: units, BLEU (all, ``<unk>`` replaced, No-UNK with its
-    sentence count), chrF, unigram F1 per class of words and AER, argmax and thresholded
-    (``–``: not in the run's metrics)."""
+    sentence count), chrF, the output's length over the references', unigram F1 per class of
+    words and AER, argmax and thresholded (``–``: not in the run's metrics)."""
     systems = run.inputs.evals[cell]["systems"]
+    ratio = systems.get(method, {}).get("all", {}).get("len_ratio")
     summary = cell_summary(run.inputs, cell, method)
     replaced = systems.get(f"{method}_unk", {}).get("all", {}).get("bleu")
     no_unk = word_no_unk(systems.get(method, {}))
@@ -124,7 +126,14 @@ def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
            for name in ("argmax", f"threshold {attention.get('threshold')}")]
     return (run.units, fmt(summary.get("bleu")), fmt(replaced),
             f"{fmt(no_unk.get('bleu'))} ({fmt(no_unk.get('n'))})", fmt(summary.get("chrf")),
-            *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS), *(fmt(a, 3) for a in aer))
+            fmt(ratio, 3), *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS),
+            *(fmt(a, 3) for a in aer))
+
+
+def decoding_seconds(run: Run, cell: str, method: str) -> str:
+    """The seconds ``method`` took over the whole test set (``–``: not timed, e.g. the
+    ``_unk`` systems, which replace words in the beam's output)."""
+    return fmt(run.inputs.evals[cell].get("speed", {}).get(method, {}).get("seconds"), 1)
 
 
 def word_no_unk(system: dict[str, Any]) -> dict[str, Any]:
@@ -152,6 +161,13 @@ def differing_cells(default: Run, preset: Run, method: str) -> list[str]:
             != (headline(preset, cell, method), cell_length_curve(preset, cell, method, 1))]
 
 
+def p_difference(test: dict[str, Any]) -> str:
+    """An AER test's p-value, or ``same AER`` where both runs' AER is the same (the models
+    reused: a zero difference, which the +1-smoothed bootstrap would give p = 1/(samples+1))."""
+    same = test.get("aer") is not None and test.get("aer") == test.get("baseline_aer")
+    return "same AER" if same else fmt(test.get("p_value"), 3)
+
+
 def model_name(run: Run, cell: str) -> str:
     """``search-50`` -> ``RNNsearch-50``, from the cell's metrics."""
     model = run.inputs.evals[cell]["model"]
@@ -168,21 +184,21 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
     def p_aer(run: Run, cell: str) -> str:
         variants = ("argmax", f"threshold {threshold}")
         aer = test(run, cell).get("aer", {})
-        return (" / ".join(fmt(aer.get(v, {}).get("p_value"), 3) for v in variants) if aer
-                else "–")
+        return " / ".join(p_difference(aer.get(v, {})) for v in variants) if aer else "–"
 
     def p_bleu(run: Run, cell: str) -> str:
         return fmt(test(run, cell).get("all", {}).get("p_value"), 3)
 
     threshold = (preset.inputs.align_attention or {}).get("threshold")
     rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
-                  p_aer(run, cell), p_bleu(run, cell))
+                  p_aer(run, cell), p_bleu(run, cell), decoding_seconds(run, cell, method))
                  for cell in cells for run in (default, preset))
     return Table(f"The preset '{preset.label}' beside {default.title} ({method})", HEADER, rows,
                  (f"BLEU and chrF: sacreBLEU on detokenised output against the raw references; "
                   f"UNK replaced: the `{method}_unk` system, `<unk>` replaced from attention "
                   "(Sennrich et al.'s back-off baseline; `–` without attention or with subword "
-                  "units, where there is none).",
+                  "units, where there is none). Length ratio: the output's length over the "
+                  "references' (sacreBLEU's, all sentences; brevity costs BLEU below 1).",
                   "No-UNK: the test sentences whose source and reference have no word outside "
                   "the word-level vocabularies (Bahdanau et al.'s column): a word-level run's "
                   "own; for a subword run, the vocabularies a word model of its sizes would have "
@@ -200,7 +216,11 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   "not in the DVC cache when the comparison was made). p AER: the same test of "
                   "the attention's AER on the gold sentences, argmax and thresholded links (`–`: "
                   "not tested, e.g. a model without attention, or the models not in the DVC "
-                  "cache)."))
+                  "cache; `same AER`: both runs' AER is the same, e.g. one model decoded "
+                  "twice).",
+                  "Decoding: the seconds the whole test set took to decode, in batches of "
+                  "`translate.batch_size`, on the machine each run was made on (each run's "
+                  "`environment` block names it): compare them between runs of one machine."))
 
 
 def length_table(default: Run, preset: Run, cells: list[str], method: str,
