@@ -56,7 +56,7 @@ LAYERS = (
     ("lm",),
     ("stages", "bench", "experiments", "presets"),
 )
-STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "model_code", "train",
+STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "code", "train",
           "translate", "search_error", "evaluate", "align", "align_attention", "report")
 
 

@@ -7,6 +7,7 @@ imports what the entries of the imported modules name (:func:`registry_imports`)
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,3 +129,23 @@ def code_modules(graph: Graph, start: Iterable[str]) -> set[str]:
     """The modules whose edits can change what running ``start`` writes: their closure less
     :data:`CANNOT_CHANGE_A_RESULT`."""
     return closure(graph, start) - set(CANNOT_CHANGE_A_RESULT)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    """A statement that is a bare string: a docstring (of a module, class, function or
+    attribute), which running the code never reads."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+        and isinstance(node.value.value, str)
+
+
+def code_digest(path: Path) -> str:
+    """SHA-256 of a module's code: its syntax tree without docstrings. Comments and layout
+    never reach the tree, so an edit to them, or to a docstring, leaves the digest as it was
+    (the tree's dump may differ between Python versions: an upgrade changes every digest)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and any(_is_docstring(s) for s in body):
+                setattr(node, field, [s for s in body if not _is_docstring(s)] or [ast.Pass()])
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()

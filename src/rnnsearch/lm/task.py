@@ -81,14 +81,12 @@ class LMTask(pl.LightningModule):
         return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["tbptt"] = {"segments_done": self.segments_done, "carry": self.carry,
-                               "rng": torch.get_rng_state()}
+        checkpoint["tbptt"] = {"segments_done": self.segments_done, "carry": self.carry}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("tbptt")
         if saved is not None:
             self.segments_done, self.carry = saved["segments_done"], saved["carry"]
-            torch.set_rng_state(saved["rng"])
 
 
 class RewindStream(pl.Callback):

@@ -1,15 +1,13 @@
 """Train the language model with Lightning: budget, checkpoints, resuming, MLflow, metrics.
 
 ``best.ckpt`` (best dev perplexity) and ``last.ckpt`` (every ``checkpoint_every`` steps) live in
-the output directory. A run resumes from ``last.ckpt`` (and its MLflow run) only when its
-fingerprint (every setting that changes the result, budget and thread count included: a run
-continued to a larger ``max_steps`` does not end where a fresh one does) matches; otherwise it
-starts afresh, the old checkpoints set aside (:mod:`rnnsearch.training.previous_run`)."""
+the run's resume folder (:mod:`rnnsearch.training.session`), named by its fingerprint (every
+setting that changes the result, budget and thread count included: a run continued to a larger
+``max_steps`` does not end where a fresh one does): a run resumes from the ``last.ckpt`` (and
+the MLflow run) of its own fingerprint only."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import warnings
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,7 +18,6 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from pytorch_lightning.loggers import Logger, MLFlowLogger
-from pytorch_lightning.utilities import rank_zero_info
 
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
 from rnnsearch.config.trees import flatten
@@ -29,9 +26,9 @@ from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
-from rnnsearch.training.checkpoints import SameDiskCheckpointIO, load_checkpoint, resume_point
-from rnnsearch.training.previous_run import RunState
+from rnnsearch.training.checkpoints import SameDiskCheckpointIO, load_checkpoint
 from rnnsearch.training.resume import LastCheckpoint, RngState
+from rnnsearch.training.session import Session, fingerprint
 
 NOT_IN_RESULT = ("gradient_flow",)   # a diagnostic measured after training
 
@@ -67,59 +64,6 @@ class LMRun:
     run_id: str | None
 
 
-def fingerprint(cfg: PretrainLMConfig, files: Sequence[Path]) -> str:
-    """sha256 of the configuration (all but ``NOT_IN_RESULT``) and of the ``files`` read."""
-    digest = hashlib.sha256()
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_IN_RESULT}
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    for path in files:
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()
-
-
-class RunInfo(Callback):
-    """Stamps every checkpoint with the run's fingerprint and MLflow run id."""
-
-    def __init__(self, info: dict[str, Any]) -> None:
-        self.info = info
-
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                           checkpoint: dict[str, Any]) -> None:
-        checkpoint["rnnsearch"] = dict(self.info)
-
-
-def resumable(ckpt_dir: Path, fp: str, say: bool = True) -> dict[str, Any] | None:
-    """The ``rnnsearch`` stamp of ``last.ckpt`` if it was written by this configuration
-    (``say``: tell when it was not)."""
-    last = ckpt_dir / "last.ckpt"
-    if not last.is_file():
-        return None
-    checkpoint = resume_point(last, "training the language model afresh")  # weights only
-    if checkpoint is None:
-        return None
-    stamp = checkpoint.get("rnnsearch", {})
-    if stamp.get("fingerprint") == fp:
-        return stamp
-    if say:
-        rank_zero_info(f"{last} is from another configuration or data; starting afresh")
-    return None
-
-
-def lm_state(ckpt_dir: Path) -> RunState:
-    """The language model's resume state: ``last.ckpt`` and the ``best.ckpt`` of its run."""
-    return RunState(ckpt_dir, ("last.ckpt", "best.ckpt"), "last.ckpt")
-
-
-def find_resumable(ckpt_dir: Path, fp: str) -> tuple[dict[str, Any] | None, bool]:
-    """``(stamp, aside)``: the checkpoint to continue, in ``ckpt_dir`` or (``aside`` True) set
-    aside by a later run that has not finished; (None, False) for none."""
-    stamp = resumable(ckpt_dir, fp)
-    if stamp is not None:
-        return stamp, False
-    stamp = resumable(lm_state(ckpt_dir).aside.folder, fp, say=False)
-    return stamp, stamp is not None
-
-
 def build_model(cfg: PretrainLMConfig, vocab_size: int,
                 embed_dir: Path | None) -> tuple[LanguageModel, float | None]:
     """A seeded model; with ``embed_dir``, its embedding rows start from the word vectors."""
@@ -150,42 +94,37 @@ def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
     return trainer, best
 
 
-def train_lm(cfg: PretrainLMConfig, data: LMData, ckpt_dir: Path, embed_dir: Path | None = None,
+def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
+             embed_dir: Path | None = None,
              make_logger: Callable[[str | None], MLFlowLogger] | None = None,
              callbacks: Sequence[Callback] = ()) -> LMRun:
     """Train (or resume) and return the model with the best dev perplexity seen.
-    ``make_logger(run_id)``: the MLflow logger (``run_id``: the run to continue, or None). The old
-    checkpoints are replaced only once model and Trainer are built (a bad value keeps them)."""
+    ``resume_root``: where runs keep their checkpoints (:mod:`rnnsearch.training.session`);
+    ``make_logger(run_id)``: the MLflow logger (``run_id``: the run to continue, or None). The
+    resume folder is opened only once model and Trainer are built."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
-    fp = fingerprint(cfg, files)
-    stamp, aside = find_resumable(ckpt_dir, fp)
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_IN_RESULT}
+    session = Session(Path(resume_root), fingerprint(settings, files))
+    previous = session.resumable()
     model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
     train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
     dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
-    logger: Logger | bool = make_logger(stamp and stamp.get("run_id")) if make_logger else False
+    logger: Logger | bool = (make_logger(previous.get("run_id")) if make_logger else False)
     run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
-    info = RunInfo({"fingerprint": fp, "run_id": run_id})
-    trainer, best = build_trainer(cfg, ckpt_dir, logger, [info, RewindStream(train), *callbacks])
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    state = lm_state(ckpt_dir)
-    if aside:
-        state.swap_with_aside()
-    elif stamp is None:  # a stale best.ckpt must not compete with this run's
-        state.set_aside()
-    if isinstance(logger, MLFlowLogger) and stamp is None:
+    trainer, best = build_trainer(cfg, session.folder, logger, [RewindStream(train), *callbacks])
+    session.start(bool(previous), run_id=run_id)
+    if isinstance(logger, MLFlowLogger) and not previous:
         logger.log_hyperparams(flatten(cfg))
-    with state.restored_on_failure(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         # (RewindStream makes a mid-epoch restore exact)
         trainer.fit(LMTask(model, cfg.lr), train, dev, weights_only=True,  # never run a pickle
-                    ckpt_path=str(ckpt_dir / "last.ckpt") if stamp else None)
-        if not trainer.interrupted:  # a rerun continues from the true end
-            trainer.save_checkpoint(ckpt_dir / "last.ckpt")   # the full state, to resume from
-    state.drop_aside()
+                    ckpt_path=str(session.last) if previous else None)
     select_best(model, dev, best)
-    return LMRun(model, trainer.global_step, coverage, stamp is not None, run_id)
+    session.discard()                # finished: the caller writes the result
+    return LMRun(model, trainer.global_step, coverage, bool(previous), run_id)
 
 
 def select_best(model: LanguageModel, dev: SegmentLoader, best: ModelCheckpoint) -> None:

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embed", type=Path, default=Path("data/embed"),
                         help="tgt.vocab.npy and tgt.mask.npy (used when init_embeddings is true)")
     parser.add_argument("--out", type=Path, default=Path("data/lm"),
-                        help="decoder_init.pt, and the checkpoints last.ckpt and best.ckpt")
+                        help="decoder_init.pt (checkpoints: .cache/resume/pretrain_lm/)")
     parser.add_argument("--metrics", type=Path, default=Path("metrics/lm.json"))
     parser.add_argument("--plot", type=Path, default=Path("plots/gradient_flow.csv"))
     parser.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
@@ -64,7 +64,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Train, measure, then write decoder_init.pt, the metrics and the plot."""
     cfg = ctx.section(PretrainLMConfig)
     data = load_lm_data(args.data)
-    run = train_lm(cfg, data, args.out, args.embed if cfg.init_embeddings else None,
+    run = train_lm(cfg, data, ctx.resume_root(), args.embed if cfg.init_embeddings else None,
                    make_logger=None if args.no_mlflow else mlflow_logger)
     metrics = lm_metrics(cfg, run, data)
     flow = cfg.gradient_flow
@@ -78,6 +78,5 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         log_results(run.run_id, metrics, curves)
 
 
-STAGE = Stage("pretrain_lm", __doc__, add_arguments,   # checkpoints too: a kill mid-write is undone
-              lambda a: [a.out / DECODER_INIT, a.out / "last.ckpt", a.out / "best.ckpt",
-                         a.metrics, a.plot], body)
+STAGE = Stage("pretrain_lm", __doc__, add_arguments,
+              lambda a: [a.out / DECODER_INIT, a.metrics, a.plot], body)

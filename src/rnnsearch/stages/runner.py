@@ -4,8 +4,8 @@
 paths, stops the stage when ``dvc repro`` dies (no orphan keeps writing the model folder), locks
 each output against a second writer, recovers what a killed run left, runs the body with a
 :class:`StageContext` and turns expected failures into one line and exit status 2
-(:mod:`rnnsearch.command`). Outputs are replaced atomically, so the previous ones stay intact
-until the new ones are whole (``dvc.yaml`` declares them ``persist: true``).
+(:mod:`rnnsearch.command`). Outputs are written atomically, and when the stage fails under ``dvc
+repro`` (which deleted them before running it) the previous ones come back from DVC's cache.
 """
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ from rnnsearch.data.textio import atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
 from rnnsearch.errors import StageError
 from rnnsearch.procgroup import proc_stat, set_parent_death_signal
+from rnnsearch.stages.restore import restore_after_failure
 
 T = TypeVar("T")
+RESUME_ROOT = ".cache/resume"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ class StageContext:
             return path
         root = repo_root()
         return path if root == Path.cwd().resolve() else str(root / path)
+
+    def resume_root(self, *parts: str) -> Path:
+        """Where this stage's training runs keep their resume state: ``.cache/resume/<stage>/
+        <parts>`` in the repository (untracked; also from a temporary experiment's copy)."""
+        return Path(self.project_path(RESUME_ROOT)).joinpath(self.stage, *parts)
 
     @staticmethod
     def output_dir(path: Path) -> contextlib.AbstractContextManager[Path]:
@@ -116,12 +123,18 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
 
 
 def run_body(stage: Stage, args: argparse.Namespace) -> None:
-    """Lock and recover the stage's outputs, then run its body."""
+    """Lock and recover the stage's outputs, then run its body; when it fails under ``dvc
+    repro``, the previous outputs come back from DVC's cache (:mod:`rnnsearch.stages.restore`)."""
     with contextlib.ExitStack() as stack:
         for path in stage.outputs(args) if is_main_process() else ():
             stack.enter_context(output_lock(Path(path), stage.name))
             recover_leftovers(Path(path))
-        stage.body(args, StageContext(stage.name, args.params))
+        try:
+            stage.body(args, StageContext(stage.name, args.params))
+        except BaseException:
+            if is_main_process():
+                restore_after_failure(stage.name)
+            raise
 
 
 class _DropMessage(logging.Filter):

@@ -1,17 +1,13 @@
 """Train one grid cell (model variant x max length): everything the ``train`` stage does.
 
-Every input is checked before the Trainer starts, so a bad setting fails in seconds.
-``<out>/run.json`` fingerprints everything the result depends on: an unfinished run with the
-same one continues from ``last.ckpt`` in the same MLflow run; else it starts afresh, the old
-resume state set aside once everything is built and back on an early failure
-(:mod:`rnnsearch.training.previous_run`). ``model.pt`` is replaced only when the run finishes."""
+Every input is checked before the Trainer starts, so a bad setting fails in seconds. The run's
+resume state lives in the folder of its fingerprint (:mod:`rnnsearch.training.session`): an
+unfinished run with the same fingerprint continues from its ``last.ckpt`` in the same MLflow
+run. ``model.pt`` is written, whole, only when the run finishes."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
-import os
 import shutil
 import sys
 from datetime import timedelta
@@ -28,22 +24,22 @@ from rnnsearch import tracking
 from rnnsearch.config.base import require
 from rnnsearch.config.train import InitConfig, TrainConfig, cell_name
 from rnnsearch.config.trees import flatten
-from rnnsearch.data.textio import write_json
+from rnnsearch.data.savefile import save_atomically
 from rnnsearch.errors import DataError, TrainingDiverged
 from rnnsearch.environment import is_main_process
 from rnnsearch.models.seq2seq import Seq2Seq, build_model, count_parameters
 from rnnsearch.models.lm_transfer import load_lm_into_decoder
 from rnnsearch.training.callbacks import BestModelSaver, make_dev_bleu
-from rnnsearch.training.checkpoints import SameDiskCheckpointIO, log, resume_point
+from rnnsearch.training.checkpoints import SameDiskCheckpointIO
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
-from rnnsearch.training.previous_run import RunState
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.precision import set_matmul_precision, with_weight_cache
 from rnnsearch.training.resume import LastCheckpoint, RngState
+from rnnsearch.training.session import Session, fingerprint
 from rnnsearch.training.supervision import META_FILE, links_file
 
-RUN_FILE, LAST, MODEL = "run.json", "last.ckpt", "model.pt"
+MODEL = "model.pt"
 PARTIAL = "model.pt.partial"   # the running run's best model; becomes model.pt when it finishes
 
 
@@ -77,8 +73,8 @@ def init_files(init: InitConfig, embed_dir: str | Path | None,
     return files
 
 
-def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
-                init: Sequence[Path] = ()) -> str:
+def run_fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
+                    init: Sequence[Path] = ()) -> str:
     """A hash of the cell's params (budget included), data and ``init`` files: equal -> safe to
     resume."""
     params = dataclasses.asdict(config)
@@ -89,67 +85,9 @@ def fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Pa
     # setting another architecture gained never stops an unfinished run from resuming
     params["base_model"] = config.base_model.to_dict()
     params["models"] = {model_name: config.model_config(model_name).to_dict()}
-    digest = hashlib.sha256(json.dumps([params, model_name, max_len], sort_keys=True).encode())
     names = ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt")
-    for path in [data_dir / name for name in names] + list(init):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def read_run(out_dir: Path) -> dict[str, Any]:
-    """``run.json`` of the previous run; {} when missing or unreadable (warned: starting afresh
-    is safe, the old model is replaced only when the new run finishes)."""
-    path = out_dir / RUN_FILE
-    if not path.is_file():
-        return {}
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        log.warning("warning: %s: unreadable (%s): training this cell afresh", path, err)
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
-def _write_run(out_dir: Path, **info: Any) -> None:
-    if is_main_process():
-        write_json(out_dir / RUN_FILE, info)
-
-
-def resumable_run(out_dir: Path, fp: str) -> dict[str, Any]:
-    """The previous run's info when it can be resumed (same fingerprint, unfinished, with a
-    readable ``last.ckpt``), else {}. Reads only: nothing is deleted here."""
-    info = read_run(out_dir)
-    if info.get("fingerprint") != fp or info.get("finished") or not (out_dir / LAST).is_file():
-        return {}
-    if resume_point(out_dir / LAST, "training this cell afresh") is None:
-        return {}
-    rank_zero_info(f"resuming from {out_dir / LAST}")
-    return info
-
-
-def run_state(out_dir: Path) -> RunState:
-    """The files of a cell's resume state (not ``model.pt``)."""
-    return RunState(out_dir, (LAST, PARTIAL, RUN_FILE), LAST)
-
-
-def find_resumable(out_dir: Path, fp: str) -> tuple[dict[str, Any], bool]:
-    """``(info, aside)``: the run to continue, in ``out_dir`` or (``aside`` True) set aside in
-    ``out_dir/.previous-run`` by a later run that has not finished; ({}, False) for none."""
-    info = resumable_run(out_dir, fp)
-    if info:
-        return info, False
-    info = resumable_run(run_state(out_dir).aside.folder, fp)
-    return info, bool(info)
-
-
-def remove_half_written(out_dir: Path) -> None:
-    """Remove what a process killed in the middle of saving left (``.<name>.tmp-*``)."""
-    if is_main_process():
-        for leftover in out_dir.glob(".*.tmp-*"):
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
+    return fingerprint([params, model_name, max_len],
+                       [data_dir / name for name in names] + list(init))
 
 
 DIVERGED_FACTOR = 10.0  # a dev loss above this many times the uniform distribution's: diverged
@@ -166,43 +104,45 @@ def diverged_scores(best: dict[str, float], vocab_size: int) -> dict[str, float]
     return bad
 
 
-def check_converged(best: dict[str, float], vocab_size: int, out_dir: Path, step: int) -> None:
-    """Refuse (:class:`TrainingDiverged`) a diverged or unscored run, clearing its resume state
-    so a rerun starts afresh; the previous ``model.pt`` stays."""
+def check_converged(best: dict[str, float], vocab_size: int, session: Session, out_dir: Path,
+                    step: int) -> None:
+    """Refuse (:class:`TrainingDiverged`) a diverged or unscored run, deleting its resume state
+    so a rerun starts afresh."""
     bad = diverged_scores(best, vocab_size)
     if not best or bad:
-        run_state(out_dir).clear()       # a rerun starts afresh, not from broken weights
+        session.discard()                # a rerun starts afresh, not from broken weights
         shown = ", ".join(f"{k} = {v:.6g}" for k, v in bad.items()) or "no dev score"
         uniform = DIVERGED_FACTOR * math.log(vocab_size)
         raise TrainingDiverged(f"{out_dir}: training diverged ({shown} at step {step}; a dev "
                                f"loss must be finite and at most {uniform:.3f}, "
                                f"{DIVERGED_FACTOR:g} x ln of the {vocab_size:,}-word target "
-                               f"vocabulary); the previous model.pt is unchanged. Check the "
+                               f"vocabulary). Check the "
                                f"inputs (word vectors, language model) and train.optim "
                                f"(lr, clip_norm)")
 
 
-def promote_model(out_dir: Path) -> None:
-    """Put the finished run's best model in place of the previous ``model.pt`` (one rename)."""
+def promote_model(session: Session, out_dir: Path) -> None:
+    """Put the finished run's best model in place as ``<out_dir>/model.pt`` (written whole)."""
     if not is_main_process():
         return
-    partial = out_dir / PARTIAL
+    partial = session.folder / PARTIAL
     if not partial.is_file():
         raise DataError(f"{partial}: the run's best model is missing (deleted while the run was "
-                        f"interrupted?); delete {out_dir / RUN_FILE} to train this cell afresh")
-    os.replace(partial, out_dir / MODEL)
+                        f"interrupted?); delete {session.folder} to train this cell afresh")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_atomically(out_dir / MODEL, lambda file: shutil.copyfile(partial, file))
 
 
-def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, Timer, list]:
-    """Best-dev ``model.pt``, the time budget, ``last.ckpt``, early stopping, a progress bar."""
+def make_callbacks(config: TrainConfig, session: Session) -> tuple[BestModelSaver, Timer, list]:
+    """Best-dev model, the time budget, ``last.ckpt``, early stopping, a progress bar."""
     b = config.budget
     monitor, mode = ("val/bleu", "max") if b.monitor == "bleu" else ("val/loss", "min")
-    saver = BestModelSaver(out_dir / PARTIAL, monitor, mode)
+    saver = BestModelSaver(session.folder / PARTIAL, monitor, mode)
     timer = Timer(duration=timedelta(minutes=b.max_minutes) if b.max_minutes > 0 else None,
                   interval="step", verbose=False)
     # last.ckpt after each validation (BestModelSaver and EarlyStopping have seen it), with the
     # RNG states: a killed run resumes to the same weights (rnnsearch.training.resume)
-    callbacks = [saver, timer, RngState(), LastCheckpoint(out_dir / LAST, b.val_every_steps)]
+    callbacks = [saver, timer, RngState(), LastCheckpoint(session.last, b.val_every_steps)]
     if b.early_stopping_patience:
         callbacks.append(EarlyStopping(monitor, patience=b.early_stopping_patience, mode=mode,
                                        check_on_train_epoch_end=False))
@@ -211,7 +151,7 @@ def make_callbacks(config: TrainConfig, out_dir: Path) -> tuple[BestModelSaver, 
     return saver, timer, callbacks
 
 
-def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
+def make_trainer(config: TrainConfig, root_dir: Path, logger: Any, callbacks: list) -> pl.Trainer:
     """Lightning's Trainer for ``train.trainer`` and ``train.budget``, with the precision
     settings of :mod:`rnnsearch.training.precision`."""
     t, b = config.trainer, config.budget
@@ -221,7 +161,7 @@ def make_trainer(config: TrainConfig, out_dir: Path, logger: Any, callbacks: lis
         max_epochs=b.max_epochs, val_check_interval=b.val_every_steps, check_val_every_n_epoch=None,
         gradient_clip_val=config.optim.clip_norm or None, gradient_clip_algorithm="norm",
         logger=logger, callbacks=callbacks, log_every_n_steps=t.log_every_steps,
-        num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(out_dir),
+        num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=str(root_dir),
         enable_progress_bar=True, enable_model_summary=is_main_process(),
         plugins=[SameDiskCheckpointIO()])
     if t.autocast_cache:
@@ -304,10 +244,12 @@ def make_logger(cell: str, run_id: str | None) -> MLFlowLogger:
 
 def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str | Path,
                out_dir: str | Path, embed_dir: str | Path | None = None,
-               lm_path: str | Path | None = None, links_dir: str | Path | None = None
-               ) -> dict[str, Any]:
-    """Train ``model_name`` on pairs of at most ``max_len`` tokens; returns the cell's metrics.
-    ``links_dir``: the align stage's links, read for supervised attention."""
+               lm_path: str | Path | None = None, links_dir: str | Path | None = None,
+               resume_root: str | Path | None = None) -> dict[str, Any]:
+    """Train ``model_name`` on pairs of at most ``max_len`` tokens into ``out_dir/model.pt``;
+    returns the cell's metrics. ``links_dir``: the align stage's links, read for supervised
+    attention; ``resume_root``: where runs keep their resume state (default
+    ``out_dir/.resume``; :mod:`rnnsearch.training.session`)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     cell = cell_name(model_name, max_len)
     links = supervision_links(config, model_name, links_dir)
@@ -317,38 +259,33 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                              config.data.dev_bleu_sentences)
     require(dev_bleu is not None or config.budget.monitor != "bleu", "train.budget.monitor",
             "'bleu' needs train.data.dev_bleu_sentences > 0 and the decoding package")
-    fp = fingerprint(config, model_name, max_len, data_dir,
-                     init_files(config.init, embed_dir, lm_path) + links_files(links))
-    previous, aside = find_resumable(out_dir, fp)
+    session = Session(Path(resume_root) if resume_root else out_dir / ".resume",
+                      run_fingerprint(config, model_name, max_len, data_dir,
+                                      init_files(config.init, embed_dir, lm_path)
+                                      + links_files(links)))
+    previous = session.resumable()
     graphs = use_cuda_graphs(config, model)
     task = TranslationTask(model, config.optim, hyperparameters(
         config, model, cell, model_name, max_len, init_report), dev_bleu,
         config.trainer.log_every_steps, pad_to=graph_padding(config, graphs),
         bf16_cross_entropy=config.trainer.bf16_cross_entropy, fused_loss=config.trainer.fused_loss,
         supervision=config.supervised_attention if links is not None else None)
-    saver, timer, callbacks = make_callbacks(config, out_dir)
+    saver, timer, callbacks = make_callbacks(config, session)
     logger = make_logger(cell, previous.get("mlflow_run_id"))
-    trainer = make_trainer(config, out_dir, logger, callbacks)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    remove_half_written(out_dir)
-    state = run_state(out_dir)
-    if aside:                 # every check has passed: only now move resume states
-        state.swap_with_aside()
-    elif not previous:
-        state.set_aside()
-    run_id = logger.run_id if is_main_process() else None
-    _write_run(out_dir, fingerprint=fp, finished=False, mlflow_run_id=run_id, cell=cell)
-    with state.restored_on_failure():
-        metrics = {"cell": cell, "model": model_name, "max_len": max_len,
-                   **fit_and_select(task, data, trainer, saver, timer, out_dir, bool(previous)),
-                   **init_report}
-        if graphs is not None:
-            metrics.update(graphs.stats())
-        if links is not None:
-            metrics["supervised_attention"] = supervision_report(config, data, trainer)
-        promote_model(out_dir)
-    state.drop_aside()
-    _write_run(out_dir, fingerprint=fp, finished=True, mlflow_run_id=run_id, cell=cell)
+    trainer = make_trainer(config, session.folder, logger, callbacks)
+    # every check has passed: only now is the resume folder opened
+    session.start(bool(previous), mlflow_run_id=logger.run_id if is_main_process() else None,
+                  cell=cell)
+    metrics = {"cell": cell, "model": model_name, "max_len": max_len,
+               **fit_and_select(task, data, trainer, saver, timer, session, out_dir,
+                                bool(previous)),
+               **init_report}
+    if graphs is not None:
+        metrics.update(graphs.stats())
+    if links is not None:
+        metrics["supervised_attention"] = supervision_report(config, data, trainer)
+    promote_model(session, out_dir)
+    session.discard()                 # finished: its result is model.pt
     return metrics
 
 
@@ -362,14 +299,14 @@ def supervision_report(config: TrainConfig, data: TranslationDataModule, trainer
 
 
 def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: pl.Trainer,
-                   saver: BestModelSaver, timer: Timer, out_dir: Path, resume: bool
-                   ) -> dict[str, Any]:
-    """Train (from ``last.ckpt`` when ``resume``), score the final weights on dev when the last
+                   saver: BestModelSaver, timer: Timer, session: Session, out_dir: Path,
+                   resume: bool) -> dict[str, Any]:
+    """Train (from the session's ``last.ckpt`` when ``resume``), score the final weights on dev when the last
     step had no validation, and refuse a diverged run; returns the run's metrics."""
     # weights_only=True: Lightning's default (None) follows torch's, which an environment
     # variable (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD) turns off; resumable_run has read it this way
     trainer.fit(task, datamodule=data, weights_only=True,
-                ckpt_path=str(out_dir / LAST) if resume else None)
+                ckpt_path=str(session.last) if resume else None)
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}
@@ -377,7 +314,7 @@ def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: 
         trainer.logger.log_metrics({f"best/{k.split('_', 1)[-1]}": v for k, v in best.items()} |
                                    {"train/tokens_per_s_mean": task.tokens_per_second},
                                    step=trainer.global_step)
-    check_converged(best, len(data.tgt_vocab), out_dir, trainer.global_step)
+    check_converged(best, len(data.tgt_vocab), session, out_dir, trainer.global_step)
     return {**best, "best_step": saver.best_step, "steps": trainer.global_step,
             "epochs": trainer.global_step / max(trainer.num_training_batches, 1),
             "train_minutes": timer.time_elapsed("train") / 60,

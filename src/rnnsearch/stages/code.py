@@ -1,0 +1,83 @@
+"""DVC stages ``code`` and ``model_code``: the code a stage, or one grid model, runs, recorded as
+a small file the stage depends on instead of on every module it imports.
+
+A record holds the digest of every module (:func:`rnnsearch.code_graph.code_digest`: the syntax
+tree without docstrings, so an edit to a docstring, a comment or the layout changes no record
+and reruns nothing). ``--stage NAME`` records ``pipeline/<script>.py``, ``pipeline/_entry.py``
+and every module importing ``rnnsearch.stages.<NAME>`` can run (the modules that cannot change a
+result left out: :data:`rnnsearch.code_graph.CANNOT_CHANGE_A_RESULT`). The stages that run a
+grid model (:data:`RUN_A_MODEL`) leave the architectures' registry out: they also depend on the
+record ``--model NAME`` writes, of that model's registry entry and of the modules its encoder
+and decoder import, so a new architecture, or an edit to another one, retrains no model. Both
+stages rerun, in seconds, on every edit below ``src/``; the stages behind them only when a
+record changed."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import rnnsearch
+from rnnsearch.code_graph import (ARCHITECTURES_MODULE, Graph, code_digest, code_modules,
+                                  package_graph)
+from rnnsearch.config.architectures import Architecture
+from rnnsearch.config.train import TrainConfig
+from rnnsearch.stages.runner import Stage, StageContext
+
+SRC = Path(rnnsearch.__file__).resolve().parent.parent
+PIPELINE = SRC.parent / "pipeline"
+RUN_A_MODEL = ("train", "translate", "search_error", "align_attention")
+SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
+MODULES = {"compare": "rnnsearch.presets"}         # a stage run as `python -m <module>`
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--stage", help="a stage of dvc.yaml (or compare)")
+    what.add_argument("--model", help="a name of train.models")
+    parser.add_argument("--out", type=Path, required=True, help="the record (JSON)")
+
+
+def digests(graph: Graph, modules: set[str]) -> dict[str, str]:
+    """``{path below src/: code digest}`` of ``modules``."""
+    files = sorted(graph.files[module].relative_to(SRC).as_posix() for module in modules)
+    return {path: code_digest(SRC / path) for path in files}
+
+
+def stage_record(name: str, graph: Graph | None = None) -> dict[str, object]:
+    """The record of the code stage ``name`` runs (``graph``: the package's, read once)."""
+    graph = graph or package_graph(SRC)
+    modules = code_modules(graph, [MODULES.get(name, f"rnnsearch.stages.{name}")])
+    if name in RUN_A_MODEL:
+        modules -= {ARCHITECTURES_MODULE}
+    scripts = [] if name in MODULES else [f"{SCRIPTS.get(name, name)}.py", "_entry.py"]
+    return {"stage": name, "modules": digests(graph, modules),
+            "scripts": {script: code_digest(PIPELINE / script) for script in scripts}}
+
+
+def architecture_modules(architecture: Architecture, graph: Graph | None = None
+                         ) -> dict[str, str]:
+    """``{path below src/: code digest}`` of every module the architecture's encoder and
+    decoder import, the registry itself left out (its entry is recorded instead)."""
+    graph = graph or package_graph(SRC)
+    start = [reference.partition(":")[0] for reference in (architecture.encoder,
+                                                           architecture.decoder)]
+    return digests(graph, code_modules(graph, start) - {ARCHITECTURES_MODULE})
+
+
+def model_record(ctx: StageContext, name: str) -> dict[str, object]:
+    """The record of grid model ``name``'s own code."""
+    model = ctx.section(TrainConfig, "train").model_config(name)
+    return {"model": name, "architecture": model.model,
+            "entry": dataclasses.asdict(model.architecture),
+            "modules": architecture_modules(model.architecture)}
+
+
+def body(args: argparse.Namespace, ctx: StageContext) -> None:
+    """Write the record of ``args.stage``'s or ``args.model``'s code."""
+    record = stage_record(args.stage) if args.stage else model_record(ctx, args.model)
+    ctx.write_json(args.out, record)
+    print(f"code {args.stage or args.model}: {len(record['modules'])} modules")
+
+
+STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body)
