@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -108,6 +109,80 @@ def test_every_float_param_refuses_nan_and_infinity_naming_the_key():
             changed = {**params, section: {**params[section], name: bad}}
             with pytest.raises(ConfigError, match=rf"^{section}\.{name}: must be a finite number"):
                 validate_params(changed)
+
+
+def alias_bomb(depth: int = 9) -> str:
+    """Params whose ``prepare.corpus`` is a list of lists nested ``depth`` deep, each of nine
+    aliases of the one below: a few lines that stand for 9**depth values."""
+    names = [f"l{level}" for level in range(depth)]
+    lines = [f"{names[0]}: &{names[0]} [{', '.join(['1'] * 9)}]"]
+    lines += [f"{name}: &{name} [{', '.join([f'*{below}'] * 9)}]"
+              for below, name in zip(names, names[1:])]
+    return "\n".join([*lines, f"prepare: {{corpus: *{names[-1]}}}"]) + "\n"
+
+
+def test_an_alias_bomb_is_refused_at_once_naming_the_file(tmp_path):
+    """Was: every entry point hung (an error message formatted the repr of 9**9 values)."""
+    from rnnsearch.config.base import read_params
+
+    params = tmp_path / "params.yaml"
+    params.write_text(alias_bomb())
+    with pytest.raises(ConfigError, match=r"params\.yaml: its aliases expand to [\d,]+ values, "
+                                          r"more than the 1,000,000"):
+        read_params(params)
+    params.write_text(alias_bomb(depth=5))                 # 9**5 values: a size params may have
+    assert len(read_params(params)["l4"]) == 9
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "mine.yaml").write_text(alias_bomb())
+    done = subprocess.run([sys.executable, "-m", "rnnsearch.presets", "check", "mine"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src"),
+                                   RNNSEARCH_ROOT=str(tmp_path)))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "mine.yaml: its aliases expand to" in lines[0]
+
+
+def test_a_refused_value_is_shown_cut_short():
+    """An error message shows a few items of a long or deep value, not the whole of it."""
+    nested: list = [1] * 9
+    for _ in range(8):
+        nested = [nested] * 9                              # 9**9 values, each list shared
+    for value in (list(range(100_000)), nested):
+        with pytest.raises(ConfigError, match=r"^prepare\.corpus: expected a string") as err:
+            from_dict(PrepareConfig, {**BASE, "corpus": value}, "prepare")
+        assert len(str(err.value)) < 300, str(err.value)[:300]
+
+
+def test_the_search_error_wide_beam_must_be_wider_than_the_beam():
+    """Was: a wide beam no wider than ``translate.search.beam_size`` was accepted, and the
+    search_error stage compared the beam with itself."""
+    from rnnsearch.config.base import read_params
+    from rnnsearch.config.sections import validate_params
+
+    params = read_params(REPO / "params.yaml")
+    beam = params["translate"]["search"]["beam_size"]
+
+    def with_wide_beam(wide: int) -> dict:
+        return {**params, "evaluate": {**params["evaluate"], "search_error_wide_beam": wide}}
+
+    for wide in (beam, beam - 1):
+        with pytest.raises(ConfigError, match=rf"^evaluate\.search_error_wide_beam: must be > "
+                                              rf"translate\.search\.beam_size \({beam}\), "
+                                              rf"got {wide}"):
+            validate_params(with_wide_beam(wide))
+    assert validate_params(with_wide_beam(beam + 1))["evaluate"].search_error_wide_beam == beam + 1
+
+
+@pytest.mark.parametrize("cap", [0, 1])
+def test_a_length_cap_with_no_place_for_a_word_is_refused(cap):
+    """Was: ``max_len_cap: 1`` emptied every translation (the cap counts the closing </s>)."""
+    from rnnsearch.config.search import SearchOptions
+
+    with pytest.raises(ConfigError, match=rf"^translate\.search\.max_len_cap: must be >= 2 "
+                                          rf"\(.*</s>.*\), got {cap}$"):
+        from_dict(SearchOptions, {"max_len_cap": cap}, "translate.search")
+    assert from_dict(SearchOptions, {"max_len_cap": 2}, "translate.search").max_len_cap == 2
 
 
 def presets_check(root: Path, name: str) -> subprocess.CompletedProcess:

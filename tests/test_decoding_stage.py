@@ -118,3 +118,12 @@ def test_command_line_overrides_the_length_penalty_and_refuses_a_negative_alpha(
     with pytest.raises(SystemExit):
         parse(base + ["--alpha", "-1"])
     assert "--alpha: must be >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--beam-size", "--nbest"])
+def test_command_line_refuses_a_beam_or_nbest_below_one(option, capsys):
+    """Was: ``--beam-size 0`` and ``--nbest 0`` silently meant translate.search's value."""
+    with pytest.raises(SystemExit) as refused:
+        cli.argument_parser().parse_args(["--model", "x", option, "0"])
+    assert refused.value.code == 2
+    assert f"argument {option}: must be >= 1, got 0" in capsys.readouterr().err

@@ -83,6 +83,21 @@ def test_evaluation_helpers():
     assert points.shape == (3, 2) and abs(points[:, 0]).max() == pytest.approx(2.0, abs=0.3)
 
 
+def test_a_corpus_of_one_word_gets_a_one_point_figure_and_says_so(tmp_path, capsys):
+    """Was: an IndexError in the PCA figure (one vector has no second principal component)."""
+    for side, word in (("src", "man"), ("tgt", "homme")):
+        (tmp_path / f"train.{side}").write_text(f"{word} {word} {word}\n" * 50, encoding="utf-8")
+        Vocabulary.build(Counter({word: 150}), 100).save(tmp_path / f"vocab.{side}.txt")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = embed_corpus(small_config(), tmp_path, out, {"src": "en", "tgt": "fr"})
+    assert sorted(result.figures) == ["src", "tgt"]
+    said = [line for line in capsys.readouterr().out.splitlines() if "PCA" in line]
+    assert said == [f"embed: {lang} ({side}): one word has a vector, so its PCA figure is a "
+                    f"single point" for side, lang in (("src", "en"), ("tgt", "fr"))]
+    assert pca_2d(np.ones((1, 8))).tolist() == [[0.0, 0.0]]
+
+
 def test_embed_script_writes_outputs_and_metrics(tokenized, tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text("embed:\n  vector_size: 8\n  epochs: 1\n  min_count: 1\n  plot_words: 10\n")

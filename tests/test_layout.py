@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,22 @@ def test_make_help_lists_every_target_with_its_description():
 def test_make_targets_that_need_a_variable_say_so(target, variable):
     done = make("-o", ".venv/.installed", target)     # -o: do not install the stack for this
     assert done.returncode != 0 and f"needs {variable}=" in done.stderr
+
+
+@pytest.mark.parametrize("target, variables", [("preset", ["NAME"]),
+                                               ("experiment", ["NAME", "PARAMS"]),
+                                               ("translate", ["NAME", "CELL", "INPUT"])])
+def test_make_targets_hand_their_variables_to_the_command_unexpanded(tmp_path, target,
+                                                                     variables):
+    """Was: NAME, PARAMS, CELL and INPUT reached the shell unquoted, so a value such as
+    ``a;touch x;echo`` ran ``touch``. Each now reaches the presets command as typed (make
+    preset's NAME word by word, a chain), and the preset name rule refuses it."""
+    touched = {variable: tmp_path / variable for variable in variables}
+    done = make("-o", ".venv/.installed", f"PY={sys.executable}", target,
+                *(f"{variable}=a;touch {path};echo" for variable, path in touched.items()))
+    assert [variable for variable, path in touched.items() if path.exists()] == []
+    assert done.returncode != 0 and "preset name 'a;touch" in done.stderr, done.stderr
+    assert "letters, digits, _ and -" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_every_make_target_runs_word2vec_on_the_committed_runs_blas_kernels(monkeypatch):

@@ -6,8 +6,9 @@ ones take the default; types are checked recursively (an int passes as a float, 
 a number), then the dataclass' ``check()``; :func:`load_section` also runs
 ``check_params(key, params)`` (across sections) and ``check_runtime(key)`` (this machine).
 
-The file must be a YAML mapping without duplicated keys; ``1e-3``-style numbers are numbers,
-as in YAML 1.2 and DVC (PyYAML would make them strings).
+The file must be a YAML mapping without duplicated keys, whose aliases (``*name``) expand to
+at most :data:`MAX_VALUES` values; ``1e-3``-style numbers are numbers, as in YAML 1.2 and DVC
+(PyYAML would make them strings). An error message shows a value cut short (:func:`shown`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import argparse
 import dataclasses
 import math
 import re
+import reprlib
 import types
 import typing
 from pathlib import Path
@@ -27,6 +29,21 @@ from rnnsearch.errors import ConfigError
 T = TypeVar("T")
 
 DEFAULT_PARAMS = "params.yaml"
+# The values (scalars, lists and mappings) a params file may stand for, its aliases expanded:
+# params.yaml holds some 500; nine lists of nine aliases, nested nine deep, 387 million.
+MAX_VALUES = 1_000_000
+
+SHOWN_CHARS = 120       # the most of a value an error message shows
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlong = 2, 80, 80, 80
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message, cut short: at most :data:`SHOWN_CHARS`
+    characters, of at most six items of a list (four of a mapping) two levels deep, so as
+    quick to make for a value of a million items as for one."""
+    text = _SHOWN.repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
 def at_least(minimum: float, number: Callable[[str], Any] = int) -> Callable[[str], Any]:
@@ -59,9 +76,41 @@ class _DuplicateKey(yaml.YAMLError):
         self.key, self.line, self.first_line = key, line, first_line
 
 
+class _TooManyValues(yaml.YAMLError):
+    """The document's aliases expand to more than :data:`MAX_VALUES` values; carries how many."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count} values")
+        self.count = count
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` stands for, each alias counted as the node it repeats; ``sizes``
+    holds the nodes counted so far (by id), so each is walked once however often repeated."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 1                 # an alias inside the node it names: counted once
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        else:
+            children = []
+        sizes[id(node)] = 1 + sum(_expanded_size(child, sizes) for child in children)
+    return sizes[id(node)]
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses a mapping with a repeated key (YAML 1.2, DVC) instead
-    of silently keeping the last value."""
+    of silently keeping the last value, and a document whose aliases expand past
+    :data:`MAX_VALUES` values (a few lines can stand for billions: every later walk and error
+    message would hang)."""
+
+    def compose_document(self) -> yaml.Node:
+        node = super().compose_document()
+        count = _expanded_size(node, {})
+        if count > MAX_VALUES:
+            raise _TooManyValues(count)
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -104,6 +153,9 @@ def parse_params(text: str, where: str) -> dict[str, Any]:
     except _DuplicateKey as err:
         raise ConfigError(f"{where}:{err.line}: duplicate key '{err.key}' (first at line "
                           f"{err.first_line}); keep only one of them") from err
+    except _TooManyValues as err:
+        raise ConfigError(f"{where}: its aliases expand to {err.count:,} values, more than the "
+                          f"{MAX_VALUES:,} a params file may hold; write the values out") from err
     except yaml.YAMLError as err:
         raise ConfigError(f"{where}: not valid YAML: {' '.join(str(err).split())}") from err
     if not isinstance(data, dict):
@@ -176,7 +228,7 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
     origin = get_origin(hint)
     if origin is Literal:
         allowed = get_args(hint)
-        require(value in allowed, key, f"must be one of {list(allowed)}, got {value!r}")
+        require(value in allowed, key, f"must be one of {list(allowed)}, got {shown(value)}")
         return value
     if origin in (typing.Union, types.UnionType):
         return _coerce_union(hint, value, key)
@@ -203,7 +255,7 @@ def _coerce_union(hint: Any, value: Any, key: str) -> Any:
     if len(errors) == 1:
         raise ConfigError(errors[0])
     kinds = " or ".join(_type_name(option) for option in options if option is not type(None))
-    raise ConfigError(f"{key}: expected {kinds}, got {value!r}")
+    raise ConfigError(f"{key}: expected {kinds}, got {shown(value)}")
 
 
 def _type_name(hint: Any) -> str:
@@ -218,7 +270,7 @@ def _type_name(hint: Any) -> str:
 
 
 def _coerce_sequence(hint: Any, value: Any, key: str) -> tuple:
-    require(isinstance(value, (list, tuple)), key, f"expected a list, got {value!r}")
+    require(isinstance(value, (list, tuple)), key, f"expected a list, got {shown(value)}")
     args = [a for a in get_args(hint) if a is not Ellipsis]
     item = args[0] if args else Any
     return tuple(_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value))
@@ -229,20 +281,20 @@ def _coerce_scalar(hint: Any, value: Any, key: str) -> Any:
         return value
     if hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        require(ok, key, f"expected a number, got {value!r}")
+        require(ok, key, f"expected a number, got {shown(value)}")
         number = float(value) if not isinstance(value, int) or abs(value) < 2**1023 else math.inf
-        require(math.isfinite(number), key, f"must be a finite number, got {value!r}"
+        require(math.isfinite(number), key, f"must be a finite number, got {shown(value)}"
                 " (where the key allows null, null means none)")
         return number
     if hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
-        require(ok, key, f"expected an integer, got {value!r}")
+        require(ok, key, f"expected an integer, got {shown(value)}")
         return value
     if hint is bool:
-        require(isinstance(value, bool), key, f"expected true or false, got {value!r}")
+        require(isinstance(value, bool), key, f"expected true or false, got {shown(value)}")
         return value
     if hint is str:
-        require(isinstance(value, str), key, f"expected a string, got {value!r}")
+        require(isinstance(value, str), key, f"expected a string, got {shown(value)}")
         return value
     raise TypeError(f"{key}: unsupported type hint {hint!r} in the config dataclass")
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from rnnsearch.config.base import MAX_SEED, check_non_negative, check_positive, from_dict, require
 from rnnsearch.errors import ConfigError
+from rnnsearch.config.search import SearchOptions
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.vocab import SPECIALS
 
@@ -47,6 +48,14 @@ def check_baseline(cfg: "EvaluateConfig", grid: GridConfig, key: str = "evaluate
             f"{cfg.baseline!r} is not a model of train.grid.models ({', '.join(grid.models)}), "
             "so no significance test could run; name one of those, add it to the grid, or set "
             f"{key}.bootstrap_samples: 0 to run no tests")
+
+
+def check_wide_beam(cfg: "EvaluateConfig", search: SearchOptions, key: str = "evaluate") -> None:
+    """``cfg.search_error_wide_beam`` must be wider than ``translate.search.beam_size``: a beam
+    no wider finds nothing the beam misses, and the search_error stage would measure nothing."""
+    require(cfg.search_error_wide_beam > search.beam_size, f"{key}.search_error_wide_beam",
+            f"must be > translate.search.beam_size ({search.beam_size}), got "
+            f"{cfg.search_error_wide_beam} (the wide beam is set beside the beam)")
 
 
 MIN_BUCKET_SENTENCES = 30   # evaluate.min_bucket_sentences' default
@@ -90,10 +99,14 @@ class EvaluateConfig:
                 f"tokens), got {self.word_vocab_size}")
 
     def check_params(self, key: str, params: dict[str, Any]) -> None:
-        """The baseline must be trained: a model of ``train.grid`` (see :func:`check_baseline`)."""
+        """The baseline must be trained: a model of ``train.grid`` (see :func:`check_baseline`);
+        the wide beam wider than ``translate.search``'s (see :func:`check_wide_beam`)."""
         train = params.get("train") or {}
         grid = train.get("grid", {}) if isinstance(train, dict) else {}
         check_baseline(self, from_dict(GridConfig, grid, "train.grid"), key)
+        translate = params.get("translate") or {}
+        search = translate.get("search", {}) if isinstance(translate, dict) else {}
+        check_wide_beam(self, from_dict(SearchOptions, search, "translate.search"), key)
 
     def check_runtime(self, key: str) -> None:
         """The BLEU tokenizer's extra packages must be installed here."""

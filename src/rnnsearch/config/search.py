@@ -18,7 +18,8 @@ STOPS: tuple[str, ...] = ("first_k", "bound")
 class SearchOptions:
     """How to search; lengths count output tokens including the closing ``</s>``."""
 
-    beam_size: int = 5              # k: hypotheses kept per sentence (1 = greedy)
+    beam_size: int = 5              # k: hypotheses kept per sentence (1 = greedy under
+                                    # stop: first_k; under bound it searches on)
     length_penalty: LengthPenalty = "mean"  # how finished hypotheses are compared
     alpha: float = 0.6              # GNMT penalty exponent (length_penalty: gnmt only)
     nbest: int = 1                  # finished hypotheses returned per sentence (<= beam_size)
@@ -31,7 +32,10 @@ class SearchOptions:
 
     def check(self, key: str) -> None:
         """Validate values; ``key`` is the params key this came from (for messages)."""
-        check_positive(self, key, "beam_size", "nbest", "max_len_cap")
+        check_positive(self, key, "beam_size", "nbest")
+        require(self.max_len_cap >= 2, f"{key}.max_len_cap",
+                "must be >= 2 (lengths count the closing </s>, so a cap of 1 leaves no place for "
+                f"a word and every translation is empty), got {self.max_len_cap}")
         require(self.stop in STOPS, f"{key}.stop", f"must be one of {list(STOPS)}, got {self.stop!r}")
         check_non_negative(self, key, "alpha", "max_len_a", "max_len_b")
         require(self.nbest <= self.beam_size, f"{key}.nbest",

@@ -96,7 +96,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     # One line per input unless --nbest asks for more: translate.search.nbest is the size of the
     # translate stage's n-best files, not what a user typing a sentence wants to read.
     overrides: dict[str, Any] = {"nbest": args.nbest or 1}
-    if args.beam_size:
+    if args.beam_size is not None:
         overrides["beam_size"] = args.beam_size
     if args.length_penalty:
         overrides["length_penalty"] = args.length_penalty
@@ -134,7 +134,8 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vocab-dir", type=Path, default=Path("data/tokenized"))
     parser.add_argument("--params", help=f"params file (default: ./{DEFAULT_PARAMS} if present)")
     parser.add_argument("--method", choices=method_names(), default="beam")
-    parser.add_argument("--beam-size", type=at_least(0), default=0, help="override translate.search")
+    parser.add_argument("--beam-size", type=at_least(1), default=None,
+                        help="override translate.search")
     parser.add_argument("--length-penalty", choices=get_args(LengthPenalty), default=None,
                         help="how beam search ranks finished hypotheses (override "
                              "translate.search)")
@@ -143,7 +144,7 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stop", choices=STOPS, default=None,
                         help="when a sentence's beam search ends: first_k (k finished) or bound "
                              "(no live hypothesis can win) (override translate.search)")
-    parser.add_argument("--nbest", type=at_least(0), default=0,
+    parser.add_argument("--nbest", type=at_least(1), default=None,
                         help="print the N best translations of each line (default: the best)")
     parser.add_argument("--unk-replace", action="store_true", help="copy the attended source word")
     parser.add_argument("--align", action="store_true", help="print the attention matrix")

@@ -104,10 +104,12 @@ def nearest_neighbours(kv: KeyedVectors, probes: Sequence[str], n: int,
 
 
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
-    """Project ``[n, d]`` vectors on their first two principal components: ``[n, 2]``."""
+    """Project ``[n, d]`` vectors on their first two principal components: ``[n, 2]``; where
+    there are fewer (one vector, or ``d`` = 1) the missing coordinates are 0."""
     centred = vectors - vectors.mean(axis=0, keepdims=True)  # n x d
     _, _, vt = np.linalg.svd(centred, full_matrices=False)  # vt: min(n, d) x d
-    return centred @ vt[:2].T  # n x 2
+    points = centred @ vt[:2].T  # n x min(2, n, d)
+    return np.pad(points, ((0, 0), (0, 2 - points.shape[1])))  # n x 2
 
 
 def projection_figure(kv: KeyedVectors, n_words: int, title: str) -> plt.Figure:

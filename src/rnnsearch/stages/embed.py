@@ -58,6 +58,9 @@ def embed_side(cfg: EmbedConfig, data_dir: Path, out_dir: Path, side: str, lang:
     rows = nearest_neighbours(model.wv, probes, cfg.neighbours, pieces_of)
     result.neighbours += [{"side": side, "lang": lang, **row} for row in rows]
     n_words = min(cfg.plot_words, len(model.wv))
+    if n_words < 2:
+        print(f"embed: {lang} ({side}): one word has a vector, so its PCA figure is a single "
+              "point")
     result.figures[side] = projection_figure(
         model.wv, n_words, f"{lang} ({side}): {n_words} most frequent words, PCA of word2vec")
 
