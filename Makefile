@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 export OPENBLAS_CORETYPE ?= Haswell
 
 .PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
-	test-fast deps clean-venv
+	test-fast constraints clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
 PYTEST  := $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15
@@ -43,10 +43,10 @@ bench: $(STAMP)
 ## Run a preset as a temporary DVC experiment, the default run left alone: make preset NAME=quick |
 ## NAME=luong | NAME=luong_variants | NAME=subword | NAME=quick_bpe | NAME=paper
 ## (presets/<name>.yaml). Results: dvc exp show, git branch preset/<name>, and its report copied
-## to reports/presets/<name>/. NAME="A B": a chain, B reusing the cells A trained (docs/presets.md).
+## to reports/presets/<name>/. NAME="A B": A then B, B reusing (DVC's run cache) what A trained.
 preset: $(STAMP)
 	$(if $(NAME),,$(error make preset needs NAME=<preset>: one of $(basename $(notdir $(wildcard presets/*.yaml)))))
-	$(PY) -m rnnsearch.presets run $(NAME)
+	$(PY) -m rnnsearch.presets run $(foreach name,$(NAME),'$(subst ','\'',$(name))')
 
 ## Your own experiment, run as a preset (the default run and its committed results left alone):
 ## make experiment NAME=envi PARAMS=my.yaml, where my.yaml holds the params you change (e.g. a
@@ -54,7 +54,7 @@ preset: $(STAMP)
 ## reports/presets/<NAME>/, the git branch preset/<NAME> and dvc exp show.
 experiment: $(STAMP)
 	$(if $(and $(NAME),$(PARAMS)),,$(error make experiment needs NAME=<name> PARAMS=<your params overrides file>))
-	$(PY) -m rnnsearch.presets run $(NAME) --from $(PARAMS)
+	$(PY) -m rnnsearch.presets run '$(subst ','\'',$(NAME))' --from '$(subst ','\'',$(PARAMS))'
 
 ## The experiments side by side in the terminal: dvc exp show cut to the params that differ
 ## between the rows and each cell's BLEU, BLEU on No UNK and dev perplexity (metrics/summary/;
@@ -62,14 +62,15 @@ experiment: $(STAMP)
 ## workspace's: dvc plots diff <experiment> (the page works offline).
 exps: $(STAMP)
 	@dvc exp show --no-pager --only-changed --drop '(.*:)?(chrf|p_vs_baseline|p_vs_baseline_no_unk)$$' \
-		--drop '(data|src|pipeline)/.*'
+		--drop '(data|src|pipeline)(/.*)?' --drop 'metrics/(?!summary/).*'
 
 ## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
 ## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL
 ## takes every option of python -m rnnsearch.decoding.cli, e.g. --align).
 translate: $(STAMP)
 	$(if $(and $(NAME),$(CELL)),,$(error make translate needs NAME=<experiment> CELL=<grid cell>))
-	$(PY) -m rnnsearch.presets translate $(NAME) $(CELL) $(INPUT)
+	$(PY) -m rnnsearch.presets translate '$(subst ','\'',$(NAME))' '$(subst ','\'',$(CELL))' \
+		$(if $(INPUT),'$(subst ','\'',$(INPUT))')
 
 ## Bring the committed default run back into the workspace (after editing params.yaml and
 ## make repro, or dvc exp apply): your changes to params.yaml, dvc.lock, metrics, plots and
@@ -94,15 +95,18 @@ gpu-check: $(STAMP)
 
 ### A contributor's targets
 
-## Write every stage's code deps in dvc.yaml and
-## reports/presets/dvc.yaml from the imports (after a new module or import:
-## tests/test_dvc_deps.py fails until they are what this writes).
-deps: $(STAMP)
-	$(PY) scripts/stage_deps.py
-
 ## Unit tests only (skips the tests marked slow).
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow"
+
+## Regenerate constraints.txt, the lock of every package the pinned requirements.txt pulls in
+## (exact versions; torch stays in requirements.txt), from a scratch venv: after a change to
+## requirements.txt, then make clean-venv and make test.
+constraints:
+	rm -rf .venv-lock && python3 -m venv .venv-lock
+	.venv-lock/bin/pip install -q -r requirements.txt
+	.venv-lock/bin/pip freeze --exclude-editable | grep -v '^torch==' > constraints.txt
+	rm -rf .venv-lock
 
 ## Remove .venv (the next target reinstalls it).
 clean-venv:
@@ -128,7 +132,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --no-compile --upgrade pip
 	$(PY) -m pip install -q --no-compile -r requirements.txt -c constraints.txt
-	$(PY) -m pip install -q --no-compile --no-deps -e .
+	$(PY) -m pip install -q --no-compile -e . -c constraints.txt
 	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
 	    > /dev/null || true
 	touch $(STAMP)

@@ -652,22 +652,28 @@ def copy_of_trained_cell(trained: Path, root: Path) -> Path:
     return trained / "tokenized"
 
 
-@pytest.mark.parametrize("damage", ["last.ckpt", "run.json"])
-def test_damaged_resume_state_is_named_and_the_cell_trains_afresh(tmp_path, trained_cell, damage):
-    """A truncated ``last.ckpt`` or ``run.json``: one warning naming the file, exit 0, a model
-    trained afresh; the next rerun does not hit the damaged file again."""
+def test_a_damaged_run_record_is_named_and_the_cell_trains_afresh(tmp_path, trained_cell):
+    """A truncated ``run.json`` in the cell's resume folder (a damaged ``last.ckpt``:
+    tests/test_resume_exact.py): one warning naming the file, exit 0, a model trained afresh,
+    and no resume state left behind."""
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainConfig
+    from rnnsearch.training.run import run_fingerprint
+    from rnnsearch.training.session import Session
+
     data = copy_of_trained_cell(trained_cell, tmp_path)
-    run = json.loads((tmp_path / "out/run.json").read_text())
-    (tmp_path / "out/run.json").write_text(json.dumps({**run, "finished": False}))  # as if killed
-    path = tmp_path / "out" / damage
-    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    config = from_dict(TrainConfig, train_params()["train"], "train")
+    session = Session(tmp_path / ".cache/resume/train/out",
+                      run_fingerprint(config, "search", 12, data))
+    session.folder.mkdir(parents=True)
+    (session.folder / "run.json").write_text('{"fingerprint": "')         # cut off
     result = run_train(tmp_path, train_params(), data)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    warnings = [line for line in result.stderr.splitlines() if "training this cell afresh" in line]
-    assert len(warnings) == 1 and str(Path("out") / damage) in warnings[0]
+    warnings = [line for line in result.stderr.splitlines() if "training afresh" in line]
+    assert len(warnings) == 1 and str(session.folder / "run.json") in warnings[0]
     assert json.loads((tmp_path / "metrics.json").read_text())["resumed"] is False
-    assert json.loads((tmp_path / "out/run.json").read_text())["finished"] is True
+    assert not session.folder.exists()
 
 
 def test_a_run_that_diverges_to_nan_fails_and_keeps_the_previous_model(tmp_path, trained_cell):

@@ -21,8 +21,10 @@ def dvc(*args: str) -> str:
     return done.stdout
 
 
-def test_dvc_metrics_show_fits_a_terminal_and_shows_the_headline_numbers():
-    table = dvc("metrics", "show").splitlines()
+def test_dvc_metrics_show_of_the_summary_fits_a_terminal_and_shows_the_headline_numbers():
+    """README's command for the headline numbers (plain ``dvc metrics show`` also lists the
+    train and search_error metrics, which DVC's run cache needs declared as metrics)."""
+    table = dvc("metrics", "show", "metrics/summary").splitlines()
     assert max(len(line) for line in table) <= WIDTH, max(table, key=len)
     header = table[0].split()
     assert {"bleu", "bleu_no_unk", "dev_ppl"} <= set(header)

@@ -42,9 +42,10 @@ EXACT_FILES = ["data/prepared/train.src", "data/prepared/test.tgt", "data/prepar
                "data/tokenized/train.src", "data/tokenized/vocab.tgt.txt"]
 TENSOR_FILES = ["data/lm/decoder_init.pt", f"data/models/{CELL}/model.pt"]
 # The stages killed in turn, in pipeline order, each with the checkpoint it resumes from.
+# (a glob: the resume folder is named by the run's fingerprint)
 KILLED_STAGES = [("prepare.py", None), ("tokenize_text.py", None),
-                 ("pretrain_lm.py", "data/lm/last.ckpt"),
-                 ("train.py", f"data/models/{CELL}/last.ckpt")]
+                 ("pretrain_lm.py", ".cache/resume/pretrain_lm/lm/*/last.ckpt"),
+                 ("train.py", f".cache/resume/train/{CELL}/*/last.ckpt")]
 # Metrics that must agree to the last digit (time, speed and "resumed" naturally differ).
 EXACT_METRICS = {"metrics/lm.json": ("steps", "dev", "test"),
                  f"metrics/train/{CELL}.json": ("val_loss", "val_ppl", "val_bleu", "best_step",
@@ -118,25 +119,26 @@ def wait_for(condition, timeout: float = 300.0, what: str = "") -> None:
         time.sleep(0.05)
 
 
-def modified_ns(path: Path) -> int | None:
-    """``path``'s modification time, None while it does not exist."""
+def modified_ns(root: Path, pattern: str) -> int | None:
+    """The modification time of the file under ``root`` matching ``pattern``, None while there
+    is none."""
     try:
-        return path.stat().st_mtime_ns
-    except FileNotFoundError:
+        return next(root.glob(pattern)).stat().st_mtime_ns
+    except (StopIteration, FileNotFoundError):
         return None
 
 
-def checkpoint_interval(ready: Path, proc: subprocess.Popen) -> float:
-    """Seconds between the first two writes of the checkpoint ``ready`` (the stage's pace on
-    this machine), or until the run ends if that comes first."""
-    wait_for(lambda: ready.exists() or proc.poll() is not None, what=str(ready))
-    start, first = time.monotonic(), modified_ns(ready)
-    wait_for(lambda: modified_ns(ready) not in (None, first) or proc.poll() is not None,
+def checkpoint_interval(root: Path, ready: str, proc: subprocess.Popen) -> float:
+    """Seconds between the first two writes of the checkpoint ``ready`` (a glob under ``root``:
+    the stage's pace on this machine), or until the run ends if that comes first."""
+    wait_for(lambda: modified_ns(root, ready) or proc.poll() is not None, what=ready)
+    start, first = time.monotonic(), modified_ns(root, ready)
+    wait_for(lambda: modified_ns(root, ready) not in (None, first) or proc.poll() is not None,
              what=f"{ready} rewritten")
     return time.monotonic() - start
 
 
-def kill_stage_at_random(root: Path, script: str, ready: Path | None, lifetime: float,
+def kill_stage_at_random(root: Path, script: str, ready: str | None, lifetime: float,
                          rng: random.Random) -> str:
     """Run ``dvc repro``; once ``script`` runs, kill -9 it after a random delay: within the
     first half of its ``lifetime`` in the unbroken run or, for a stage that writes the
@@ -145,7 +147,7 @@ def kill_stage_at_random(root: Path, script: str, ready: Path | None, lifetime: 
     happened; fails unless the kill landed while the stage ran."""
     proc = start_repro(root, TARGET)
     wait_for(lambda: stage_pids(root, script) or proc.poll() is not None, what=script)
-    window = lifetime / 2 if ready is None else 3 * checkpoint_interval(ready, proc)
+    window = lifetime / 2 if ready is None else 3 * checkpoint_interval(root, ready, proc)
     delay = rng.uniform(0.0, window)
     time.sleep(delay)
     killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
@@ -173,8 +175,7 @@ def test_killed_stages_rerun_to_the_unbroken_runs_results(unbroken_run, tmp_path
     seed = os.environ.get("FAULT_SEED", str(time.time_ns()))
     print(f"replay the kill delays with FAULT_SEED={seed}")    # shown when the test fails
     rng = random.Random(seed)
-    story = [kill_stage_at_random(root, script, ready and root / ready,
-                                  unbroken_run.lifetimes[script], rng)
+    story = [kill_stage_at_random(root, script, ready, unbroken_run.lifetimes[script], rng)
              for script, ready in KILLED_STAGES]
     run_in(["dvc", "repro", TARGET], root)
     for name in EXACT_FILES:
@@ -239,9 +240,9 @@ def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken):
     good = (root / "params.yaml").read_text()
     (root / "params.yaml").write_text(yaml.safe_dump(merge(yaml.safe_load(good), longer),
                                                      sort_keys=False))
-    (root / f"data/models/{CELL}/run.json").unlink()          # wait for the new run's
     proc = start_repro(root, TARGET)
-    wait_for(lambda: (root / f"data/models/{CELL}/run.json").exists(), what="training")
+    wait_for(lambda: modified_ns(root, f".cache/resume/train/{CELL}/*/run.json"),
+             what="training")
     trainer_pids = stage_pids(root, "train.py")
     assert trainer_pids
     second = subprocess.run([sys.executable, str(root / "pipeline/train.py"), "--model", "search",
@@ -254,6 +255,33 @@ def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken):
     proc.wait(timeout=60)
     wait_for(lambda: not stage_pids(root, "train.py"), timeout=60, what="train.py to stop")
     (root / "params.yaml").write_text(good)
+
+
+def test_going_back_to_finished_params_after_a_killed_run_restores_the_finished_cell(unbroken):
+    """A finished cell, then a train param changed and its run killed after its first
+    checkpoint, then the param put back: DVC's run cache gives the finished cell back without
+    training (never from step 0), the same model.pt; the killed run's resume folder stays for
+    when its params come back."""
+    from rnnsearch.config.trees import merge
+
+    root, params = unbroken, unbroken / "params.yaml"
+    good, model = params.read_text(), (root / f"data/models/{CELL}/model.pt").read_bytes()
+    other = {"train": {"budget": {"max_steps": 90}}}
+    params.write_text(yaml.safe_dump(merge(yaml.safe_load(good), other), sort_keys=False))
+    try:
+        proc = start_repro(root, TARGET)
+        checkpoint = f".cache/resume/train/{CELL}/*/last.ckpt"
+        wait_for(lambda: modified_ns(root, checkpoint) or proc.poll() is not None, what=checkpoint)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        wait_for(lambda: not stage_pids(root, "train.py"), timeout=60, what="train.py to stop")
+    finally:
+        params.write_text(good)
+    again = run_in(["dvc", "repro", TARGET], root)
+    assert f"Stage '{TARGET}' is cached - skipping run" in again.stdout, again.stdout
+    assert "Running stage" not in again.stdout, again.stdout
+    assert (root / f"data/models/{CELL}/model.pt").read_bytes() == model
+    assert len(list(root.glob(checkpoint))) == 1     # the killed run's, kept
 
 
 def test_two_stages_started_together_on_a_new_mlflow_store_both_succeed(unbroken, tmp_path):

@@ -51,7 +51,7 @@ def run_stage(data_dir: Path, tmp_path: Path, dim: int) -> int:
 
 def test_stage_writes_decoder_init_metrics_and_plot(lm_data_dir, tmp_path):  # noqa: F811
     # what a kill -9 inside a checkpoint write leaves (no process has this id): cleaned up
-    abandoned = [tmp_path / "lm" / f".{name}.tmp-999999999" for name in ("best.ckpt", "last.ckpt")]
+    abandoned = [tmp_path / "lm" / ".decoder_init.pt.tmp-999999999"]
     for folder in abandoned:
         folder.mkdir(parents=True)
         (folder / folder.name.split(".tmp")[0].lstrip(".")).write_bytes(b"half")
@@ -68,7 +68,8 @@ def test_stage_writes_decoder_init_metrics_and_plot(lm_data_dir, tmp_path):  # n
     softmax = sum(p.numel() for name, p in decoder.named_parameters() if name.startswith("output."))
     total = sum(p.numel() for p in decoder.parameters())
     assert loaded == (total - softmax) / total        # all but the softmax, never copied
-    assert (tmp_path / "lm" / "last.ckpt").is_file() and (tmp_path / "lm" / "best.ckpt").is_file()
+    resume = tmp_path / ".cache/resume/pretrain_lm/lm"     # the finished run's folder is gone
+    assert resume.is_dir() and not any(resume.iterdir())
     assert torch.load(tmp_path / "lm" / "decoder_init.pt")["meta"]["vocab_size"] == vocab_size
 
 

@@ -118,7 +118,6 @@ def test_override_arguments_use_dvc_syntax():
     assert presets.override_argument("a.x", None) == "a.x=null"
     cmd = presets.command("quick")
     assert cmd[:6] == ["dvc", "exp", "run", "--temp", "-n", "quick"]
-    assert presets.command("quick", ["data/lm"])[6:8] == ["-C", "data/lm"]
     assert "prepare.corpus=multi30k" in cmd
 
 
@@ -129,17 +128,19 @@ def presets_cli(*argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_several_names_are_a_chain_of_workspace_experiments():
-    """``show A B`` prints the chain's workspace experiments, in order; only run, show and
-    check take several names."""
+def test_several_names_run_in_order_each_a_temporary_experiment_and_its_branch():
+    """``show A B`` prints, in order, each preset's temporary experiment and its promotion to
+    the branch preset/<name>; only run, show and check take several names."""
     shown = presets_cli("show", "supervised_transformer", "supervised_transformer_stop_bound")
-    lines = shown.stdout.splitlines()
-    assert [line.split()[:5] for line in lines] == [
-        ["dvc", "exp", "run", "-n", name]
+    runs = [line for line in shown.stdout.splitlines() if line.startswith("dvc exp run")]
+    assert [line.split()[:6] for line in runs] == [
+        ["dvc", "exp", "run", "--temp", "-n", name]
         for name in ("supervised_transformer", "supervised_transformer_stop_bound")]
-    assert lines[1] == lines[0].replace("-n supervised_transformer ",
-                                        "-n supervised_transformer_stop_bound ") \
+    assert runs[1] == runs[0].replace("-n supervised_transformer ",
+                                      "-n supervised_transformer_stop_bound ") \
         + " -S +translate.search.stop=bound"
+    assert "dvc exp branch supervised_transformer_stop_bound " \
+           "preset/supervised_transformer_stop_bound" in shown.stdout
     checked = presets_cli("check", "quick", "stop_bound").stdout.splitlines()
     assert [line.split("'")[1] for line in checked] == ["quick", "stop_bound"]
     for argv in (("export", "quick", "luong"), ("run", "a", "b", "--from", "my.yaml")):
@@ -147,25 +148,6 @@ def test_several_names_are_a_chain_of_workspace_experiments():
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
         assert "unrecognized arguments: luong" in refused.stderr or "one experiment name" in \
             refused.stderr, refused.stderr
-
-
-def test_a_chain_refuses_uncommitted_changes_to_tracked_files(tmp_path, monkeypatch):
-    """A chain checks out the commit: an edited tracked file (but params.yaml) would be left
-    out of it, so the chain refuses before it runs anything."""
-    (tmp_path / "presets").mkdir()
-    (tmp_path / "presets/seeded.yaml").write_text("train: {seed: 3}\n")
-    (tmp_path / "params.yaml").write_text("train: {seed: 1}\n")
-    (tmp_path / "model.py").write_text("x = 1\n")
-    for args in (["init", "-q"], ["add", "params.yaml", "model.py"],
-                 ["-c", "user.email=a@b.c", "-c", "user.name=a", "commit", "-qm", "start"]):
-        subprocess.run(["git", *args], cwd=tmp_path, check=True)
-    monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
-    (tmp_path / "params.yaml").write_text("train: {seed: 2}\n")    # kept: the chain's base
-    assert presets.chain(["seeded"], [{}], dry=True) == 0
-    (tmp_path / "model.py").write_text("x = 2\n")
-    with pytest.raises(ConfigError, match="commit or stash the changes to tracked files"):
-        presets.chain(["seeded"], [{}])
-    assert not (tmp_path / presets.CHAIN).exists()
 
 
 def test_a_printed_command_pastes_back_into_a_shell_as_the_same_arguments():
@@ -207,9 +189,11 @@ def test_a_preset_name_that_is_not_a_plain_name_is_refused(action, name):
 # A one-cell grid on test_pipeline_e2e's tiny params, so a default run takes about a minute.
 
 
-def test_your_own_params_file_becomes_a_named_preset_and_never_overwrites_one(tmp_path):
-    """``make experiment NAME=envi PARAMS=my.yaml``'s first step: my.yaml (any path) becomes
-    presets/envi.yaml and is validated like a preset; a different preset of that name stays."""
+def test_your_own_params_file_is_validated_and_never_overwrites_a_preset(tmp_path):
+    """``make experiment NAME=envi PARAMS=my.yaml``'s first step: my.yaml (any path) is
+    validated like a preset; ``check`` writes nothing, ``run`` copies it to presets/envi.yaml
+    only once it is valid (a refused file leaves nothing behind, so the corrected file is taken
+    under the same name); a different preset of that name stays."""
     (tmp_path / "presets").mkdir()
     (tmp_path / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
     mine = tmp_path / "elsewhere" / "my.yaml"
@@ -225,7 +209,13 @@ def test_your_own_params_file_becomes_a_named_preset_and_never_overwrites_one(tm
     done = presets_check(mine)
     assert done.returncode == 0, done.stderr
     assert "grid cells: search-30" in done.stdout
-    assert (tmp_path / "presets/envi.yaml").read_bytes() == mine.read_bytes()
+    assert not (tmp_path / "presets/envi.yaml").exists()           # check only validates
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  grid: {models: [nosuch], max_lens: [30]}\n")
+    refused = presets_run(bad, tmp_path, env)
+    assert refused.returncode == 2 and "train.grid.models" in refused.stderr
+    assert not (tmp_path / "presets/envi.yaml").exists()           # nothing adopted
+    (tmp_path / "presets/envi.yaml").write_bytes(mine.read_bytes())  # as a valid run adopts it
     assert presets_check(mine).returncode == 0          # the same file again: fine
     other = tmp_path / "other.yaml"
     other.write_text("train:\n  grid: {models: [encdec], max_lens: [30]}\n")
@@ -234,6 +224,13 @@ def test_your_own_params_file_becomes_a_named_preset_and_never_overwrites_one(tm
     assert (tmp_path / "presets/envi.yaml").read_bytes() == mine.read_bytes()
     missing = presets_check(tmp_path / "nope.yaml")
     assert missing.returncode == 2 and "nope.yaml: file not found" in missing.stderr
+
+
+def presets_run(source: Path, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``python -m rnnsearch.presets run envi --from SOURCE``."""
+    return subprocess.run([sys.executable, "-m", "rnnsearch.presets", "run", "envi",
+                           "--from", str(source)], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120)
 
 
 def test_overrides_set_a_mapping_whole_where_params_yaml_has_null():

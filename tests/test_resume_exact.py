@@ -9,7 +9,6 @@ time to land mid-run and ``RESUME_TAG`` names the file its validation steps go t
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -127,26 +126,31 @@ def run_cell(workdir: Path, model: str) -> dict[str, Any]:
     instrument(TranslationTask, workdir)
     out = workdir / f"{model}-12"
     metrics = train_cell(cell_config(model), model, 12, write_corpus(workdir / "corpus"), out)
-    last = torch.load(out / "last.ckpt", weights_only=True)
     best = torch.load(out / "model.pt", weights_only=True)
     return {"weights": {**tensors("final", tasks[-1].model.state_dict()),
                         **tensors("best", best["state_dict"]),
-                        **tensors("optimiser", last["optimizer_states"])},
+                        **tensors("optimiser", optimiser_states(tasks[-1]))},
             "metrics": {k: metrics[k] for k in ("val_loss", "val_ppl", "val_bleu", "best_step",
                                                 "steps", "epochs")},
             "resumed": metrics["resumed"]}
+
+
+def optimiser_states(task: Any) -> list[dict[str, Any]]:
+    """The finished run's optimiser states (as a checkpoint holds them)."""
+    return [optimiser.state_dict() for optimiser in task.trainer.optimizers]
 
 
 def run_lm(workdir: Path) -> dict[str, Any]:
     from rnnsearch.lm.task import LMTask
     from rnnsearch.lm.training import lm_metrics, load_lm_data, train_lm
 
+    tasks: list[LMTask] = []
+    LMTask.on_fit_start = lambda self: tasks.append(self)
     instrument(LMTask, workdir)
     cfg, data = lm_config(), load_lm_data(write_lm_corpus(workdir / "corpus"))
     run = train_lm(cfg, data, workdir / "lm")
-    last = torch.load(workdir / "lm" / "last.ckpt", weights_only=True)
-    return {"weights": {**tensors("final", last["state_dict"]),
-                        **tensors("optimiser", last["optimizer_states"]),
+    return {"weights": {**tensors("final", tasks[-1].model.state_dict()),
+                        **tensors("optimiser", optimiser_states(tasks[-1])),
                         **tensors("selected", run.model.state_dict())},
             "metrics": lm_metrics(cfg, run, data), "resumed": run.resumed}
 
@@ -178,18 +182,31 @@ def validations(workdir: Path, tag: str) -> list[int]:
     return [int(s) for s in path.read_text().split()] if path.is_file() else []
 
 
-def kill_at_random(mode: str, workdir: Path, tag: str, last: Path, steps: tuple[int, int],
+def last_checkpoint(workdir: Path) -> Path | None:
+    """The ``last.ckpt`` of the run's resume folder in ``workdir`` (None before it exists)."""
+    return next(workdir.glob("*/**/last.ckpt"), None)
+
+
+def modified(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_mtime_ns if path else None
+    except FileNotFoundError:
+        return None
+
+
+def kill_at_random(mode: str, workdir: Path, tag: str, steps: tuple[int, int],
                    rng: random.Random) -> tuple[int, str]:
     """Start (or resume) the run in ``workdir`` and kill -9 it at a random step in ``steps``,
-    once it has written ``last`` itself. Returns the step ``last`` holds, and what happened."""
+    once it has written its ``last.ckpt`` itself. Returns the step it holds, and what
+    happened."""
     target = rng.randint(*steps)
-    before = last.stat().st_mtime_ns if last.is_file() else None
+    before = modified(last_checkpoint(workdir))
     progress = workdir / "progress"
     progress.unlink(missing_ok=True)
     proc = start(mode, workdir, tag, slow=0.08)
     while proc.poll() is None:
         step = int(progress.read_text() or 0) if progress.is_file() else 0
-        if step >= target and last.is_file() and last.stat().st_mtime_ns != before:
+        if step >= target and modified(last_checkpoint(workdir)) not in (None, before):
             time.sleep(rng.uniform(0.0, 0.08))   # anywhere in the step, validation or save
             os.kill(proc.pid, signal.SIGKILL)
             break
@@ -197,7 +214,7 @@ def kill_at_random(mode: str, workdir: Path, tag: str, last: Path, steps: tuple[
     _, err = proc.communicate(timeout=60)
     story = f"{tag}: killed at step {progress.read_text()} (target {target}), exit {proc.returncode}"
     assert proc.returncode == -signal.SIGKILL, f"{story}: the run was not killed\n{err[-2000:]}"
-    checkpoint_step = int(torch.load(last, weights_only=True)["global_step"])
+    checkpoint_step = int(torch.load(last_checkpoint(workdir), weights_only=True)["global_step"])
     return checkpoint_step, f"{story}, last.ckpt at step {checkpoint_step}"
 
 
@@ -231,11 +248,10 @@ def test_killed_run_resumes_to_the_unbroken_runs_weights_and_metrics(mode, tmp_p
     rng = random.Random(seed)
     max_steps, epoch = (LM_STEPS, LM_EPOCH) if mode == "lm" else (CELL_STEPS, CELL_EPOCH)
     unbroken_dir, killed_dir = tmp_path / "unbroken", tmp_path / "killed"
-    last = killed_dir / ("lm" if mode == "lm" else f"{mode}-12") / "last.ckpt"
     unbroken = start(mode, unbroken_dir, "unbroken")   # alongside the killed one (1 thread each)
-    first, story1 = kill_at_random(mode, killed_dir, "killed", last, (1, max_steps - epoch), rng)
-    second, story2 = kill_at_random(mode, killed_dir, "killed-again", last,
-                                    (first + 1, max_steps - 1), rng)
+    first, story1 = kill_at_random(mode, killed_dir, "killed", (1, max_steps - epoch), rng)
+    second, story2 = kill_at_random(mode, killed_dir, "killed-again", (first + 1, max_steps - 1),
+                                    rng)
     story = f"{mode}: {story1}; {story2} (RESUME_SEED={seed})"
     resumed = finish(start(mode, killed_dir, "resumed"), killed_dir)
     assert_same_end(finish(unbroken, unbroken_dir), resumed, story)
@@ -316,15 +332,16 @@ def test_the_crafted_checkpoint_would_run_code(tmp_path):
 @pytest.mark.parametrize("kind", ["crafted", "truncated"])
 def test_lm_refuses_a_bad_last_checkpoint(kind, tmp_path, caplog):
     """Its code never runs; a warning names the file and the LM trains afresh (as a cell does)."""
-    from rnnsearch.lm.training import load_lm_data, train_lm
+    from rnnsearch.lm.training import lm_session, load_lm_data, train_lm
 
-    ckpt_dir, marker = tmp_path / "lm", tmp_path / "ran"
-    ckpt_dir.mkdir()
-    write_bad_checkpoint(ckpt_dir / "last.ckpt", kind, marker)
+    resume_root, marker = tmp_path / "lm", tmp_path / "ran"
     data = load_lm_data(write_lm_corpus(tmp_path / "corpus"))
+    session = lm_session(lm_config(max_steps=2), data, resume_root)
+    session.start(resumed=False)
+    write_bad_checkpoint(session.last, kind, marker)
     with caplog.at_level(logging.WARNING, logger="rnnsearch"):
-        run = train_lm(lm_config(max_steps=2), data, ckpt_dir)
-    assert str(ckpt_dir / "last.ckpt") in caplog.text and "afresh" in caplog.text
+        run = train_lm(lm_config(max_steps=2), data, resume_root)
+    assert str(session.last) in caplog.text and "afresh" in caplog.text
     assert not marker.exists()
     assert not run.resumed and run.global_step == 2     # trained afresh, the file replaced
 
@@ -334,17 +351,17 @@ def test_lm_refuses_a_bad_last_checkpoint(kind, tmp_path, caplog):
 def test_train_cell_refuses_a_bad_last_checkpoint(kind, tmp_path, caplog):
     """An unfinished run whose last.ckpt was replaced: a warning names the file, the cell trains
     afresh (never resumed from it), and the file's code never runs."""
-    from rnnsearch.training.run import train_cell
+    from rnnsearch.training.run import run_fingerprint, train_cell
+    from rnnsearch.training.session import Session
 
     data, out, marker = write_corpus(tmp_path), tmp_path / "search-12", tmp_path / "ran"
     cfg = cell_config(max_steps=2, val_every_steps=2, early_stopping_patience=0)
-    train_cell(cfg, "search", 12, data, out)
-    run = json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**run, "finished": False}))   # as if killed
-    write_bad_checkpoint(out / "last.ckpt", kind, marker)
+    session = Session(out / ".resume", run_fingerprint(cfg, "search", 12, data))
+    session.start(resumed=False)                        # as a killed run leaves it
+    write_bad_checkpoint(session.last, kind, marker)
     with caplog.at_level(logging.WARNING, logger="rnnsearch"):
         resumed = train_cell(cfg, "search", 12, data, out)["resumed"]
-    assert str(out / "last.ckpt") in caplog.text and "afresh" in caplog.text
+    assert str(session.last) in caplog.text and "afresh" in caplog.text
     assert not resumed and not marker.exists()
 
 

@@ -6,9 +6,10 @@ in this process so that a test can interrupt a run at a chosen step):
 * a larger language-model budget trains afresh, to the weights a fresh run with that budget
   gets (continuing the finished run ended elsewhere);
 * a cell whose initialisation files changed is not resumed;
-* a run that fails after a params change leaves the previous run's ``last.ckpt``, ``run.json``
-  and ``model.pt`` byte for byte, and going back to the old params resumes the old run to an
-  unbroken run's weights, also after the new run was interrupted itself;
+* a run that fails after a params change leaves ``model.pt`` and every other run's resume folder
+  (``.cache/resume/<stage>/<output>/<fingerprint>/``) byte for byte, and going back to the old
+  params resumes the old run to an unbroken run's weights, also after the new run was
+  interrupted itself;
 * a disk that fills up during training (a real, small tmpfs) stops the stage with one line
   naming the file, keeps the last checkpoint whole, and the rerun resumes to an unbroken run's
   weights.
@@ -32,13 +33,12 @@ import torch
 
 from test_bad_inputs import train_corpus, train_params, write_params
 from test_lm_stage import PARAMS as LM_PARAMS
-from test_lm_training import lm_data_dir  # noqa: F401  (fixture)
+from test_lm_training import lm_data_dir  # noqa: F401,F811  (fixture)
 from rnnsearch.stages import pretrain_lm, train
 from rnnsearch.stages.runner import run
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training import run as training_run
 
-STATE = ("last.ckpt", "run.json", "model.pt")
 DIVERGING = {"lr": 1e30, "clip_norm": 0.0}
 
 
@@ -55,8 +55,11 @@ def budget(steps: int = 6) -> dict[str, Any]:
     return train_params(budget={"max_steps": steps, "val_every_steps": 2, "max_minutes": 5})
 
 
-def state_bytes(out: Path) -> dict[str, bytes]:
-    return {name: (out / name).read_bytes() for name in STATE}
+def resume_files(root: Path) -> dict[str, bytes]:
+    """Every file of the resume folders under ``root/.cache/resume``."""
+    folder = root / ".cache" / "resume"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
 
 
 def metrics(root: Path, out: str = "out") -> dict[str, Any]:
@@ -115,7 +118,7 @@ def test_a_larger_lm_budget_trains_afresh_to_a_fresh_runs_weights(lm_data_dir, t
     theirs = torch.load(tmp_path / "fresh/lm/decoder_init.pt", weights_only=True)
     for name, value in theirs["state_dict"].items():
         assert torch.equal(ours["state_dict"][name], value), name
-    assert not (tmp_path / "grown/lm/.previous-run").exists()   # dropped once the run finished
+    assert resume_files(tmp_path / "grown") == {}   # a finished run's folder is gone
 
 
 # ---- the train cell's fingerprint: the initialisation's files ----------------------------------
@@ -142,21 +145,22 @@ def test_changed_word_vectors_are_not_resumed(tmp_path):
 def test_a_failed_run_keeps_the_finished_runs_state_byte_for_byte(tmp_path, capsys):
     train_corpus(tmp_path)
     assert train_stage(tmp_path, budget()) == 0
-    before = state_bytes(tmp_path / "out")
+    before = (tmp_path / "out/model.pt").read_bytes()
     assert train_stage(tmp_path, train_params(optim=DIVERGING, budget={"max_steps": 2})) == 2
     assert "diverged" in capsys.readouterr().err
-    assert state_bytes(tmp_path / "out") == before
-    assert not (tmp_path / "out/.previous-run").exists()
+    assert (tmp_path / "out/model.pt").read_bytes() == before
+    assert resume_files(tmp_path) == {}       # the diverged run's folder is gone: a rerun starts afresh
 
 
 def test_going_back_after_a_failed_run_resumes_the_interrupted_one(tmp_path):
     train_corpus(tmp_path)
     with interrupted_at(3), pytest.raises(Killed):
         train_stage(tmp_path, budget())
-    names = ("last.ckpt", "run.json", "model.pt.partial")   # no model.pt: it never finished
-    kept = {name: (tmp_path / "out" / name).read_bytes() for name in names}
+    kept = resume_files(tmp_path)
+    assert {Path(name).name for name in kept} == {"last.ckpt", "run.json", "model.pt.partial"}
+    assert not (tmp_path / "out/model.pt").exists()          # it never finished
     assert train_stage(tmp_path, train_params(optim=DIVERGING, budget={"max_steps": 2})) == 2
-    assert {name: (tmp_path / "out" / name).read_bytes() for name in names} == kept
+    assert resume_files(tmp_path) == kept
     assert train_stage(tmp_path, budget()) == 0
     assert metrics(tmp_path)["resumed"] is True
     assert (tmp_path / "out/model.pt").read_bytes() == unbroken_model(tmp_path, budget())
@@ -164,7 +168,8 @@ def test_going_back_after_a_failed_run_resumes_the_interrupted_one(tmp_path):
 
 def test_going_back_after_another_interrupted_run_resumes_the_first(tmp_path):
     """Run A is interrupted; run B (other params) is interrupted after its own checkpoint;
-    A again resumes from where it was (set aside by B), and ends where an unbroken A ends."""
+    A again resumes from where it was (B's folder is another), and ends where an unbroken A
+    ends."""
     train_corpus(tmp_path)
     other = train_params(optim={"lr": 0.003},
                          budget={"max_steps": 6, "val_every_steps": 2, "max_minutes": 5})
@@ -220,7 +225,7 @@ def test_a_full_disk_keeps_the_last_checkpoint_and_the_rerun_resumes(tmp_path, s
     def fills_the_disk_after_step_2(self, trainer, pl_module):
         save(self, trainer, pl_module)
         if trainer.global_step == 2:
-            kept["last.ckpt"] = (out / "last.ckpt").read_bytes()
+            kept.update(resume_files(small_disk))
             fill(small_disk)
 
     monkeypatch.setattr(resume.LastCheckpoint, "on_validation_end", fills_the_disk_after_step_2)
@@ -232,9 +237,12 @@ def test_a_full_disk_keeps_the_last_checkpoint_and_the_rerun_resumes(tmp_path, s
     err = capsys.readouterr().err
     last_line = err.strip().splitlines()[-1]
     assert "Traceback" not in err and "disk full writing" in last_line, err[-2000:]
-    assert str(out) in last_line and f"(file system {small_disk}, " in last_line
-    assert (out / "last.ckpt").read_bytes() == kept["last.ckpt"]
-    assert not list(out.glob(".*.tmp-*"))
+    assert str(small_disk / ".cache/resume/train/out") in last_line      # the file it wrote
+    assert f"(file system {small_disk}, " in last_line
+    last = {name: data for name, data in resume_files(small_disk).items()
+            if name.endswith("last.ckpt")}
+    assert last and all(kept[name] == data for name, data in last.items())
+    assert not list(small_disk.rglob(".*.tmp-*"))
     monkeypatch.setattr(resume.LastCheckpoint, "on_validation_end", save)
     (small_disk / "filler").unlink()
     assert run(train.STAGE, args) == 0

@@ -23,7 +23,7 @@ from rnnsearch.models.seq2seq import build_model, load_model
 from rnnsearch.training.data import TranslationDataModule, bucket_batches, collate, read_pairs
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.run import train_cell
-from rnnsearch.training import run as run_module
+from rnnsearch.training.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_MODEL = {"embedding_size": 8, "hidden_size": 8, "attention_size": 8, "output_size": 8}
@@ -183,12 +183,12 @@ def test_project_params_yaml_train_section_is_valid():
 def test_train_cell_writes_model_checkpoint_and_metrics(corpus, tmp_path):
     out = tmp_path / "models" / "search-12"
     metrics = train_cell(config(), "search", 12, corpus, out)
-    assert {p.name for p in out.iterdir()} >= {"model.pt", "last.ckpt", "run.json"}
+    assert {p.name for p in out.iterdir()} == {"model.pt", ".resume"}
+    assert not any((out / ".resume").iterdir())     # a finished run keeps no resume state
     assert metrics["steps"] == 6 and metrics["cell"] == "search-12"
     assert metrics["val_loss"] > 0 and "val_bleu" in metrics and metrics["tokens_per_s"] > 0
     model = load_model(out / "model.pt")
     assert model.config.model == "search" and model.has_attention
-    assert json.loads((out / "run.json").read_text())["finished"] is True
 
 
 def test_accelerator_auto_trains_on_the_cpu_to_the_same_weights(corpus, tmp_path):
@@ -240,7 +240,8 @@ def test_killed_run_resumes_from_last_checkpoint_to_the_same_step_count(corpus, 
     monkeypatch.setattr(TranslationTask, "training_step", dies_at_step_7)
     with pytest.raises(RuntimeError, match="killed"):
         train_cell(cfg, "search", 12, corpus, out)
-    assert (out / "last.ckpt").is_file() and not json.loads((out / "run.json").read_text())["finished"]
+    [folder] = (out / ".resume").iterdir()
+    assert (folder / "last.ckpt").is_file() and not (out / "model.pt").exists()
     monkeypatch.setattr(TranslationTask, "training_step", original)
     metrics = train_cell(cfg, "search", 12, corpus, out)
     assert metrics["resumed"] is True and metrics["steps"] == 10
@@ -248,13 +249,15 @@ def test_killed_run_resumes_from_last_checkpoint_to_the_same_step_count(corpus, 
     assert train_cell(cfg, "search", 12, corpus, out)["resumed"] is False
 
 
-def test_changed_params_start_afresh(corpus, tmp_path, monkeypatch):
+def test_changed_params_start_afresh_and_leave_the_other_runs_state(corpus, tmp_path):
     out = tmp_path / "search-12"
-    monkeypatch.setattr(run_module, "read_run", lambda d: {"fingerprint": "other", "finished": False})
-    (out).mkdir()
-    (out / "last.ckpt").write_text("stale")
-    metrics = train_cell(config(budget={"max_steps": 2, "val_every_steps": 2}), "search", 12, corpus, out)
+    other = Session(out / ".resume", "other-settings" + "0" * 50)
+    other.start(resumed=False)
+    other.last.write_text("another run's checkpoint")
+    metrics = train_cell(config(budget={"max_steps": 2, "val_every_steps": 2}), "search", 12,
+                         corpus, out)
     assert metrics["resumed"] is False and metrics["steps"] == 2
+    assert other.last.read_text() == "another run's checkpoint"
 
 
 def test_embedding_file_that_does_not_fit_fails_before_training(corpus, tmp_path):
@@ -266,7 +269,7 @@ def test_embedding_file_that_does_not_fit_fails_before_training(corpus, tmp_path
         np.save(embed / f"{side}.mask.npy", np.ones(vocab, dtype=bool))
     with pytest.raises(DataError, match=r"\(\d+, 5\).*\(\d+, 8\)"):
         train_cell(config(init={"embeddings": True}), "search", 12, corpus, tmp_path / "m", embed)
-    assert not (tmp_path / "m" / "last.ckpt").exists()
+    assert not (tmp_path / "m" / ".resume").exists()     # no resume folder was opened
 
 
 def test_lm_file_that_does_not_fit_fails_before_training(corpus, tmp_path):

@@ -2,20 +2,19 @@
 
 A preset file holds only the keys it changes, in params.yaml's layout (``extends: <other>``
 starts from another preset's). ``run NAME`` (``make preset NAME=...``) validates the merged
-params, runs ``dvc exp run --temp -n NAME -C <path>... -S key=value ...``, points the branch
-``preset/NAME`` at the experiment's commit and copies its report, metrics and params into
+params, runs ``dvc exp run --temp -n NAME -S key=value ...`` (every stage already made with the
+same code, data and params comes from DVC's cache or run cache), promotes the experiment to the
+branch ``preset/NAME`` (``dvc exp branch``) and copies its report, metrics and params into
 ``reports/presets/NAME/`` beside the default run's (``beside_default.md``). ``export`` and
 ``compare`` redo those steps; ``show`` prints the commands; ``check`` only validates.
-``--temp``: a workspace run would rewrite params.yaml, dvc.lock and the default results. ``-C``:
-the copy lacks the ``cache: false`` outputs of git-ignored ``data/``, so DVC would retrain every
-model (:func:`copy_paths`). A relative ``prepare.mirror`` reaches the copy resolved, in
-``RNNSEARCH_CORPORA``; the MLflow store stays the repository root's."""
+``--temp``: a workspace run would rewrite params.yaml, dvc.lock and the default results. A
+relative ``prepare.mirror`` reaches the copy resolved, in ``RNNSEARCH_CORPORA``; the MLflow
+store stays the repository root's."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import posixpath
 import re
 import shlex
 import subprocess
@@ -40,10 +39,12 @@ _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an o
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
 
 
-def preset_overrides(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Preset ``name``'s file merged over the preset its ``extends`` names (recursively); an
-    unknown name or a cycle is a :class:`ConfigError` naming the file."""
-    own = dict(load_preset(name))
+def preset_overrides(name: str, seen: tuple[str, ...] = (),
+                     own: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Preset ``name``'s file (or ``own``, the overrides it is about to get) merged over the
+    preset its ``extends`` names (recursively); an unknown name or a cycle is a
+    :class:`ConfigError` naming the file."""
+    own = dict(load_preset(name) if own is None else own)
     base = own.pop(EXTENDS, None)
     if base is None:
         return own
@@ -88,21 +89,21 @@ def override_arguments(base: dict[str, Any], preset: dict[str, Any],
     return out
 
 
-def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False
-            ) -> tuple[dict[str, Any], list[str]]:
-    """The merged, validated params of preset ``name`` and its grid cells; ``runtime``: also
-    check that this machine can run it (packages, accelerator)."""
-    merged = merge(read_params(params_path), preset_overrides(name))
-    configs = validate_params(merged, f"{params_path} + presets/{name}.yaml", runtime)
+def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False,
+            source: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The merged, validated params of preset ``name`` (its overrides read from ``source``
+    instead of ``presets/<name>.yaml`` when given) and its grid cells; ``runtime``: also check
+    that this machine can run it (packages, accelerator)."""
+    own = None if source is None else read_params(source)
+    merged = merge(read_params(params_path), preset_overrides(name, own=own))
+    configs = validate_params(merged, f"{params_path} + {source or f'presets/{name}.yaml'}",
+                              runtime)
     return merged, grid_cells(configs["train"])
 
 
-def command(name: str, copies: Sequence[str] = (), temp: bool = True) -> list[str]:
-    """The ``dvc exp run --temp`` command of preset ``name``, with ``-C`` for each of ``copies``
-    (``temp`` False: a workspace experiment, as :func:`chain` runs)."""
-    args = ["dvc", "exp", "run", *(["--temp"] if temp else []), "-n", name]
-    for path in copies:
-        args += ["-C", path]
+def command(name: str) -> list[str]:
+    """The ``dvc exp run --temp`` command of preset ``name``."""
+    args = ["dvc", "exp", "run", "--temp", "-n", name]
     for override in override_arguments(read_params(repo_root() / "params.yaml"),
                                        preset_overrides(name)):
         args += ["-S", override]
@@ -125,35 +126,6 @@ def file_at(root: Path, rev: str, path: str) -> str:
         raise DataError(f"{rev} has no {path} ({err.stderr.strip()})") from err
 
 
-def tracked_paths(root: Path) -> set[str]:
-    """Every file git tracks under ``root`` and every folder holding one (relative, POSIX)."""
-    files = [name for name in git(root, "ls-files", "-z").split("\0") if name]
-    folders = {parent.as_posix() for name in files for parent in PurePosixPath(name).parents}
-    return set(files) | folders
-
-
-def uncached_outputs(root: Path) -> list[str]:
-    """The ``cache: false`` outputs of every stage of ``root``'s pipeline (relative paths)."""
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo:
-        return [Path(out.fs_path).relative_to(root).as_posix()
-                for out in repo.index.outs if not out.use_cache]
-
-
-def copy_paths(root: Path) -> list[str]:
-    """What ``dvc exp run -C`` must copy: the existing uncached outputs git does not track, by
-    their folder where git tracks nothing in it, else one by one."""
-    tracked = tracked_paths(root)
-    picked = set()
-    for out in uncached_outputs(root):
-        if out in tracked or not (root / out).exists():
-            continue
-        folder = posixpath.dirname(out)
-        picked.add(folder if folder and folder not in tracked else out)
-    return sorted(p for p in picked if not any(p.startswith(f"{q}/") for q in picked))
-
-
 def run_environment(params: dict[str, Any]) -> dict[str, str]:
     """This environment plus a relative ``prepare.mirror``, resolved against the repository
     root, in ``RNNSEARCH_CORPORA`` (unless set): the temporary copy would resolve it wrongly."""
@@ -173,15 +145,9 @@ def branch(name: str) -> str:
     return f"preset/{name}"
 
 
-def experiment_ref(baseline: str, name: str) -> str:
-    """DVC's git ref of experiment ``name`` run on commit ``baseline``."""
-    return f"refs/exps/{baseline[:2]}/{baseline[2:]}/{name}"
-
-
 def require_branch(root: Path, ref: str, advice: str) -> None:
     """Refuse, with ``advice``, a git branch ``ref`` that ``root`` does not have."""
-    if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root,
-                      capture_output=True).returncode:
+    if not has_branch(root, ref):
         raise ConfigError(f"no git branch '{ref}': {advice}")
 
 
@@ -210,82 +176,40 @@ def shell_line(args: Sequence[str]) -> str:
     return shlex.join(args)
 
 
-def run(name: str, params: dict[str, Any], dry: bool = False) -> int:
-    """Run preset ``name`` (merged ``params``) as a temporary experiment, then point
-    :func:`branch` at its commit; ``dry``: only print the commands. Returns an exit status."""
+def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = False) -> int:
+    """Run presets ``names`` (merged ``params``) in order, each as a temporary experiment
+    promoted to the branch :func:`branch` (``dvc exp branch``) and exported; ``dry``: only
+    print the commands. A stage that an earlier run made with the same code, data and params
+    (this chain's, or any other) is restored from DVC's run cache, not run again. Returns an
+    exit status."""
     root = repo_root()
-    baseline = git(root, "rev-parse", "HEAD")
-    steps = [command(name, copy_paths(root)),
-             ["git", "branch", "-f", branch(name), experiment_ref(baseline, name)]]
-    for step in steps:
-        print(shell_line(step), flush=True)
-        status = 0 if dry else subprocess.call(step, cwd=root, env=run_environment(params))
-        if status:
-            return status
-    if not dry:
-        exported(name)
+    for name, merged in zip(names, params):
+        steps = [command(name), ["git", "branch", "-D", "-q", branch(name)],
+                 ["dvc", "exp", "branch", name, branch(name)]]
+        for step in steps:
+            print(shell_line(step), flush=True)
+            if dry or (step[1] == "branch" and not has_branch(root, branch(name))):
+                continue
+            status = subprocess.call(step, cwd=root, env=run_environment(merged))
+            if status:
+                return status
+        if not dry:
+            exported(name)
     return 0
+
+
+def has_branch(root: Path, ref: str) -> bool:
+    """True when ``root`` has the git branch ``ref``."""
+    return subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                          cwd=root, capture_output=True).returncode == 0
 
 
 def exported(name: str) -> None:
     """:func:`export` preset ``name`` and say where its report is."""
     folder = export(name).relative_to(repo_root())
     print(f"preset '{name}': its report (from the branch {branch(name)}) is in {folder}/"
-          f"README.md; 'dvc exp show' lists it; into the workspace: dvc exp apply {name}")
-
-
-# A chain's scratch checkout: a git worktree of HEAD among DVC's temporary experiments (its
-# stages find the repository root, the MLflow store and the mirror as theirs do).
-CHAIN = PurePosixPath(".dvc/tmp/exps/preset-chain")
-
-
-def chain(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = False) -> int:
-    """Run presets ``names`` (merged ``params``) in order as workspace experiments of one
-    scratch checkout of HEAD (:data:`CHAIN`, seeded as a temporary experiment is), so a stage
-    an earlier preset of the chain ran with the same deps and params is not run again: a preset
-    that changes only decoding reuses the models the one before it trained. Returns an exit
-    status; the checkout is removed at the end."""
-    root = repo_root()
-    baseline, work = git(root, "rev-parse", "HEAD"), root / CHAIN
-    for name in names:
-        print(shell_line(command(name, temp=False)), flush=True)
-    if dry:
-        return 0
-    if git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!params.yaml"):
-        raise ConfigError("a chain of presets runs on HEAD: commit or stash the changes to "
-                          "tracked files first (git status); params.yaml's are kept")
-    open_chain(root, work)
-    try:
-        for name, merged in zip(names, params):
-            (work / "params.yaml").write_bytes((root / "params.yaml").read_bytes())
-            status = subprocess.call(command(name, temp=False), cwd=work,
-                                     env=run_environment(merged))
-            if status:
-                return status
-            git(root, "branch", "-f", branch(name), experiment_ref(baseline, name))
-            exported(name)
-    finally:
-        git(root, "worktree", "remove", "--force", str(work))
-    return 0
-
-
-def open_chain(root: Path, work: Path) -> None:
-    """Check HEAD out in ``work`` with :func:`copy_paths` copied in and ``root``'s DVC cache."""
-    import shutil
-
-    if work.exists():                                     # a killed chain's checkout
-        git(root, "worktree", "remove", "--force", str(work))
-    git(root, "worktree", "prune")
-    git(root, "worktree", "add", "--detach", str(work), "HEAD")
-    for path in copy_paths(root):
-        if (root / path).is_dir():
-            shutil.copytree(root / path, work / path, symlinks=True, dirs_exist_ok=True)
-        else:
-            (work / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / path, work / path)
-    cache = subprocess.run(["dvc", "cache", "dir"], cwd=root, capture_output=True, text=True,
-                           check=True).stdout.strip()
-    subprocess.run(["dvc", "cache", "dir", "--local", cache], cwd=work, check=True)
+          f"README.md; 'dvc exp show' lists it; its test translations: dvc get . "
+          f"data/translations --rev {branch(name)}")
 
 
 # What export copies from a preset's branch: its report, and the metrics and params it came from.
@@ -687,18 +611,25 @@ def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
     return Run.load(label, folder / "metrics", f"{shown}/metrics/")
 
 
-def adopt(name: str, source: str | Path) -> Path:
-    """Copy the overrides file ``source`` to ``presets/<name>.yaml`` (your own experiment); a
-    different preset of that name is never overwritten."""
-    source, target = Path(source), preset_path(name)
+def check_adoptable(name: str, source: str | Path) -> None:
+    """Refuse an overrides file ``source`` that is missing, not a YAML mapping, or differs from
+    an existing preset ``name`` (never overwritten)."""
+    source, target = Path(source), preset_path(check_name(name))
     if not source.is_file():
         raise ConfigError(f"{source}: file not found (the params overrides of experiment "
                           f"'{name}')")
     read_params(source)                                  # a YAML mapping, or an error naming it
-    text = source.read_bytes()
-    if target.is_file() and target.read_bytes() != text:
+    if target.is_file() and target.read_bytes() != source.read_bytes():
         raise ConfigError(f"{target}: a different preset '{name}' exists; choose another NAME, "
                           f"or edit {target} itself")
+
+
+def adopt(name: str, source: str | Path) -> Path:
+    """Copy the overrides file ``source`` to ``presets/<name>.yaml`` (your own experiment),
+    once :func:`check_adoptable` and the params' validation have passed."""
+    check_adoptable(name, source)
+    source, target = Path(source), preset_path(name)
+    text = source.read_bytes()
     if not target.is_file():
         target.write_bytes(text)
         print(f"experiment '{name}': {source} copied to {target.relative_to(repo_root())} "
@@ -733,8 +664,8 @@ def main(argv: list[str] | None = None) -> int:
                              "layer")
     parser.add_argument("name", nargs="+",
                         help="preset name: a file presets/<name>.yaml; run, show and check take "
-                             "several, a chain: run in order in one checkout, each reusing the "
-                             "stages the ones before it ran with the same deps and params")
+                             "several, run in order, each reusing (DVC's run cache) the stages "
+                             "an earlier run made with the same code, data and params")
     parser.add_argument("--against", metavar="PRESET",
                         help="compare: beside that exported preset's cells instead of the "
                              "default run's (default: the default run)")
@@ -772,16 +703,16 @@ def main(argv: list[str] | None = None) -> int:
         tested_comparison(args.name, export_folder(check_name(args.name)), against, strict=True)
         return 0
     if args.source:
-        adopt(args.name, args.source)
-    resolved = [resolve(name, repo_root() / "params.yaml", runtime=args.action == "run")
-                for name in names]
+        check_adoptable(args.name, args.source)
+    resolved = [resolve(name, repo_root() / "params.yaml", runtime=args.action == "run",
+                        source=args.source) for name in names]
     if args.action == "check":
         for name, (_, cells) in zip(names, resolved):
             print(f"preset '{name}' is valid; grid cells: {', '.join(cells)}")
         return 0
-    if len(names) > 1:
-        return chain(names, [merged for merged, _ in resolved], dry=args.action == "show")
-    return run(args.name, resolved[0][0], dry=args.action == "show")
+    if args.source:                 # valid: only now does it become presets/<name>.yaml
+        adopt(args.name, args.source)
+    return run(names, [merged for merged, _ in resolved], dry=args.action == "show")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,15 @@ def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
     return trainer, best
 
 
+def lm_session(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
+               embed_dir: Path | None = None) -> Session:
+    """The resume folder of the run of ``cfg`` on ``data`` (all settings but
+    :data:`NOT_IN_RESULT`, the files read) under ``resume_root``."""
+    files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_IN_RESULT}
+    return Session(Path(resume_root), fingerprint(settings, files))
+
+
 def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
              embed_dir: Path | None = None,
              make_logger: Callable[[str | None], MLFlowLogger] | None = None,
@@ -104,9 +113,7 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
     resume folder is opened only once model and Trainer are built."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    files = [*data.files, *((embed_dir / "tgt.vocab.npy",) if embed_dir else ())]
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_IN_RESULT}
-    session = Session(Path(resume_root), fingerprint(settings, files))
+    session = lm_session(cfg, data, resume_root, embed_dir)
     previous = session.resumable()
     model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
     train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)

@@ -80,4 +80,4 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     print(f"code {args.stage or args.model}: {len(record['modules'])} modules")
 
 
-STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body)
+STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body, uncached_outputs=False)

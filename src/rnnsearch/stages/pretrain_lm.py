@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embed", type=Path, default=Path("data/embed"),
                         help="tgt.vocab.npy and tgt.mask.npy (used when init_embeddings is true)")
     parser.add_argument("--out", type=Path, default=Path("data/lm"),
-                        help="decoder_init.pt (checkpoints: .cache/resume/pretrain_lm/)")
+                        help="decoder_init.pt (checkpoints: .cache/resume/pretrain_lm/<out name>/)")
     parser.add_argument("--metrics", type=Path, default=Path("metrics/lm.json"))
     parser.add_argument("--plot", type=Path, default=Path("plots/gradient_flow.csv"))
     parser.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
@@ -64,7 +64,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Train, measure, then write decoder_init.pt, the metrics and the plot."""
     cfg = ctx.section(PretrainLMConfig)
     data = load_lm_data(args.data)
-    run = train_lm(cfg, data, ctx.resume_root(), args.embed if cfg.init_embeddings else None,
+    run = train_lm(cfg, data, ctx.resume_root(args.out), args.embed if cfg.init_embeddings else None,
                    make_logger=None if args.no_mlflow else mlflow_logger)
     metrics = lm_metrics(cfg, run, data)
     flow = cfg.gradient_flow

@@ -3,8 +3,9 @@
 DVC deletes a stage's outputs before it runs the stage's command (no output is ``persist``, so
 DVC's run cache stays on). When the stage then fails, :func:`restore_outputs` checks out what its
 last successful run recorded in ``dvc.lock``: the cached outputs (data, models) and the uncached
-ones (metrics, plots, reports), of which DVC's run cache keeps a copy. By hand, after a
-``kill -9``: ``dvc checkout <stage>`` for the cached ones, ``git checkout -- <file>`` for a
+ones (metrics, plots, reports), of which :func:`keep_uncached_outputs` put a copy into DVC's
+cache when that run succeeded, as DVC's run cache does for the stages it caches. By hand, after
+a ``kill -9``: ``dvc checkout <stage>`` for the cached ones, ``git checkout -- <file>`` for a
 committed metrics file (docs/failures.md)."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def restore_outputs(addressing: str, root: Path) -> list[str]:
     """Check out the outputs ``dvc.lock`` records for stage ``addressing`` (e.g.
     ``train@search-50``) in the repository ``root``; returns the outputs the cache could not
     give back (none recorded: nothing to do)."""
+    from dvc.exceptions import CheckoutError
     from dvc.repo import Repo
     from dvc.stage.serialize import to_single_stage_lockfile
 
@@ -28,19 +30,58 @@ def restore_outputs(addressing: str, root: Path) -> list[str]:
         # the lock entry as a stage whose every output is cached, as DVC's run cache restores it
         recorded = repo.stage_cache._create_stage(to_single_stage_lockfile(stage),
                                                   wdir=stage.wdir)
-        with repo.stage_cache._cache_type_copy():
-            stats = recorded.checkout(allow_missing=True, force=True)
-    return [str(path) for path in stats.get("failed", [])]
+        failed = []
+        with repo.stage_cache._cache_type_copy():     # (``dvc repro`` holds the repo's lock:
+            for out in recorded.outs:                  # outputs one by one, as it checks out)
+                try:
+                    out.checkout(force=True, allow_missing=True)
+                except CheckoutError:
+                    failed.append(str(out))
+    return failed
+
+
+def keep_uncached_outputs(addressing: str, root: Path) -> None:
+    """Copy the uncached outputs of stage ``addressing`` (metrics, plots, reports) into DVC's
+    cache, content-addressed as DVC keeps them; the workspace is left as it is."""
+    from dvc.repo import Repo
+
+    with contextlib.closing(Repo(str(root))) as repo, repo.stage_cache._cache_type_copy():
+        for out in repo.stage.get_target(addressing).outs:
+            if out.use_cache or not out.exists:
+                continue
+            out.save()                 # its hash, as an uncached output (git may track it)
+            out.use_cache = True
+            out.commit(relink=False)
+
+
+def under_dvc() -> tuple[str, Path] | None:
+    """(stage addressing, repository root) under ``dvc repro``, else None."""
+    addressing, root = os.environ.get("DVC_STAGE"), os.environ.get("DVC_ROOT")
+    return (addressing, Path(root)) if addressing and root else None
+
+
+def keep_after_success(stage: str) -> None:
+    """Under ``dvc repro``, :func:`keep_uncached_outputs` of the stage that just succeeded; a
+    problem doing it is one warning line (the stage's outputs are whole)."""
+    where = under_dvc()
+    if where is None:
+        return
+    try:
+        keep_uncached_outputs(*where)
+    except Exception as err:   # noqa: BLE001 - the outputs are written; only a later restore lacks them
+        print(f"{stage}: warning: could not keep a copy of the uncached outputs for a later "
+              f"restore ({err})", file=sys.stderr)
 
 
 def restore_after_failure(stage: str) -> None:
     """Under ``dvc repro`` (``DVC_STAGE`` set), put the stage's previous outputs back and say
     so; a problem doing it is one line, never a second traceback."""
-    addressing, root = os.environ.get("DVC_STAGE"), os.environ.get("DVC_ROOT")
-    if not addressing or not root:
+    where = under_dvc()
+    if where is None:
         return
+    addressing = where[0]
     try:
-        missing = restore_outputs(addressing, Path(root))
+        missing = restore_outputs(*where)
     except Exception as err:   # noqa: BLE001 - the stage's own failure is what matters
         print(f"{stage}: could not put the previous outputs back ({err}); "
               f"`dvc checkout {addressing}` does it", file=sys.stderr)

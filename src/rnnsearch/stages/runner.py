@@ -31,7 +31,7 @@ from rnnsearch.data.textio import atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
 from rnnsearch.errors import StageError
 from rnnsearch.procgroup import proc_stat, set_parent_death_signal
-from rnnsearch.stages.restore import restore_after_failure
+from rnnsearch.stages.restore import keep_after_success, restore_after_failure
 
 T = TypeVar("T")
 RESUME_ROOT = ".cache/resume"
@@ -46,6 +46,7 @@ class Stage:
     arguments: Callable[[argparse.ArgumentParser], None]
     outputs: Callable[[argparse.Namespace], Sequence[Path]]
     body: Callable[[argparse.Namespace, "StageContext"], None]
+    uncached_outputs: bool = True   # metrics and the like, kept for a restore after a failure
 
 
 class StageContext:
@@ -70,10 +71,13 @@ class StageContext:
         root = repo_root()
         return path if root == Path.cwd().resolve() else str(root / path)
 
-    def resume_root(self, *parts: str) -> Path:
-        """Where this stage's training runs keep their resume state: ``.cache/resume/<stage>/
-        <parts>`` in the repository (untracked; also from a temporary experiment's copy)."""
-        return Path(self.project_path(RESUME_ROOT)).joinpath(self.stage, *parts)
+    def resume_root(self, output: Path) -> Path:
+        """Where the training runs writing ``output`` keep their resume state:
+        ``.cache/resume/<stage>/<output's name>`` in the repository that holds ``output``
+        (untracked; a temporary experiment's copy maps to its repository)."""
+        from rnnsearch.config.repository import repo_root
+
+        return repo_root(Path(output).absolute().parent) / RESUME_ROOT / self.stage / output.name
 
     @staticmethod
     def output_dir(path: Path) -> contextlib.AbstractContextManager[Path]:
@@ -135,6 +139,8 @@ def run_body(stage: Stage, args: argparse.Namespace) -> None:
             if is_main_process():
                 restore_after_failure(stage.name)
             raise
+        if is_main_process() and stage.uncached_outputs:
+            keep_after_success(stage.name)
 
 
 class _DropMessage(logging.Filter):

@@ -1,5 +1,5 @@
 """DVC stage ``train`` (one grid cell): tokenised data -> ``data/models/<model>-<maxlen>/model.pt``
-(resume state: ``.cache/resume/train/<model>-<maxlen>/``).
+(resume state: ``.cache/resume/train/<model>-<maxlen>/``, untracked).
 
 Trains ``--model`` on pairs of at most ``--max-len`` tokens (:mod:`rnnsearch.training.run`) and
 writes ``metrics/train/<cell>.json`` (main process only under DDP); a diverged run fails."""
@@ -30,7 +30,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     """Train the cell; the main process writes its metrics."""
     cfg = ctx.section(TrainConfig)
     metrics = train_cell(cfg, args.model, args.max_len, args.data, args.out, args.embed_dir,
-                         args.lm, args.links, ctx.resume_root(args.out.name))
+                         args.lm, args.links, ctx.resume_root(args.out))
     if is_main_process():
         ctx.write_metrics(args.metrics, metrics)
         if "lm_fraction" in metrics:
