@@ -17,7 +17,8 @@ from rnnsearch.data.clean import sentence_length, stratified_indices
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.evaluation.cell import TestSet as Sentences, compare_systems
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
-from rnnsearch.evaluation.subsets import length_buckets, no_unk_indices
+from rnnsearch.evaluation.subsets import (derived_edges, filled_buckets, length_buckets,
+                                          no_unk_indices)
 
 REFS = ["the cat sat on the mat.", "a dog barked at the postman this morning", "hello!",
         "the weather is nice today and the sun is shining over the hills", "I see.",
@@ -198,3 +199,59 @@ def test_a_length_bucket_below_the_minimum_gets_no_p_value():
     every = compare_systems(GOOD, BAD, "encdec-50", test, EvaluateConfig(bootstrap_samples=50,
                                                                          min_bucket_sentences=1))
     assert None not in every["by_length"].values()
+
+
+HANSARD_EDGES = (10, 20, 30, 40, 50, 60)     # params.yaml's evaluate.buckets
+# A user's corpus of 1-15 words: 4,054 of its 4,076 test sentences in the bucket 0-10.
+SHORT = [n for n, count in {1: 150, 2: 300, 3: 450, 4: 550, 5: 600, 6: 600, 7: 520, 8: 400,
+                            9: 284, 10: 200, 11: 8, 12: 6, 13: 4, 14: 2, 15: 2}.items()
+         for _ in range(count)]
+
+
+def test_the_configured_buckets_stay_when_they_fit():
+    """The default Hansard test set (300 sentences in each of the 7 buckets) keeps its buckets,
+    and so does a test set too small for any bucket of 30 (derived ones would fill none)."""
+    hansard = [n for n in (5, 15, 25, 35, 45, 55, 70) for _ in range(300)]
+    assert filled_buckets(hansard, HANSARD_EDGES, 30) == 7
+    assert derived_edges(hansard, HANSARD_EDGES, 30) is None
+    assert derived_edges([6, 8, 1, 13, 2, 5, 10], HANSARD_EDGES, 30) is None
+
+
+def test_a_short_corpus_gets_buckets_at_the_quantiles_of_its_lengths():
+    """Was: one bucket (0-10) of 4,054 sentences, so Figure 2 had one point. Quantiles k/5 of
+    the lengths fall at 3 (cumulative 900 >= 816), 5 (2,050 >= 1,631), 6 and 8 words."""
+    assert len(SHORT) == 4076 and filled_buckets(SHORT, HANSARD_EDGES, 30) == 1
+    edges = derived_edges(SHORT, HANSARD_EDGES, 30)
+    assert edges == (3, 5, 6, 8) and all(isinstance(edge, int) for edge in edges)
+    assert [(b.label, len(b.indices)) for b in length_buckets(SHORT, edges)] == [
+        ("0-3", 900), ("3-5", 1150), ("5-6", 600), ("6-8", 920), ("8+", 506)]
+
+
+def test_derived_buckets_each_hold_the_minimum():
+    """A bucket below evaluate.min_bucket_sentences is merged into its smaller neighbour:
+    lengths 1 2 5 6 8 10 13 cut at 2, 5, 8, 10 give 2 1 2 1 1 sentences; with 2 at least,
+    0-2 and 2-5 merge, then 8-10 and 10+."""
+    lengths = [6, 8, 1, 13, 2, 5, 10]
+    assert derived_edges(lengths, HANSARD_EDGES, 2) == (5, 8)
+    assert derived_edges([5] * 100, [3, 4], 30) is None             # one length: no edge helps
+
+
+def test_evaluate_says_which_buckets_it_derived(tmp_path):
+    """The stage derives the buckets once for every cell, says so in one line naming
+    evaluate.buckets, and its metrics and plot tables hold the buckets used."""
+    root = _workspace(tmp_path)
+    params = root / "params.yaml"
+    params.write_text(params.read_text().replace("min_bucket_sentences: 30",
+                                                 "min_bucket_sentences: 2"))
+    done = run_script("evaluate.py", "--cells", "encdec-50", "search-50", cwd=root)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if "evaluate.buckets" in line]
+    assert len(said) == 1 and "[10, 20, 30, 40, 50, 60]" in said[0], done.stdout
+    assert "0-5 (3), 5-8 (2), 8+ (2)" in said[0] and "edges [5, 8]" in said[0], said[0]
+    for cell in ("encdec-50", "search-50"):
+        metrics = json.loads((root / f"metrics/eval/{cell}.json").read_text())
+        by_length = metrics["systems"]["beam"]["by_length"]
+        assert [(k, v["n"], v["step"]) for k, v in by_length.items() if k != "signature"] == \
+            [("0-5", 3, 5), ("5-8", 2, 8), ("8+", 2, 11)]
+        rows = list(csv.DictReader((root / f"plots/bleu_by_length/{cell}.csv").open()))
+        assert [r["bucket"] for r in rows] == ["0-5", "5-8", "8+"]

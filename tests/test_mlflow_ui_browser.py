@@ -344,3 +344,98 @@ def test_kill_by_the_printed_pid_stops_make_ui_and_every_process_it_started(ui):
     finally:
         for process in alive(tree):
             process.kill()
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """The running processes of process group ``pgid``."""
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid:
+                members.append(process)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    return alive(members)
+
+
+def wait_until_gone(processes: list[psutil.Process], pgid: int, seconds: float) -> list[str]:
+    """Wait up to ``seconds`` for ``processes`` and group ``pgid`` to end; the command lines of
+    those still running then."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and (alive(processes) or group_members(pgid)):
+        time.sleep(0.2)
+    left = {p.pid: p for p in alive(processes) + group_members(pgid)}
+    return [" ".join(p.cmdline()[-4:]) for p in left.values()]
+
+
+SIGKILLED_GROUP = """
+from rnnsearch.procgroup import run_group
+run_group(["sh", "-c", "sleep 300 & sleep 300 & wait"], grace=2.0)
+"""
+
+
+def test_sigkill_of_run_groups_caller_stops_the_whole_group():
+    """Was: the parent-death signal reached the group's leader only, so a SIGKILL of the
+    process running :func:`run_group` left the leader's children running (here two sleeps,
+    in ``make ui`` MLflow's job runner and its huey consumers)."""
+    caller = subprocess.Popen([sys.executable, "-c", SIGKILLED_GROUP],
+                              env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                              start_new_session=True)
+    tree: list[psutil.Process] = []
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and len([p for p in tree if p.name() == "sleep"]) < 2:
+            time.sleep(0.1)
+            tree = psutil.Process(caller.pid).children(recursive=True)
+        leader = next(p for p in tree if p.name() == "sh")
+        caller.kill()
+        caller.wait()
+        left = wait_until_gone(tree, leader.pid, 10)
+        assert left == [], left
+    finally:
+        for process in alive(tree):
+            process.kill()
+
+
+def test_sigkill_of_the_ui_stops_every_process_it_started(tmp_path, monkeypatch):
+    """Was: ``kill -9`` of ``make ui`` (``python -m rnnsearch.tracking ui``) left MLflow's job
+    runner's seven huey consumers running, for as long as each took to import MLflow and
+    notice it was orphaned (about 15 s on 2 busy cores). Job execution is switched on here, as
+    it was then (the UI now starts MLflow without it), so that there are consumers to stop."""
+    monkeypatch.setenv(tracking.JOB_EXECUTION_ENV, "true")
+    port = free_port()
+    base, log = f"http://127.0.0.1:{port}", tmp_path / "ui.log"
+    ui = start(ui_command(port), log, tmp_path)
+    tree: list[psutil.Process] = []
+    try:
+        wait_for_runs_address(log, base, ui)
+        deadline = time.time() + 120
+        while time.time() < deadline and sum("huey_consumer" in " ".join(p.cmdline())
+                                              for p in alive(tree)) < 7:
+            time.sleep(0.2)
+            tree = psutil.Process(ui.pid).children(recursive=True)
+        server = next(p for p in tree if "mlflow" in p.cmdline() and "server" in p.cmdline())
+        ui.kill()                                       # kill -9: no code of the UI runs
+        ui.wait()
+        left = wait_until_gone(tree, server.pid, 10)
+        assert left == [], f"{left}\n{log.read_text()[-3000:]}"
+        assert not serves(port)
+    finally:
+        for process in alive(tree):
+            process.kill()
+        stop(ui)
+
+
+def test_the_ui_starts_mlflow_without_its_job_runner(monkeypatch):
+    """The huey consumers of MLflow's job runner (GenAI jobs, seven processes) are not started
+    unless the environment asks for them."""
+    import rnnsearch.procgroup
+
+    envs: list[dict[str, str]] = []
+    monkeypatch.setattr(rnnsearch.procgroup, "run_group",
+                        lambda cmd, env: envs.append(env))      # "stopped by a signal"
+    argv = ["ui", "--port", str(free_port())]
+    assert tracking.main(argv) == 0
+    monkeypatch.setenv(tracking.JOB_EXECUTION_ENV, "true")
+    assert tracking.main(argv) == 0
+    assert [env[tracking.JOB_EXECUTION_ENV] for env in envs] == ["false", "true"]

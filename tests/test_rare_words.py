@@ -245,3 +245,24 @@ def test_report_table_and_figure(tmp_path):
     (tmp_path / "metrics/eval/search-50.json").write_text(json.dumps(metrics))
     with pytest.raises(DataError, match=r"systems\.greedy\.unigram_f1\.rare\.f1"):
         ReportInputs.load(tmp_path / "metrics")
+
+
+def test_the_summary_line_names_an_empty_class_or_subset_instead_of_none():
+    """Was: ``unigram F1 80.0 on words in the vocabulary, None rare, 50.0 unseen`` when neither
+    the output nor the references held a rare word (F1 None), and ``None on the 0 with no word
+    outside word-level vocabularies`` for an empty subset."""
+    from rnnsearch.stages.evaluate import summary_line
+
+    def row(n: int, bleu: float | None) -> dict:
+        return {"n": n, "bleu": bleu}
+
+    system = {"all": row(3, 20.5), "no_unk": row(2, 30.0), "no_unk_words": row(0, None),
+              "unk_removed": row(3, 21.0),
+              "unigram_f1": {"all": {"f1": 70.0}, "in_vocabulary": {"f1": 80.0},
+                             "rare": {"f1": None}, "unseen": {"f1": 50.0}}}
+    line = summary_line(system)
+    assert "None" not in line, line
+    assert ("unigram F1 80.0 on words in the vocabulary, 50.0 unseen (no rare word in the "
+            "output or the references)") in line, line
+    assert "30.0 on the 2 with no unknown word" in line, line
+    assert "no sentence with no word outside word-level vocabularies" in line, line

@@ -2,8 +2,13 @@
 
 ``mlflow server`` is a process tree that a SIGTERM to ``make ui`` used to leave serving.
 :func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (SIGKILL after a
-grace period), stops the group when the command ends, and sets ``PR_SET_PDEATHSIG`` (Linux) for
-a SIGKILL of this process. ``exec`` would not do: the server's helpers would outlive it."""
+grace period), and stops the group when the command ends. A SIGKILL of this process (or any
+other end that runs no code of it) is the job of a watcher (:func:`start_watcher`): a small
+process outside the group that holds the read end of a pipe only this process writes to, and
+stops the group when the pipe ends. ``PR_SET_PDEATHSIG`` (Linux) on the command is not enough
+alone: it reaches the command only, and ``mlflow server`` forwards it to uvicorn only, leaving
+its job runner's huey consumers to MLflow's own orphan checks, which start seconds (tens on a
+busy machine) after each consumer. ``exec`` would not do: the server's helpers would outlive it."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 PR_SET_PDEATHSIG = 1                    # prctl option: the signal sent when the parent dies
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -54,15 +59,56 @@ def group_running(pgid: int) -> bool:
 def stop_group(child: subprocess.Popen, grace: float) -> None:
     """SIGTERM the process group led by ``child``, SIGKILL it after ``grace`` seconds; return
     once none of its processes runs (or after another ``grace`` seconds past the SIGKILL)."""
+    kill_group(child.pid, grace, reap=child.poll)     # reap the leader, which is our child
+
+
+def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: None) -> None:
+    """SIGTERM process group ``pgid``, SIGKILL it after ``grace`` seconds; return once none of
+    its processes runs (or after another ``grace`` seconds past the SIGKILL). ``reap`` is
+    called while waiting (to reap a leader that is the caller's child)."""
     for signum in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signum)
+            os.killpg(pgid, signum)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            child.poll()                          # reap the leader, which is our child
-            if not group_running(child.pid):
+            reap()
+            if not group_running(pgid):
                 return
             time.sleep(POLL_SECONDS)
+
+
+def watch_group(pgid: int, grace: float) -> None:
+    """The watcher's body (:func:`start_watcher`): read standard input to its end, which comes
+    when the process holding the pipe's other end closed it or ended however it ended
+    (SIGKILL included), then stop group ``pgid`` (:func:`kill_group`) if it still runs.
+    Terminal signals (SIGINT, SIGHUP) are ignored: they are for the process it watches."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    while os.read(sys.stdin.fileno(), 4096):
+        pass
+    if group_running(pgid):
+        kill_group(pgid, grace)
+
+
+def start_watcher(pgid: int, grace: float) -> tuple[subprocess.Popen, int]:
+    """Start a watcher of process group ``pgid``, in a process group of its own so that
+    signals to this process's group or to ``pgid`` miss it; return it and the write end of its
+    standard input, which this process alone holds (the descriptor is not inherited). Closing
+    that end, or the end of this process, has the watcher stop the group (:func:`watch_group`)
+    and exit."""
+    read_end, write_end = os.pipe()
+    code = f"from rnnsearch.procgroup import watch_group; watch_group({pgid}, {grace!r})"
+    source = str(Path(__file__).resolve().parents[1])       # where this package is imported from
+    path = os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))
+    try:
+        watcher = subprocess.Popen([sys.executable, "-c", code], stdin=read_end,
+                                   env=dict(os.environ, PYTHONPATH=path), process_group=0)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return watcher, write_end
 
 
 class _StopRequest:
@@ -78,19 +124,25 @@ class _StopRequest:
 def run_group(cmd: Sequence[str], env: Mapping[str, str] | None = None,
               grace: float = 5.0) -> int | None:
     """Run ``cmd`` as its own process group until it ends or a stop signal arrives, then stop
-    the whole group (:func:`stop_group`). Returns the command's exit status when it ended by
-    itself, or None when a signal stopped it."""
+    the whole group (:func:`stop_group`); a watcher (:func:`start_watcher`) stops it should
+    this process end without doing so (SIGKILL). Returns the command's exit status when it
+    ended by itself, or None when a signal stopped it."""
     request = _StopRequest()
     previous = {signum: signal.signal(signum, request) for signum in STOP_SIGNALS}
-    child = None
+    child = watcher = None
+    pipe = -1
     try:
         child = subprocess.Popen(list(cmd), env=None if env is None else dict(env),
                                  process_group=0, preexec_fn=set_parent_death_signal)
+        watcher, pipe = start_watcher(child.pid, grace)
         while child.poll() is None and request.signum is None:
             time.sleep(POLL_SECONDS)
         return None if request.signum else child.returncode
     finally:
         if child is not None:
             stop_group(child, grace)
+        if watcher is not None:
+            os.close(pipe)                  # the group is gone: the watcher just exits
+            watcher.wait()
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -3,8 +3,9 @@
 URI: ``MLFLOW_TRACKING_URI``, else an absolute ``sqlite:///<repo root>/mlflow.db`` (absolute so
 that DVC experiments run in ``.dvc/tmp/exps/...`` land in the main store). ``python -m
 rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI, its processes ending with it
-(:mod:`rnnsearch.procgroup`). MLflow 3.17's UI picks its landing page from a sidebar switch, not
-the experiment's kind tag, hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`."""
+(:mod:`rnnsearch.procgroup`), without MLflow's job execution (:data:`JOB_EXECUTION_ENV`).
+MLflow 3.17's UI picks its landing page from a sidebar switch, not the experiment's kind tag,
+hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,10 @@ DEFAULT_EXPERIMENT = "rnnsearch"
 KIND_TAG = "mlflow.experimentKind"          # MLflow's experiment tag for the kind of work
 KIND_MODEL_TRAINING = "custom_model_development"   # its value for model training (not GenAI)
 _KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagged this process
+# MLflow's switch for its server's job runner: seven huey consumer processes for GenAI jobs
+# (scorers, prompt optimisation) that the UI of training runs never uses. Off for ``make ui``
+# unless set in the environment.
+JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
 
 
 def tracking_uri() -> str:
@@ -204,7 +209,8 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"Stop it with Ctrl-C or: kill {os.getpid()}  (the server and every process it "
           f"started stop with it)", flush=True)
     print(f"Runs of '{experiment_name()}': {base}{landing}", flush=True)
-    status = run_group(cmd, env=dict(os.environ, **{LANDING_ENV: landing}))
+    env = {JOB_EXECUTION_ENV: "false", **os.environ, LANDING_ENV: landing}
+    status = run_group(cmd, env=env)
     if status is None:
         print("MLflow UI stopped", flush=True)
         return 0

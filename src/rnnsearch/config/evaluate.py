@@ -68,7 +68,9 @@ class EvaluateConfig:
     """sacrebleu BLEU/chrF overall, on the no-UNK subset and by source length."""
 
     baseline: str = "encdec"                      # grid model the others are tested against
-    buckets: tuple[int, ...] = (10, 20, 30, 40, 50, 60)  # bucket upper edges; last is open
+    # bucket upper edges; last is open (derived from the test set when they leave fewer than 3
+    # buckets of min_bucket_sentences: rnnsearch.evaluation.subsets.derived_edges)
+    buckets: tuple[int, ...] = (10, 20, 30, 40, 50, 60)
     bootstrap_samples: int = 1000                 # paired bootstrap resamples (0: no test)
     bootstrap_seed: int = 12345
     bleu_tokenize: str = "13a"

@@ -60,7 +60,7 @@ class TestSet:
         ``sentence_length`` of ``prepared/test.src`` (as prepare drew them). ``limit``: the first
         N sentences only; ``word_vocabs`` (source, target): for ``no_unk_words``."""
         refs = read_lines(prepared / "test.tgt")[:limit]
-        lengths = [sentence_length(line) for line in read_lines(prepared / "test.src")[:limit]]
+        lengths = source_lengths(prepared, limit)
         src = read_lines(tokenized / "test.src")[:limit]
         tgt = read_lines(tokenized / "test.tgt")[:limit]
         vocabs = [Vocabulary.load(tokenized / f"vocab.{side}.txt") for side in ("src", "tgt")]
@@ -72,6 +72,11 @@ class TestSet:
         return cls(refs, no_unk_indices(src, tgt, *vocabs),
                    length_buckets(lengths, edges),
                    ref_words, subwords, no_unk_words)
+
+
+def source_lengths(prepared: Path, limit: int | None = None) -> list[int]:
+    """The ``sentence_length`` of each line of ``prepared/test.src`` (the first ``limit``)."""
+    return [sentence_length(line) for line in read_lines(prepared / "test.src")[:limit]]
 
 
 def score_system(hyps: Sequence[str], test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:

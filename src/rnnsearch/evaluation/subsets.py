@@ -38,3 +38,48 @@ def length_buckets(lengths: Sequence[int], edges: Sequence[int]) -> list[Bucket]
         label = f"{lo}-{hi}" if hi is not None else f"{lo}+"
         buckets.append(Bucket(label, lo, hi, hi if hi is not None else lo + width, inside))
     return buckets
+
+
+MIN_FILLED_BUCKETS = 3       # fewer buckets of evaluate.min_bucket_sentences: derive the edges
+DERIVED_BUCKETS = 5          # how many buckets derived edges aim at
+
+
+def filled_buckets(lengths: Sequence[int], edges: Sequence[int], min_sentences: int) -> int:
+    """How many of the buckets ``edges`` cut ``lengths`` into hold ``min_sentences`` or more."""
+    return sum(len(b.indices) >= min_sentences for b in length_buckets(lengths, edges))
+
+
+def quantile_edges(lengths: Sequence[int], min_sentences: int,
+                   buckets: int = DERIVED_BUCKETS) -> tuple[int, ...]:
+    """Integer edges that cut ``lengths`` at their quantiles into about ``buckets`` buckets of
+    equal size (fewer where many sentences share a length), then the smallest bucket merged
+    into its smaller neighbour until every one holds ``min_sentences``; empty when no edge
+    leaves two such buckets."""
+    ordered = sorted(lengths)
+    if not ordered:
+        return ()
+    cuts = {ordered[-(-k * len(ordered) // buckets) - 1] for k in range(1, buckets)}
+    edges = sorted(edge for edge in cuts if edge < ordered[-1])   # the open bucket not empty
+    while edges:
+        counts = [len(b.indices) for b in length_buckets(ordered, edges)]
+        small = min(range(len(counts)), key=counts.__getitem__)
+        if counts[small] >= min_sentences:
+            break
+        # bucket i lies between edges i-1 and i: drop the edge towards its smaller neighbour
+        right = small == 0 or (small < len(edges) and counts[small + 1] < counts[small - 1])
+        edges.pop(small if right else small - 1)
+    return tuple(edges)
+
+
+def derived_edges(lengths: Sequence[int], edges: Sequence[int], min_sentences: int
+                  ) -> tuple[int, ...] | None:
+    """Edges derived from the source ``lengths`` (:func:`quantile_edges`) when ``edges`` (the
+    configured ``evaluate.buckets``) leave fewer than :data:`MIN_FILLED_BUCKETS` buckets of
+    ``min_sentences`` sentences and the derived ones fill more; None when ``edges`` stay."""
+    filled = filled_buckets(lengths, edges, min_sentences)
+    if filled >= MIN_FILLED_BUCKETS:
+        return None
+    derived = quantile_edges(lengths, min_sentences)
+    if not derived or filled_buckets(lengths, derived, min_sentences) <= filled:
+        return None
+    return derived

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from rnnsearch.config.base import from_dict, read_params, required_section
 from rnnsearch.config.evaluate import EvaluateConfig
@@ -15,8 +15,9 @@ from rnnsearch.config.tokenize import TokenizeConfig
 from rnnsearch.config.train import GridConfig
 from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.evaluation.cell import TestSet, evaluate_cell, length_rows
+from rnnsearch.evaluation.cell import TestSet, evaluate_cell, length_rows, source_lengths
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
+from rnnsearch.evaluation.subsets import MIN_FILLED_BUCKETS, derived_edges, length_buckets
 from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure, length_curve
 from rnnsearch.reporting.rare_words import rank_curve
 from rnnsearch.stages.runner import Stage, StageContext
@@ -133,17 +134,40 @@ def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[st
     tok = read_tokenize(args.params)
     training = read_training_words(tok, args.tokenized, cfg)
     word_vocabs = read_word_vocabularies(tok, args.tokenized, cfg)
+    decoded = {cell: read_json(args.translations / cell / "meta.json").get("sentences")
+               for cell in cells}
+    edges = bucket_edges(args.prepared, cfg, decoded.values())
     results = {}
     for cell in cells:
         folder = args.translations / cell
-        decoded = read_json(folder / "meta.json").get("sentences")
-        test = TestSet.load(args.prepared, args.tokenized, cfg.buckets, decoded,
+        test = TestSet.load(args.prepared, args.tokenized, edges, decoded[cell],
                             subwords=tok.subwords, word_vocabs=word_vocabs)
         max_len = cell.rpartition("-")[2]
         base = f"{cfg.baseline}-{max_len}"
         baseline = (base, args.translations / base) if base in cells and base != cell else None
         results[cell] = evaluate_cell(cell, folder, test, cfg, baseline, training)
     return results
+
+
+def bucket_edges(prepared: Path, cfg: EvaluateConfig, decoded: Iterable[int | None]
+                 ) -> tuple[int, ...]:
+    """The length buckets' edges: ``evaluate.buckets``, or edges derived from the test sources'
+    lengths (:func:`~rnnsearch.evaluation.subsets.derived_edges`, said in one line) when those
+    leave fewer than three buckets of ``evaluate.min_bucket_sentences`` sentences. The same for
+    every cell, chosen on the sentences every cell decoded (``decoded``: each cell's count, None
+    for all)."""
+    limit = min((n for n in decoded if n is not None), default=None)
+    lengths = source_lengths(prepared, limit)
+    derived = derived_edges(lengths, cfg.buckets, cfg.min_bucket_sentences)
+    if derived is None:
+        return tuple(cfg.buckets)
+    used = ", ".join(f"{b.label} ({len(b.indices)})" for b in length_buckets(lengths, derived))
+    print(f"evaluate: evaluate.buckets {list(cfg.buckets)} leave fewer than "
+          f"{MIN_FILLED_BUCKETS} length buckets of at least {cfg.min_bucket_sentences} test "
+          f"sentences (evaluate.min_bucket_sentences); using buckets derived from the test "
+          f"sources' lengths instead: {used} (edges {list(derived)}; set evaluate.buckets to "
+          "choose others)")
+    return derived
 
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
@@ -167,18 +191,18 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
 def summary_line(system: dict[str, Any]) -> str:
     """BLEU on all sentences, on the sentences without an unknown word (the paper's "No UNK"
     column: fewer sentences, same output) and of the output with ``<unk>`` deleted (all
-    sentences, another output), each named so that neither is taken for the other."""
+    sentences, another output), each named so that neither is taken for the other. A subset
+    or word class that is empty is said to be, instead of printing its score None."""
     line = (f"BLEU {system['all']['bleu']} on all {system['all']['n']} sentences | "
-            f"{system['no_unk']['bleu']} on the {system['no_unk']['n']} with no unknown word")
+            + subset_clause(system["no_unk"], "with no unknown word"))
     if "no_unk_words" in system:
-        line += (f" | {system['no_unk_words']['bleu']} on the {system['no_unk_words']['n']} "
-                 "with no word outside word-level vocabularies")
+        line += " | " + subset_clause(system["no_unk_words"],
+                                      "with no word outside word-level vocabularies")
     if "unk_removed" in system:
         line += f" | {system['unk_removed']['bleu']} with <unk> deleted from the output"
     f1 = system.get("unigram_f1")
     if f1 is not None:
-        line += (f" | unigram F1 {f1['in_vocabulary']['f1']} on words in the vocabulary, "
-                 f"{f1['rare']['f1']} rare, {f1['unseen']['f1']} unseen")
+        line += " | " + f1_clause(f1)
     p_values = baseline_p_values(system)
     if p_values:
         no_unk = p_values.get("p_value_vs_baseline_no_unk")
@@ -186,6 +210,28 @@ def summary_line(system: dict[str, Any]) -> str:
                  + (f" (no unknown word: {no_unk})" if no_unk is not None else "")
                  + f" vs {system['vs_baseline']['baseline']}")
     return line
+
+
+def subset_clause(row: dict[str, Any], which: str) -> str:
+    """``<BLEU> on the <n> <which>``, or ``no sentence <which>`` for an empty subset."""
+    return f"{row['bleu']} on the {row['n']} {which}" if row["n"] else f"no sentence {which}"
+
+
+# unigram F1's classes in the summary line: (what follows the F1, the class's words)
+F1_CLAUSES = {"in_vocabulary": ("on words in the vocabulary", "word in the vocabulary"),
+              "rare": ("rare", "rare word"), "unseen": ("unseen", "unseen word")}
+
+
+def f1_clause(f1: dict[str, Any]) -> str:
+    """``unigram F1 <in vocabulary> on words in the vocabulary, <rare> rare, <unseen> unseen``;
+    a class with no token in the output nor the references (F1 None) named as absent."""
+    shown = [f"{f1[name]['f1']} {said}" for name, (said, _) in F1_CLAUSES.items()
+             if f1[name]["f1"] is not None]
+    absent = [words for name, (_, words) in F1_CLAUSES.items() if f1[name]["f1"] is None]
+    note = f"no {' and no '.join(absent)} in the output or the references" if absent else ""
+    if not shown:
+        return f"unigram F1: {note}"
+    return f"unigram F1 {', '.join(shown)}" + (f" ({note})" if note else "")
 
 
 STAGE = Stage("evaluate", __doc__, add_arguments, lambda a: [a.metrics, a.plots], body)
