@@ -255,6 +255,8 @@ def test_killing_dvc_stops_training_and_a_second_writer_is_refused(unbroken):
     proc.wait(timeout=60)
     wait_for(lambda: not stage_pids(root, "train.py"), timeout=60, what="train.py to stop")
     (root / "params.yaml").write_text(good)
+    stderr = proc.stderr.read()
+    assert (root / f"data/models/{CELL}/model.pt").is_file(), stderr[-3000:]   # put back
 
 
 def test_going_back_to_finished_params_after_a_killed_run_restores_the_finished_cell(unbroken):

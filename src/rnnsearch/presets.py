@@ -639,15 +639,16 @@ def adopt(name: str, source: str | Path) -> Path:
 
 def translate(name: str, cell: str, options: list[str]) -> int:
     """Translate with ``cell`` of preset ``name``, fetched from the DVC cache; ``options``: the
-    translation command line's (input file, --method, ...)."""
-    from rnnsearch.decoding import cli
+    translation command line's (input file, --method, ...). The command line runs as a process
+    of its own, so that the comparisons, which share this module, do not depend on decoding."""
     from rnnsearch.experiment_files import TOKENIZED, model_path
 
     root, ref = trained_cell(name, cell)
     folder = fetch_cell(root, ref, cell, name)
-    return cli.main([*options, "--model", str(folder / model_path(cell)),
-                     "--vocab-dir", str(folder / TOKENIZED),
-                     "--params", str(folder / "params.yaml")])
+    return subprocess.call([sys.executable, "-m", "rnnsearch.decoding.cli", *options,
+                            "--model", str(folder / model_path(cell)),
+                            "--vocab-dir", str(folder / TOKENIZED),
+                            "--params", str(folder / "params.yaml")])
 
 
 @entry_point("presets")
