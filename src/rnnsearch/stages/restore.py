@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 
-def restore_outputs(addressing: str, root: Path) -> list[str]:
+def restore_outputs(addressing: str, root: Path) -> list[str] | None:
     """Check out the outputs ``dvc.lock`` records for stage ``addressing`` (e.g.
     ``train@search-50``) in the repository ``root``; returns the outputs the cache could not
-    give back (none recorded: nothing to do)."""
+    give back, or None when ``dvc.lock`` records none (nothing to do)."""
     from dvc.exceptions import CheckoutError
     from dvc.repo import Repo
     from dvc.stage.serialize import to_single_stage_lockfile
@@ -26,7 +26,7 @@ def restore_outputs(addressing: str, root: Path) -> list[str]:
     with contextlib.closing(Repo(str(root))) as repo:
         stage = repo.stage.get_target(addressing)
         if not stage.outs or not all(out.hash_info for out in stage.outs):
-            return []           # never recorded: there is nothing previous
+            return None         # never recorded: there is nothing previous
         # the lock entry as a stage whose every output is cached, as DVC's run cache restores it
         recorded = repo.stage_cache._create_stage(to_single_stage_lockfile(stage),
                                                   wdir=stage.wdir)
@@ -86,6 +86,10 @@ def restore_after_failure(stage: str) -> None:
         print(f"{stage}: could not put the previous outputs back ({err}); "
               f"`dvc checkout {addressing}` does it", file=sys.stderr)
         return
+    if missing is None:
+        return
     if missing:
         print(f"{stage}: the previous outputs are back, but for {', '.join(missing)} (not in "
               f"DVC's cache; `git checkout -- <file>` restores a committed one)", file=sys.stderr)
+    else:
+        print(f"{stage}: the previous outputs (dvc.lock's) are back in place", file=sys.stderr)

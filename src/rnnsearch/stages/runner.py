@@ -120,10 +120,21 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="params.yaml", help="the params file")
     stage.arguments(parser)
     args = parser.parse_args(argv)
-    die_with_parent()
-    quiet_known_noise()
-    return run_command(stage.name, lambda: run_body(stage, args),
-                       "interrupted; the previous outputs are unchanged")
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        die_with_parent()
+        quiet_known_noise()
+        return run_command(stage.name, lambda: run_body(stage, args),
+                           "interrupted; the previous outputs are in place")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: the stage stops through its clean-up (its previous outputs put back)
+    instead of vanishing mid-way. (Lightning handles SIGTERM itself while it trains, then stops
+    the same way at the end of the step.)"""
+    raise KeyboardInterrupt
 
 
 def run_body(stage: Stage, args: argparse.Namespace) -> None:
