@@ -77,9 +77,9 @@ translate: $(STAMP)
 ## reports go to git stash (git stash pop brings them back), then dvc checkout restores the
 ## default run's data/ from this clone's DVC cache, as much as it holds (a fresh clone: none).
 default: $(STAMP)
-	@git diff --quiet -- params.yaml dvc.lock metrics plots reports || { \
+	@git diff --quiet -- params.yaml dvc.lock metrics plots reports data/code || { \
 		git stash push -q -m "workspace before make default" -- params.yaml dvc.lock metrics \
-			plots reports && \
+			plots reports data/code && \
 		echo "make default: your changes to params.yaml, dvc.lock, metrics, plots and reports" \
 			"are in git stash (git stash pop brings them back)"; }
 	@dvc checkout --allow-missing

@@ -49,7 +49,7 @@ LAYERS = (
     ("data",),
     ("config",),
     ("environment", "procgroup", "ui_app", "command", "device", "allocator",
-     "experiment_files"),
+     "experiment_files", "dvc_outputs"),
     ("tracking",),
     ("models", "alignment", "embeddings", "evaluation", "reporting"),
     ("decoding",),

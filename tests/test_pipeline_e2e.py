@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import make_project, run_here, run_in, run_script
+from conftest import make_project, run_in, run_script
 from rnnsearch.reporting.write import REGENERATE, regenerate_line
 from test_own_corpus import mirror_lines, sha256, write_text
 
@@ -52,7 +52,7 @@ def project(tmp_path_factory) -> Path:
 def default_run(project) -> Path:
     """The project after ``dvc repro``, its run committed (what a user has after a full run)."""
     run_in(["dvc", "repro"], project)
-    run_in(["git", "add", "metrics", "plots", "reports", "dvc.lock"], project)
+    run_in(["git", "add", "metrics", "plots", "reports", "dvc.lock", "data/code"], project)
     run_in(["git", "-c", "user.email=ci@example.org", "-c", "user.name=ci", "commit", "-qm",
             "default run"], project)
     return project
@@ -333,12 +333,10 @@ def check_translate_with_the_experiment(root: Path, tmp_path: Path) -> None:
 
 
 def translate_with(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m rnnsearch.presets translate ARGS`` in the project ``root``, run in this
-    process (its output and exit status captured as a process's)."""
-    from rnnsearch import presets
-
-    argv = ["translate", *args]
-    return run_here(lambda: presets.main(argv), argv, root, {"RNNSEARCH_ROOT": str(root)})
+    """``python -m rnnsearch.presets translate ARGS`` in the project ``root`` (a process: it
+    runs the decoding command line as one of its own)."""
+    return run_in([sys.executable, "-m", "rnnsearch.presets", "translate", *args], root,
+                  check=False)
 
 
 def check_exps_view(root: Path) -> None:

@@ -117,6 +117,8 @@ CANNOT_CHANGE_A_RESULT = {
     f"{PACKAGE}.command": "how a command ends: the one-line error and its exit status",
     f"{PACKAGE}.allocator": "when the C library hands freed memory back to the operating "
                             "system; every number computed stays the same, bit for bit",
+    f"{PACKAGE}.dvc_outputs": "puts a failed stage's previous outputs back, and keeps a copy "
+                              "of a successful one's; never computes one",
 }
 
 

@@ -569,14 +569,17 @@ def dispatch(name: str, against: str | None) -> int:
     """``compare NAME [--against OTHER]``: track the comparison, run its DVC stage
     ``compare@<key>``; on failure a new entry is taken out again."""
     from rnnsearch.data.textio import atomic_write_text
+    from rnnsearch.dvc_outputs import restore_outputs
 
     require_comparable(name, against)
     key, before = track(name, against)
-    status = subprocess.call(["dvc", "repro", "--force", "--single-item",
-                              f"{PIPELINE.as_posix()}:compare@{key}"], cwd=repo_root())
+    stage = f"{PIPELINE.as_posix()}:compare@{key}"
+    status = subprocess.call(["dvc", "repro", "--force", "--single-item", stage], cwd=repo_root())
     if status:
         if before is not None:
             atomic_write_text(repo_root() / COMPARISONS, before)
+        else:                   # DVC deleted the stage's outputs before it ran: put them back
+            restore_outputs(stage, repo_root())
         raise ConfigError(f"the comparison compare@{key} was not made (DVC's output above says "
                           f"why); every file under reports/presets/ is as it was")
     return 0

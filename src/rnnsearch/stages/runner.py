@@ -31,7 +31,7 @@ from rnnsearch.data.textio import atomic_dir, write_json
 from rnnsearch.environment import describe_environment, is_main_process
 from rnnsearch.errors import StageError
 from rnnsearch.procgroup import proc_stat, set_parent_death_signal
-from rnnsearch.stages.restore import keep_after_success, restore_after_failure
+from rnnsearch.dvc_outputs import keep_after_success, restore_after_failure
 
 T = TypeVar("T")
 RESUME_ROOT = ".cache/resume"
@@ -139,7 +139,7 @@ def interrupt(signum: int, frame: object) -> None:
 
 def run_body(stage: Stage, args: argparse.Namespace) -> None:
     """Lock and recover the stage's outputs, then run its body; when it fails under ``dvc
-    repro``, the previous outputs come back from DVC's cache (:mod:`rnnsearch.stages.restore`)."""
+    repro``, the previous outputs come back from DVC's cache (:mod:`rnnsearch.dvc_outputs`)."""
     with contextlib.ExitStack() as stack:
         for path in stage.outputs(args) if is_main_process() else ():
             stack.enter_context(output_lock(Path(path), stage.name))
