@@ -148,7 +148,8 @@ def run_body(stage: Stage, args: argparse.Namespace) -> None:
             stage.body(args, StageContext(stage.name, args.params))
         except BaseException:
             if is_main_process():
-                restore_after_failure(stage.name)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second one (the watcher's,
+                restore_after_failure(stage.name)               # dvc's) must not cut it short
             raise
         if is_main_process() and stage.uncached_outputs:
             keep_after_success(stage.name)
