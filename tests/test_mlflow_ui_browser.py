@@ -231,8 +231,9 @@ def test_the_ui_root_is_mlflows_page_that_picks_model_training_and_the_landing(u
         assert health.status == 200
 
 
-def serve_once(app: ui_app.LandingPage, method: str, path: str) -> tuple[int, bytes]:
-    """(status, body) of one request to the ASGI ``app``."""
+def serve_once(app: ui_app.LandingPage, method: str, path: str, host: bytes | None = None
+               ) -> tuple[int, bytes]:
+    """(status, body) of one request to the ASGI ``app`` (``host``: its Host header)."""
     sent: list[dict] = []
 
     async def receive() -> dict:
@@ -241,7 +242,8 @@ def serve_once(app: ui_app.LandingPage, method: str, path: str) -> tuple[int, by
     async def send(message: dict) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "query_string": b""}
+    scope = {"type": "http", "method": method, "path": path, "query_string": b"",
+             "headers": [(b"host", host)] if host else []}
     asyncio.run(app(scope, receive, send))
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
@@ -258,6 +260,10 @@ def test_the_landing_page_answers_the_root_only_and_fits_any_index():
     assert serve_once(app, "HEAD", "/") == (200, b"")
     assert serve_once(app, "GET", "/health") == (404, b"mlflow")
     assert serve_once(ui_app.LandingPage(mlflow, None), "GET", "/") == (404, b"mlflow")
+    for local in (b"127.0.0.1:5000", b"localhost", b"[::1]:5001"):
+        assert serve_once(app, "GET", "/", local) == (200, page)
+    # was: the page (with the experiment's id) under any host name; now MLflow's host check
+    assert serve_once(app, "GET", "/", b"evil.example:5000") == (404, b"mlflow")
     headless = ui_app.landing_page("<p>no head</p>", "")
     assert headless.startswith(b"<script>") and b"location" not in headless   # no landing
 

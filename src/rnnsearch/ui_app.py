@@ -40,16 +40,30 @@ def landing_page(index_html: str, landing: str) -> bytes:
     return (index_html[:at] + landing_script(landing) + index_html[at:]).encode("utf-8")
 
 
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def request_host(scope: Scope) -> str | None:
+    """The host a request names in its ``Host`` header (no port, no brackets), or None."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"host":
+            host = value.decode("latin-1").strip()
+            return host[1:host.find("]")] if host.startswith("[") else host.split(":")[0]
+    return None
+
+
 class LandingPage:
-    """ASGI middleware: ``GET`` or ``HEAD /`` -> ``page`` (when there is one); every other
-    request to ``app``."""
+    """ASGI middleware: ``GET`` or ``HEAD /`` for this machine's own address -> ``page`` (when
+    there is one); every other request, a page asked for under another host name included
+    (a DNS-rebinding page), to ``app``, whose host check answers it as it answers the API."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], page: bytes | None) -> None:
         self.app, self.page = app, page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (self.page is not None and scope["type"] == "http" and scope["path"] == "/"
-                and scope["method"] in ("GET", "HEAD")):
+                and scope["method"] in ("GET", "HEAD")
+                and request_host(scope) in LOCAL_HOSTS | {None}):
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/html; charset=utf-8"),
                                     (b"content-length", str(len(self.page)).encode()),
