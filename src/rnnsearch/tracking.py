@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +33,8 @@ _KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagg
 # (scorers, prompt optimisation) that the UI of training runs never uses. Off for ``make ui``
 # unless set in the environment.
 JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+REPLICATE_NAME = re.compile(r"^(?P<system>.+)-seed(?P<seed>\d+)$")
+_REPLICATE: dict[str, str] = {}     # {grid cell: its replicate's name} inside replicate_of()
 
 
 def tracking_uri() -> str:
@@ -54,20 +57,55 @@ def git_commit() -> str:
         return "unknown"
 
 
+def replicate_cell(cell: str, seed: int) -> str:
+    """The name of grid cell ``cell``'s replicate trained with ``seed``: ``search-50-seed2``
+    (dvc.yaml's ``train_seed`` stages; the cell itself, trained with ``train.seed``, is the
+    first replicate)."""
+    return f"{cell}-seed{seed}"
+
+
+def split_replicate(name: str) -> tuple[str, int | None]:
+    """``(system, seed)`` of a cell name: ``search-50-seed2`` -> ``("search-50", 2)``; a grid
+    cell's own name -> ``(name, None)`` (its seed is ``train.seed``)."""
+    match = REPLICATE_NAME.match(name)
+    return (match["system"], int(match["seed"])) if match else (name, None)
+
+
+@contextlib.contextmanager
+def replicate_of(cell: str, seed: int) -> Iterator[None]:
+    """Inside, the runs of grid cell ``cell`` are its replicate trained with ``seed``: named and
+    tagged ``cell=<cell>-seed<seed>`` (:func:`replicate_cell`)."""
+    _REPLICATE.update({cell: replicate_cell(cell, seed)})
+    try:
+        yield
+    finally:
+        _REPLICATE.clear()
+
+
 def run_tags(stage: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The tags every run gets: stage, git commit and (under ``dvc exp run``) the experiment."""
+    """The tags every run gets: stage, git commit and (under ``dvc exp run``) the experiment;
+    a grid cell's runs also ``system`` (the cell its replicates share, e.g. ``search-50``) and,
+    for training, the ``seed``, so that a system's replicates are selected together."""
     commit = git_commit()
     tags = {"stage": stage, "git_commit": commit, "mlflow.source.git.commit": commit,
             **environment_tags()}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     tags.update(extra or {})
+    if "cell" in tags:
+        tags["cell"] = _REPLICATE.get(tags["cell"], tags["cell"])
+        system, seed = split_replicate(tags["cell"])
+        tags["system"] = system
+        seed_text = str(seed) if seed is not None else os.environ.get("PL_GLOBAL_SEED")
+        if seed_text is not None:         # Lightning's seed_everything sets it for training
+            tags["seed"] = seed_text
     return tags
 
 
 def experiment_run_name(name: str) -> str:
     """A run's name, led by its DVC experiment's under ``dvc exp run`` (``deen/search-50``), so
     that runs of two experiments sharing the store tell apart in the runs table."""
+    name = _REPLICATE.get(name, name)
     experiment = os.environ.get("DVC_EXP_NAME")
     return f"{experiment}/{name}" if experiment else name
 
