@@ -35,6 +35,7 @@ from rnnsearch.errors import DataError
 from rnnsearch.evaluation.rare_words import TrainingWords, unigram_f1, unit_words
 from rnnsearch.evaluation.scores import corpus_scores, paired_bootstrap
 from rnnsearch.evaluation.subsets import Bucket, length_buckets, no_unk_indices
+from rnnsearch.tracking import split_replicate
 
 MODEL_KEYS = ("cell", "score", "attention", "input_feeding")
 
@@ -141,7 +142,8 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
     """The metrics dict of one cell; ``baseline``: (cell name, translations folder) or None;
     ``training``: the training target words, for unigram F1 by frequency (None: not measured)."""
     meta = read_json(folder / "meta.json")          # a truncated file names itself
-    name, _, max_len = cell.rpartition("-")
+    system, seed = split_replicate(cell)
+    name, _, max_len = system.rpartition("-")
     model = {"name": name, "kind": meta.get("model", {}).get("model", name),
              "max_len": int(max_len) if max_len.isdigit() else None,
              **{k: meta.get("model", {}).get(k) for k in MODEL_KEYS}}
@@ -154,7 +156,8 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
             systems[system]["vs_baseline"] = compare_systems(hyps, base_hyps, baseline[0], test, cfg)
         if training is not None:
             systems[system]["unigram_f1"] = rare_word_scores(folder, system, test, training)
-    metrics = {"cell": cell, "model": model, "has_attention": meta.get("has_attention"),
+    replicate = {} if seed is None else {"system": system, "seed": seed}
+    metrics = {"cell": cell, **replicate, "model": model, "has_attention": meta.get("has_attention"),
                "sentences": len(test.refs), "no_unk_sentences": len(test.no_unk),
                "speed": meta.get("speed", {}), "systems": systems}
     if test.no_unk_words is not None:

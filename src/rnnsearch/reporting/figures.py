@@ -27,13 +27,18 @@ def length_curve(by_length: Mapping[str, Any], min_sentences: int = 1) -> Length
 
 
 def bleu_by_length_figure(curves: Mapping[str, LengthCurve], title: str,
-                          min_sentences: int = 1) -> Figure:
+                          min_sentences: int = 1,
+                          bands: Mapping[str, Mapping[int, float | None]] | None = None
+                          ) -> Figure:
     """One line per curve name; x is the source-length bucket, labelled ``0-10`` ... over the
     sentences in it (``n=269``; ``n=269/270`` where the curves' test sets differ), and marked
-    ``no point`` where that is fewer than ``min_sentences``."""
+    ``no point`` where that is fewer than ``min_sentences``. ``bands``: per curve, ``{x:
+    half-width}`` of a shaded band around its points (a spread across replicates)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     _plot_curves(ax, {name: [(x, label, bleu) for x, label, bleu, _ in points]
                       for name, points in curves.items()})
+    for line, (name, points) in zip(ax.get_lines(), curves.items()):
+        _shade(ax, line.get_color(), points, (bands or {}).get(name, {}))
     counts: dict[int, list[int]] = {}
     labels: dict[int, str] = {}
     for points in curves.values():
@@ -48,6 +53,17 @@ def bleu_by_length_figure(curves: Mapping[str, LengthCurve], title: str,
     ax.set_xlabel("source sentence length (words); n: test sentences in the bucket")
     ax.set_ylabel("BLEU")
     return _finish(fig, ax, title)
+
+
+def _shade(ax: Any, color: str, points: LengthCurve, half_widths: Mapping[int, float | None]
+           ) -> None:
+    """A band ``y ± half_widths[x]`` around a curve's points that have both."""
+    band = [(x, y, half_widths[x]) for x, _, y, _ in points
+            if y is not None and half_widths.get(x) is not None]
+    if band:
+        xs, ys, widths = zip(*band)
+        ax.fill_between(xs, [y - w for y, w in zip(ys, widths)],
+                        [y + w for y, w in zip(ys, widths)], color=color, alpha=0.2, linewidth=0)
 
 
 def _length_tick(label: str, counts: Sequence[int], min_sentences: int) -> str:

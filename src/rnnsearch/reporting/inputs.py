@@ -20,7 +20,7 @@ RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage
          "train": "rerun the train stage", "embed": "rerun the embed stage",
          "lm": "rerun the pretrain_lm stage", "senses": "rerun the senses stage",
          "align": "rerun the align stage", "align_attention": "rerun the align_attention stage",
-         "search_error": "rerun the search_error stage"}
+         "search_error": "rerun the search_error stage", "summary": "rerun the evaluate stage"}
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
@@ -134,6 +134,7 @@ class ReportInputs:
     align: dict[str, Any] | None = None                   # metrics/align.json
     align_attention: dict[str, Any] | None = None         # metrics/align_attention.json
     prepare: dict[str, Any] | None = None                 # metrics/prepare.json (the corpus)
+    replicates: dict[str, Any] | None = None  # metrics/eval/replicates/summary.json (seeds)
 
     @classmethod
     def load(cls, metrics: Path) -> "ReportInputs":
@@ -149,7 +150,8 @@ class ReportInputs:
                    senses=_read_file(metrics / "senses.json", check_senses),
                    align=_read_file(metrics / "align.json"),
                    align_attention=_read_file(metrics / "align_attention.json"),
-                   prepare=_read_file(metrics / "prepare.json"))
+                   prepare=_read_file(metrics / "prepare.json"),
+                   replicates=_read_file(metrics / "eval" / "replicates" / "summary.json"))
 
     @property
     def corpus(self) -> CorpusInfo | None:

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.data.textio import atomic_dir, atomic_write_text
-from rnnsearch.reporting import alignment, build
+from rnnsearch.reporting import alignment, build, replicates
 from rnnsearch.reporting.corpus import unknown_corpus_table
 from rnnsearch.reporting.rare_words import rare_words_figure, rare_words_table
 from rnnsearch.reporting.senses import senses_figure, senses_table
@@ -72,6 +72,11 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int) -> dict
     corpus = inputs.corpus
     tables = {"corpus": corpus.table() if corpus is not None else unknown_corpus_table(),
               "table1": build.table1(inputs, cfg.method)}
+    if inputs.replicates is not None:       # the same over seeds, mean ± sd
+        tables["table1"] = replicates.table1(inputs, cfg.method)
+        tables[replicates.SEEDS_FILE] = replicates.seeds_table(inputs)
+        tested = replicates.length_tests_table(inputs, cfg.method)
+        tables.update({"significance_by_length": tested} if tested is not None else {})
     if inputs.evals:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method, min_sentences)
         tables["speed"] = build.speed_table(inputs)
@@ -100,8 +105,8 @@ def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path, min_se
     figures = {}
     if inputs.evals:
         figures["Figure 2: BLEU by source sentence length"] = "figure2_bleu_by_length.png"
-        _save(build.figure2(inputs, cfg.method, min_sentences),
-              folder / "figure2_bleu_by_length.png")
+        figure2 = build.figure2 if inputs.replicates is None else replicates.figure2
+        _save(figure2(inputs, cfg.method, min_sentences), folder / "figure2_bleu_by_length.png")
     rare = rare_words_figure(inputs)
     if rare is not None:
         figures["Unigram F1 by the word's training frequency rank"] = "rare_words_f1_by_rank.png"

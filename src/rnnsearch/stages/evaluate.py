@@ -12,21 +12,34 @@ from typing import Any, Iterable
 from rnnsearch.config.base import from_dict, read_params, required_section
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.tokenize import TokenizeConfig
-from rnnsearch.config.train import GridConfig
+from rnnsearch.config.replicates import ReplicatesConfig
+from rnnsearch.config.train import GridConfig, TrainConfig
 from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.evaluation.cell import TestSet, evaluate_cell, length_rows, source_lengths
+from rnnsearch.evaluation.cell import (TestSet, evaluate_cell, length_rows, read_system,
+                                       source_lengths)
+from rnnsearch.evaluation.replicates import system_spread, system_test
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
 from rnnsearch.evaluation.subsets import MIN_FILLED_BUCKETS, derived_edges, length_buckets
 from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure, length_curve
 from rnnsearch.reporting.rare_words import rank_curve
 from rnnsearch.stages.runner import Stage, StageContext
+from rnnsearch.tracking import replicate_cell, split_replicate
+
+REPLICATES = "replicates"       # metrics/eval/replicates/: each replicate's metrics, the summary
+SUMMARY = "summary.json"
 
 
 def read_grid(params_path: str) -> GridConfig:
     """The ``train.grid`` section (which cells exist)."""
     train = required_section(read_params(params_path), "train", params_path)
     return from_dict(GridConfig, train.get("grid", {}), "train.grid")
+
+
+def read_first_seed(params_path: str) -> int:
+    """``train.seed``: the seed of every grid cell's own run, its first replicate."""
+    train = required_section(read_params(params_path), "train", params_path)
+    return from_dict(TrainConfig, train, "train").seed
 
 
 def read_tokenize(params_path: str) -> TokenizeConfig:
@@ -129,24 +142,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[str]
-                   ) -> dict[str, dict[str, Any]]:
-    """Every cell's metrics; each is tested against the baseline model of its maximum length."""
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, TestSet]]:
+    """Every cell's metrics, each tested against the baseline model of its maximum length
+    (:func:`baseline_of`), and the test set each was scored on."""
     tok = read_tokenize(args.params)
     training = read_training_words(tok, args.tokenized, cfg)
     word_vocabs = read_word_vocabularies(tok, args.tokenized, cfg)
     decoded = {cell: read_json(args.translations / cell / "meta.json").get("sentences")
                for cell in cells}
     edges = bucket_edges(args.prepared, cfg, decoded.values())
-    results = {}
+    results, tests = {}, {}
     for cell in cells:
         folder = args.translations / cell
-        test = TestSet.load(args.prepared, args.tokenized, edges, decoded[cell],
-                            subwords=tok.subwords, word_vocabs=word_vocabs)
-        max_len = cell.rpartition("-")[2]
-        base = f"{cfg.baseline}-{max_len}"
+        test = tests[cell] = TestSet.load(args.prepared, args.tokenized, edges, decoded[cell],
+                                          subwords=tok.subwords, word_vocabs=word_vocabs)
+        base = baseline_of(cell, cfg.baseline)
         baseline = (base, args.translations / base) if base in cells and base != cell else None
         results[cell] = evaluate_cell(cell, folder, test, cfg, baseline, training)
-    return results
+    return results, tests
+
+
+def replicate_summary(args: argparse.Namespace, cfg: EvaluateConfig,
+                      systems: dict[str, list[str]], results: dict[str, dict[str, Any]],
+                      tests: dict[str, TestSet], seeds: list[int]) -> dict[str, Any]:
+    """``metrics/eval/replicates/summary.json``: per system (a grid cell and its replicates)
+    and method, the mean, sample sd, n and per-seed values of BLEU (all, no UNK, by length),
+    and against the baseline system's replicates the replicate-aware paired bootstrap
+    (:mod:`rnnsearch.evaluation.replicates`); ``seeds``: ``train.seed``, then the replicates'."""
+    summary: dict[str, Any] = {"seeds": seeds, "systems": {}}
+    for system, cells in systems.items():
+        base = baseline_of(system, cfg.baseline)
+        entry: dict[str, Any] = {"cells": cells, "baseline": base if base != system and
+                                 base in systems else None, "methods": {}}
+        for method in results[system]["systems"]:
+            scores = system_spread([results[cell] for cell in cells], method)
+            if entry["baseline"] is not None and cfg.bootstrap_samples > 0:
+                test = tests[system]
+                hyps = [read_system(args.translations / cell, method, test) for cell in cells]
+                base_hyps = [read_system(args.translations / cell, method.removesuffix("_unk"),
+                                         test) for cell in systems[base]]
+                scores["vs_baseline"] = system_test(hyps, base_hyps, test, cfg)
+            entry["methods"][method] = scores
+        summary["systems"][system] = entry
+    return summary
+
+
+def baseline_of(cell: str, baseline: str) -> str:
+    """The cell ``cell`` is tested against: the baseline model at its maximum length, a
+    replicate against the baseline's replicate of the same seed (``search-50-seed2`` against
+    ``encdec-50-seed2``)."""
+    system, seed = split_replicate(cell)
+    base = f"{baseline}-{system.rpartition('-')[2]}"
+    return base if seed is None else replicate_cell(base, seed)
 
 
 def bucket_edges(prepared: Path, cfg: EvaluateConfig, decoded: Iterable[int | None]
@@ -175,17 +222,28 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     cfg = ctx.section(EvaluateConfig)
     grid = read_grid(args.params)     # evaluate.baseline was checked against it on load
     cells = args.cells or [f"{model}-{n}" for model in grid.models for n in grid.max_lens]
-    results = evaluate_cells(args, cfg, cells)
+    seeds = ctx.section(ReplicatesConfig, "replicates").seeds
+    systems = {cell: [cell] + [replicate_cell(cell, seed) for seed in seeds] for cell in cells}
+    results, tests = evaluate_cells(args, cfg, [cell for group in systems.values()
+                                                for cell in group])
+    summary = replicate_summary(args, cfg, systems, results, tests,
+                                [read_first_seed(args.params), *seeds]) if seeds else None
     # Both folders are replaced whole: they hold exactly the cells evaluated now, never a file
     # an earlier grid left (which the report would otherwise put into this grid's tables).
     with ctx.output_dir(args.metrics) as metrics_dir, ctx.output_dir(args.plots) as plots_dir:
         for cell, metrics in results.items():
-            ctx.write_metrics(metrics_dir / f"{cell}.json", metrics)
-            write_csv(plots_dir / f"{cell}.csv", length_rows(metrics))
+            if cell in systems:
+                ctx.write_metrics(metrics_dir / f"{cell}.json", metrics)
+                write_csv(plots_dir / f"{cell}.csv", length_rows(metrics))
+            else:               # a replicate: metrics/eval/replicates/<cell>-seed<seed>.json
+                ctx.write_metrics(metrics_dir / REPLICATES / f"{cell}.json", metrics)
+        if summary is not None:
+            ctx.write_json(metrics_dir / REPLICATES / SUMMARY, summary)
     for cell, metrics in results.items():
         for name, system in metrics["systems"].items():
             print(f"evaluate {cell} {name}: {summary_line(system)}")
-        log_cell(cell, metrics, cfg, args.metrics / f"{cell}.json", ctx)
+        folder = args.metrics if cell in systems else args.metrics / REPLICATES
+        log_cell(cell, metrics, cfg, folder / f"{cell}.json", ctx)
 
 
 def summary_line(system: dict[str, Any]) -> str:
