@@ -374,6 +374,11 @@ def significance(name: str, folder: Path, against: str | None = None,
         return f"{untested}: {err}"
     tests = {cell: compare_systems(runs[ref][cell], runs[base_ref][cell], label, test, cfg)
              for cell in cells}
+    seeds = shared_seeds(baseline, preset)
+    if len(seeds) > 1:
+        seeded = replicate_tests(root, (ref, base_ref), cells, seeds, method, test, cfg)
+        for cell, result in seeded.items():
+            tests[cell]["replicates"] = result
     attention = [cell for cell in cells if has_attention(baseline, cell)
                  and has_attention(preset, cell)]
     try:
@@ -387,6 +392,30 @@ def significance(name: str, folder: Path, against: str | None = None,
                         "preset_commit": git(root, "rev-parse", ref), "cells": tests})
     return (f"paired bootstrap against {baseline.title} ({', '.join(cells)}) in {target.name}"
             f"{alignments}")
+
+
+def shared_seeds(baseline: Run, preset: Run) -> list[int]:
+    """The replicates' seeds both runs trained (``replicates.seeds``), ``train.seed`` first;
+    empty when either run has none or their first seeds differ."""
+    first, second = ((run.inputs.replicates or {}).get("seeds", []) for run in (baseline, preset))
+    if not first or not second or first[0] != second[0]:
+        return []
+    return [seed for seed in first if seed in second]
+
+
+def replicate_tests(root: Path, revs: tuple[str, str], cells: Sequence[str], seeds: list[int],
+                    method: str, test: Any, cfg: Any) -> dict[str, dict[str, Any]]:
+    """Per cell, the replicate-aware paired bootstrap (:mod:`rnnsearch.evaluation.replicates`)
+    of the first revision's replicates against the second's, on the ``seeds`` both trained."""
+    from rnnsearch.evaluation.replicates import system_test
+    from rnnsearch.tracking import replicate_cell
+
+    names = {cell: [cell] + [replicate_cell(cell, seed) for seed in seeds[1:]] for cell in cells}
+    runs = committed_translations(root, revs, [name for group in names.values()
+                                               for name in group], method, len(test.refs))
+    return {cell: {**system_test([runs[revs[0]][name] for name in group],
+                                 [runs[revs[1]][name] for name in group], test, cfg),
+                   "seeds": seeds} for cell, group in names.items()}
 
 
 def has_attention(run: Run, cell: str) -> bool:

@@ -19,6 +19,7 @@ from rnnsearch.reporting.figures import LengthCurve, bleu_by_length_figure, leng
 from rnnsearch.reporting.inputs import ReportInputs, read_metrics_json
 from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.rare_words import CLASS_COLUMNS
+from rnnsearch.reporting.replicates import mean_sd
 from rnnsearch.reporting.summary import cell_summary
 from rnnsearch.reporting.tables import Table, fmt
 from rnnsearch.reporting.write import _save
@@ -124,10 +125,18 @@ def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
     scores = attention.get("cells", {}).get(cell, {}).get("scores", {})
     aer = [scores.get(name, {}).get("aer")
            for name in ("argmax", f"threshold {attention.get('threshold')}")]
-    return (run.units, fmt(summary.get("bleu")), fmt(replaced),
+    return (run.units, replicate_bleu(run, cell, method) or fmt(summary.get("bleu")),
+            fmt(replaced),
             f"{fmt(no_unk.get('bleu'))} ({fmt(no_unk.get('n'))})", fmt(summary.get("chrf")),
             fmt(ratio, 3), *(fmt(f1.get(c, {}).get("f1")) for c in CLASS_COLUMNS),
             *(fmt(a, 3) for a in aer))
+
+
+def replicate_bleu(run: Run, cell: str, method: str) -> str | None:
+    """``mean ± sd (n=3)`` of the cell's BLEU over the run's replicates (None: it has none)."""
+    system = (run.inputs.replicates or {}).get("systems", {}).get(cell)
+    spread = (system or {}).get("methods", {}).get(method, {}).get("all")
+    return None if spread is None else f"{mean_sd(spread)} (n={spread['n']})"
 
 
 def decoding_seconds(run: Run, cell: str, method: str) -> str:
@@ -187,7 +196,11 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
         return " / ".join(p_difference(aer.get(v, {})) for v in variants) if aer else "–"
 
     def p_bleu(run: Run, cell: str) -> str:
-        return fmt(test(run, cell).get("all", {}).get("p_value"), 3)
+        one_run = fmt(test(run, cell).get("all", {}).get("p_value"), 3)
+        seeded = test(run, cell).get("replicates")
+        if seeded is None:
+            return one_run
+        return f"{one_run}; seeds: {fmt(seeded['all']['p_value'], 3)}"
 
     threshold = (preset.inputs.align_attention or {}).get("threshold")
     rows = tuple((model_name(default, cell), run.label, *headline(run, cell, method),
@@ -220,7 +233,22 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   "twice).",
                   "Decoding: the seconds the whole test set took to decode, in batches of "
                   "`translate.batch_size`, on the machine each run was made on (each run's "
-                  "`environment` block names it): compare them between runs of one machine."))
+                  "`environment` block names it): compare them between runs of one machine.",
+                  *replicates_notes(default, preset, tests)))
+
+
+def replicates_notes(default: Run, preset: Run, tests: dict[str, Any] | None) -> tuple[str, ...]:
+    """The notes on replicates, when a run has them (none otherwise)."""
+    seeded = next((t["replicates"] for t in (tests or {}).values() if "replicates" in t), None)
+    if seeded is None and not (default.inputs.replicates or preset.inputs.replicates):
+        return ()
+    note = ("BLEU of a run with replicates (replicates.seeds): mean ± sample standard deviation "
+            "over its seeds (n), each seed's in that run's results/table1_seeds.md.")
+    if seeded is not None:
+        note += (" p BLEU `one run; seeds:` the paired bootstrap of the first replicates, then "
+                 "the replicate-aware bootstrap over the seeds both runs trained "
+                 f"({', '.join(str(s) for s in seeded['seeds'])}; docs/replicates.md).")
+    return (note,)
 
 
 def length_table(default: Run, preset: Run, cells: list[str], method: str,
