@@ -13,8 +13,8 @@ import dataclasses
 from typing import Any
 
 from rnnsearch import tracking
-from rnnsearch.config.base import ConfigError
 from rnnsearch.config.train import TrainConfig, cell_name
+from rnnsearch.errors import ConfigError
 from rnnsearch.stages import train
 from rnnsearch.stages.runner import Stage, StageContext, T
 
