@@ -10,6 +10,7 @@ from rnnsearch.config.embed import EmbedConfig
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.prepare import PrepareConfig
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
+from rnnsearch.config.replicates import ReplicatesConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.config.senses import SensesConfig
 from rnnsearch.config.tokenize import TokenizeConfig
@@ -21,6 +22,7 @@ SECTIONS: dict[str, type] = {
     "senses": SensesConfig,
     "pretrain_lm": PretrainLMConfig, "train": TrainConfig, "translate": TranslateConfig,
     "evaluate": EvaluateConfig, "report": ReportConfig, "align": AlignConfig,
+    "replicates": ReplicatesConfig,
 }
 
 
