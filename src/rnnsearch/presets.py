@@ -452,6 +452,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     revision ``rev`` trained them; ``layer``: read from that decoder layer instead."""
     import dvc.api
     from dvc.exceptions import DvcException
+    from dvc_data.index.index import DataIndexError
 
     from rnnsearch.alignment.attention import attention_counts
     from rnnsearch.alignment.corpus import GoldCorpus
@@ -511,6 +512,7 @@ def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str]
     a wrong line count raises :class:`~rnnsearch.errors.DataError` naming it."""
     import dvc.api
     from dvc.exceptions import DvcException
+    from dvc_data.index.index import DataIndexError
 
     from rnnsearch.data.textio import decode_lines
     from rnnsearch.errors import DataError
@@ -521,7 +523,7 @@ def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str]
         try:
             with dvc.api.open(path, repo=str(root), rev=rev, mode="rb") as handle:
                 lines = list(decode_lines(handle, f"{path} at {rev}"))   # as evaluate reads it
-        except (DvcException, OSError) as err:
+        except (DvcException, DataIndexError, OSError) as err:
             raise DataError(f"{path} at {rev}: not in the DVC cache here "
                             f"({type(err).__name__}: {err})") from err
         if len(lines) != sentences:
