@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rnnsearch import presets
+from rnnsearch.presets import cli, comparison, export
 from rnnsearch.data.vocab import Vocabulary
 from conftest import REPO
 from test_report import HANSARD, _eval, write_prepare
@@ -85,7 +85,7 @@ def beside_files(folder: Path) -> list[str]:
 
 
 def test_the_table_holds_each_runs_numbers_from_its_files(runs):
-    assert "encdec-50, search-50 beside the default run's" in presets.compare("subword").message
+    assert "encdec-50, search-50 beside the default run's" in comparison.compare("subword").message
     folder = preset_folder(runs)
     assert beside_files(folder) == ["beside_default.md", "beside_default.png",
                                     "beside_default.tex"]
@@ -129,13 +129,13 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
     default["speed"]["greedy"]["sentences_per_s"] = 123.0
     (metrics / "eval/encdec-50.json").write_text(json.dumps(default))
     (metrics / "tokenize.json").write_text((runs / "metrics/tokenize.json").read_text())
-    presets.compare("subword")
+    comparison.compare("subword")
     rows = table_rows((preset_folder(runs) / "beside_default.md").read_text())
     assert [row[:2] for row in rows] == [["RNNsearch-50", "default"], ["RNNsearch-50", "subword"]]
     (metrics / "eval/search-50.json").write_text((runs / "metrics/eval/search-50.json").read_text())
     (metrics / "align_attention.json").write_text(
         (runs / "metrics/align_attention.json").read_text())
-    outcome = presets.compare("subword")
+    outcome = comparison.compare("subword")
     assert not outcome.written and "same numbers in both runs" in outcome.message
     assert not beside_files(preset_folder(runs))        # the earlier files are gone
 
@@ -153,7 +153,7 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
      "set prepare.seed differently")])
 def test_a_test_set_that_may_differ_refuses_the_table_with_the_reason(runs, change, reason):
     change(runs / "reports/presets/subword/metrics")
-    outcome = presets.compare("subword")
+    outcome = comparison.compare("subword")
     page = (preset_folder(runs) / "beside_default.md").read_text()
     assert reason in outcome.message and reason in page
     assert outcome.written == [preset_folder(runs) / "beside_default.md"]
@@ -168,7 +168,7 @@ def test_against_another_preset_puts_the_cells_beside_that_presets(runs):
     write_run(runs / "reports/presets/supervised/metrics", {"encdec-50": 6.0, "search-50": 8.25,
                                                             "luong_general-50": 7.25}, {},
               aer=0.3125)
-    outcome = presets.compare("supervised", against="luong")
+    outcome = comparison.compare("supervised", against="luong")
     assert "beside the preset 'luong''s in supervised/beside_luong.md" in outcome.message
     folder = runs / "reports/presets/supervised"
     assert beside_files(folder) == ["beside_luong.md", "beside_luong.png", "beside_luong.tex"]
@@ -179,12 +179,12 @@ def test_against_another_preset_puts_the_cells_beside_that_presets(runs):
     assert [row[:2] + row[12:14] for row in table_rows(page)] == [
         ["luong_general-50", "luong", "–", "–"], ["luong_general-50", "supervised", "–", "–"],
         ["RNNsearch-50", "luong", "0.456", "0.466"], ["RNNsearch-50", "supervised", "0.312", "0.323"]]
-    assert presets.main(["compare", "supervised", "--against", "nowhere"]) == 2
+    assert cli.main(["compare", "supervised", "--against", "nowhere"]) == 2
 
 
 def test_compare_before_export_is_one_line_naming_the_folder(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
-    assert presets.main(["compare", "subword"]) == 2
+    assert cli.main(["compare", "subword"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "reports/presets/subword/metrics: not found" in err[0], err
 
@@ -209,7 +209,7 @@ def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs):
     git(runs, "add", "metrics", "params.yaml", "reports/README.md")
     git(runs, "commit", "-q", "-m", "preset run")
     git(runs, "checkout", "-q", "main")
-    presets.export("subword")
+    export.export("subword")
     readme = (preset / "README.md").read_text()
     assert "Beside the default run: [beside_default.md]" in readme
     assert readme.endswith("# Results\n")
@@ -268,7 +268,7 @@ def test_export_tests_the_preset_against_the_default_runs_translations(runs):
     git(runs, "checkout", "-q", "main")
     subprocess.run([sys.executable, "-m", "dvc", "checkout", "-q"], cwd=runs, check=True)
 
-    folder = presets.export("subword")
+    folder = export.export("subword")
     tests = json.loads((folder / "significance.json").read_text())
     assert tests["method"] == "beam" and tests["samples"] == 200
     for cell in ("encdec-50", "search-50"):
@@ -285,7 +285,7 @@ def test_export_tests_the_preset_against_the_default_runs_translations(runs):
     assert "BLEU by source sentence length, default run vs 'subword'" in page
 
     shutil.rmtree(runs / ".dvc/cache")                 # a clone without the translations
-    folder = presets.export("subword")
+    folder = export.export("subword")
     assert not (folder / "significance.json").exists()
     assert all(row[-2] == "–" for row in table_rows((folder / "beside_default.md").read_text()))
 
@@ -312,7 +312,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
         return {cell: {"argmax": gold_counts[label], "threshold 0.3": gold_counts[label][::-1]}
                 for cell in cells}
 
-    monkeypatch.setattr(presets, "attention_counts_at", counts_at)
+    monkeypatch.setattr(comparison, "attention_counts_at", counts_at)
 
     refs = [f"the house meets at {i} o'clock today ." for i in range(40)]
     sources = [" ".join(["word"] * 5) for _ in range(40)]
@@ -329,7 +329,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
         commit_run(runs, lines, f"{name} run")
     git(runs, "checkout", "-q", "main")
 
-    assert presets.main(["bootstrap", "supervised_cond", "--against", "conditional"]) == 0
+    assert comparison.main(["supervised_cond", "--against", "conditional"]) == 0
     folder = runs / "reports/presets/supervised_cond"
     tests = json.loads((folder / "significance_conditional.json").read_text())
     assert tests["baseline"] == "conditional" and not (folder / "significance.json").exists()
@@ -357,7 +357,7 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
     git(runs, "add", "-A", "metrics", "reports/README.md")
     git(runs, "commit", "-q", "-m", "its metrics on the branch")
     git(runs, "checkout", "-q", "main")
-    presets.export("supervised_cond")
+    export.export("supervised_cond")
     assert json.loads((folder / "significance_conditional.json").read_text())["cells"] == \
         tests["cells"]
     assert (folder / "beside_conditional.md").read_text() == page
@@ -382,15 +382,15 @@ def test_layers_scores_a_transformer_cells_attention_from_each_decoder_layer(run
         read.append((rev, label, cells, layer))
         return {cells[0]: {"argmax": np.array([perfect] * layer + [wrong] * (4 - layer))}}
 
-    monkeypatch.setattr(presets, "attention_counts_at", counts_at)
-    assert presets.main(["layers", "transformer", "transformer-50"]) == 0
+    monkeypatch.setattr(cli, "attention_counts_at", counts_at)
+    assert cli.main(["layers", "transformer", "transformer-50"]) == 0
     assert read == [("preset/transformer", "transformer", ["transformer-50"], layer)
                     for layer in range(3)]
     # 1 - 2 * found / (|A| + |S|): 4 sentences, 0, 1 and 2 of them perfect
     assert capsys.readouterr().out.splitlines() == [
         f"decoder layer {layer}: AER argmax {1 - 2 * found / total:.3f}"
         for layer, (found, total) in enumerate([(0, 12), (2, 13), (4, 14)])]
-    assert presets.main(["layers", "transformer", "search-50"]) == 2
+    assert cli.main(["layers", "transformer", "search-50"]) == 2
     assert "search-50 of preset/transformer is a 'search' model" in capsys.readouterr().err
 
 

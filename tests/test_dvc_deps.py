@@ -101,6 +101,16 @@ def test_a_code_edit_to_beam_search_changes_translate_and_search_error_only(sour
     assert changed == {"translate", "search_error"}, changed
 
 
+def test_an_edit_to_the_presets_runner_export_or_report_stales_no_comparison(sources):
+    """Was: the comparisons ran ``python -m rnnsearch.presets bootstrap``, so their record held
+    the whole presets command (runner, export) and through export the report's writer."""
+    def edit():
+        for module in ("presets/cli.py", "presets/export.py", "presets/tracked.py",
+                       "reporting/write.py"):
+            append(sources / module, "\nEDITED = 1\n")
+    assert changed_after(edit) == {"report"}
+
+
 def test_a_transformer_edit_changes_its_model_record_only(sources):
     changed = changed_after(lambda: append(sources / "models" / "transformer.py",
                                            "\nEDITED = 1\n"))

@@ -11,19 +11,22 @@ import yaml
 
 from conftest import REPO, make_project, run_in
 
-from rnnsearch import presets
+from rnnsearch.config.base import read_params
+from rnnsearch.config.repository import load_preset
+from rnnsearch.config.sections import grid_cells
+from rnnsearch.presets import cli, definition, export
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.sections import validate_params
 
 
 def test_default_params_are_valid():
-    merged = presets.read_params(REPO / "params.yaml")
+    merged = read_params(REPO / "params.yaml")
     configs = validate_params(merged)
     assert configs["prepare"].corpus in ("multi30k", "hansard36")
 
 
 def test_paper_preset_is_the_papers_setting():
-    merged, cells = presets.resolve("paper", REPO / "params.yaml")
+    merged, cells = definition.resolve("paper", REPO / "params.yaml")
     assert cells == ["encdec-30", "encdec-50", "search-30", "search-50"]
     configs = validate_params(merged)
     search = configs["train"].model_config("search")
@@ -36,7 +39,7 @@ def test_paper_preset_is_the_papers_setting():
 
 
 def test_quick_preset_is_one_search_model_on_multi30k_de_en():
-    merged, cells = presets.resolve("quick", REPO / "params.yaml")
+    merged, cells = definition.resolve("quick", REPO / "params.yaml")
     configs = validate_params(merged)
     assert cells == ["search-50"]
     assert (configs["prepare"].corpus, configs["prepare"].src_lang, configs["prepare"].tgt_lang) == \
@@ -45,14 +48,14 @@ def test_quick_preset_is_one_search_model_on_multi30k_de_en():
 
 
 def test_quick_preset_spends_little_on_the_language_model_it_never_loads():
-    merged, _ = presets.resolve("quick", REPO / "params.yaml")
+    merged, _ = definition.resolve("quick", REPO / "params.yaml")
     configs = validate_params(merged)
     assert configs["train"].init.lm is False
     assert 0 < configs["pretrain_lm"].max_steps <= 100
 
 
 def test_gpu_curve_preset_is_the_paper_width_curve_in_minutes_on_one_gpu():
-    merged, cells = presets.resolve("gpu_curve", REPO / "params.yaml")
+    merged, cells = definition.resolve("gpu_curve", REPO / "params.yaml")
     configs = validate_params(merged)
     train = configs["train"]
     assert cells == ["encdec-50", "search-50"]
@@ -75,21 +78,21 @@ def test_gpu_curve_preset_is_the_paper_width_curve_in_minutes_on_one_gpu():
 def test_gpu_curve_preset_keeps_the_default_runs_data_so_its_cells_go_beside_the_default_ones():
     """export's comparison with the default run is refused unless both runs' prepare params
     agree; the preset's two cells are cells of the default grid, so both are compared."""
-    default = presets.read_params(REPO / "params.yaml")
-    merged, cells = presets.resolve("gpu_curve", REPO / "params.yaml")
+    default = read_params(REPO / "params.yaml")
+    merged, cells = definition.resolve("gpu_curve", REPO / "params.yaml")
     assert merged["prepare"] == default["prepare"]
-    assert not [arg for arg in presets.command("gpu_curve") if arg.startswith("prepare.")]
-    default_cells = presets.grid_cells(validate_params(default)["train"])
+    assert not [arg for arg in definition.command("gpu_curve") if arg.startswith("prepare.")]
+    default_cells = grid_cells(validate_params(default)["train"])
     assert set(cells) <= set(default_cells)
 
 
 def test_luong_preset_adds_two_cells_to_the_default_grid():
-    _, cells = presets.resolve("luong", REPO / "params.yaml")
+    _, cells = definition.resolve("luong", REPO / "params.yaml")
     assert cells[:4] == ["encdec-30", "encdec-50", "search-30", "search-50"] and len(cells) == 8
 
 
 def test_luong_variants_preset_covers_scores_local_m_and_input_feeding_at_30():
-    merged, cells = presets.resolve("luong_variants", REPO / "params.yaml")
+    merged, cells = definition.resolve("luong_variants", REPO / "params.yaml")
     train = validate_params(merged)["train"]
     assert cells == ["encdec-30", "search-30", "luong_dot-30", "luong_concat-30",
                      "luong_local_m-30", "luong_no_feed-30"]
@@ -105,18 +108,18 @@ def test_preset_with_a_bad_value_fails_naming_the_key(tmp_path, monkeypatch):
     (tmp_path / "presets" / "broken.yaml").write_text("train:\n  grid:\n    models: [search, nosuch]\n")
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
     with pytest.raises(ConfigError, match=r"train\.grid\.models\[1\]"):
-        presets.resolve("broken", REPO / "params.yaml")
+        definition.resolve("broken", REPO / "params.yaml")
     with pytest.raises(ConfigError, match="no preset 'absent'"):
-        presets.load_preset("absent")
+        load_preset("absent")
 
 
 def test_override_arguments_use_dvc_syntax():
-    assert presets.override_argument("a.b", [30, 50]) == "a.b=[30,50]"
-    assert presets.override_argument("a.m", ["search"]) == 'a.m=["search"]'
-    assert presets.override_argument("a.flag", False) == "a.flag=false"
-    assert presets.override_argument("a.p", "32-true") == "a.p=32-true"
-    assert presets.override_argument("a.x", None) == "a.x=null"
-    cmd = presets.command("quick")
+    assert definition.override_argument("a.b", [30, 50]) == "a.b=[30,50]"
+    assert definition.override_argument("a.m", ["search"]) == 'a.m=["search"]'
+    assert definition.override_argument("a.flag", False) == "a.flag=false"
+    assert definition.override_argument("a.p", "32-true") == "a.p=32-true"
+    assert definition.override_argument("a.x", None) == "a.x=null"
+    cmd = definition.command("quick")
     assert cmd[:6] == ["dvc", "exp", "run", "--temp", "-n", "quick"]
     assert "prepare.corpus=multi30k" in cmd
 
@@ -153,7 +156,7 @@ def test_several_names_run_in_order_each_a_temporary_experiment_and_its_branch()
 def test_a_printed_command_pastes_back_into_a_shell_as_the_same_arguments():
     args = ["dvc", "exp", "run", "-S", 'train.grid.models=["search"]', "-S",
             "prepare.name=it's mine", "-S", "a.b=[30,50]"]
-    line = presets.shell_line(args)
+    line = cli.shell_line(args)
     assert line.startswith("dvc exp run -S ")
     echoed = subprocess.run(["bash", "-c", f"printf '%s\\n' {line}"], capture_output=True,
                             text=True, timeout=10, check=True)
@@ -164,9 +167,9 @@ def test_relative_mirror_reaches_the_temporary_copy_resolved(tmp_path, monkeypat
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
     monkeypatch.delenv("RNNSEARCH_CORPORA", raising=False)
     prepare = {"corpus": "hansard36", "src_lang": "en", "tgt_lang": "fr"}
-    env = presets.run_environment({"prepare": {**prepare, "mirror": "../shared/corpora"}})
+    env = definition.run_environment({"prepare": {**prepare, "mirror": "../shared/corpora"}})
     assert env["RNNSEARCH_CORPORA"] == str((tmp_path.parent / "shared" / "corpora").resolve())
-    assert "RNNSEARCH_CORPORA" not in presets.run_environment(
+    assert "RNNSEARCH_CORPORA" not in definition.run_environment(
         {"prepare": {**prepare, "mirror": "/abs"}})
 
 
@@ -238,7 +241,7 @@ def test_overrides_set_a_mapping_whole_where_params_yaml_has_null():
     base = {"prepare": {"corpus": "hansard36", "custom": None, "clean": {"max_len": 80}}}
     preset = {"prepare": {"corpus": "custom", "clean": {"max_len": 50, "new": 1},
                           "custom": {"train": {"src": "own/a b.de", "tgt": "own/t.en"}}}}
-    assert presets.override_arguments(base, preset) == [
+    assert definition.override_arguments(base, preset) == [
         "prepare.corpus=custom", "prepare.clean.max_len=50", "+prepare.clean.new=1",
         'prepare.custom={train:{src:"own/a b.de",tgt:own/t.en}}']
 
@@ -258,7 +261,7 @@ def test_an_exported_preset_keeps_only_the_metrics_its_own_run_wrote():
              "metrics/eval/search-50.json", "metrics/summary/search-50.json",
              "metrics/summary/encdec-50.json"]
     lock["stages"]["train@encdec-30"] = {"outs": [{"path": "metrics/train/encdec-30.json"}]}
-    assert presets.own_files(files, lock, ["search-50"]) == [
+    assert export.own_files(files, lock, ["search-50"]) == [
         "reports/README.md", "params.yaml", "metrics/prepare.json",
         "metrics/train/search-50.json", "metrics/alignments/search-50.json",
         "metrics/eval/search-50.json", "metrics/summary/search-50.json"]
@@ -299,7 +302,7 @@ def test_a_branchs_params_are_read_as_params_yaml_is():
 
 
 def test_supervised_preset_supervises_the_attention_cells_with_word_links():
-    merged, cells = presets.resolve("supervised", REPO / "params.yaml")
+    merged, cells = definition.resolve("supervised", REPO / "params.yaml")
     configs = validate_params(merged)
     train = configs["train"]
     assert cells == ["encdec-50", "search-50", "luong_general-50"]
@@ -307,7 +310,7 @@ def test_supervised_preset_supervises_the_attention_cells_with_word_links():
     assert train.supervised_attention.weight == 1.0
     assert configs["align"].train_links == "fast_align_vb/grow-diag-final-and"
     assert configs["align"].max_pairs == 0 and configs["tokenize"].units == "word"
-    default = validate_params(presets.read_params(REPO / "params.yaml"))
+    default = validate_params(read_params(REPO / "params.yaml"))
     assert default["align"].train_links is None
     assert not default["train"].supervised_attention.on
 
@@ -319,7 +322,7 @@ def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name
                                                                             decay_steps):
     """The cell keeps the default run's name (search-50), so that beside_default.md puts it
     beside the default RNNsearch-50; only its architecture (and the supervision) differ."""
-    merged, cells = presets.resolve(name, REPO / "params.yaml")
+    merged, cells = definition.resolve(name, REPO / "params.yaml")
     train = validate_params(merged)["train"]
     assert cells == ["search-50"]
     assert train.model_config("search").model == "search_cond"
@@ -332,9 +335,9 @@ def test_conditional_presets_train_the_search_cell_with_the_conditional_gru(name
                                          ("supervised_transformer_penultimate", -2)])
 def test_supervised_transformer_presets_supervise_the_transformer_cell_of_the_transformer_preset(
         name, layer):
-    merged, cells = presets.resolve(name, REPO / "params.yaml")
+    merged, cells = definition.resolve(name, REPO / "params.yaml")
     train = validate_params(merged)["train"]
-    _, unsupervised = presets.resolve("transformer", REPO / "params.yaml")
+    _, unsupervised = definition.resolve("transformer", REPO / "params.yaml")
     assert cells == ["transformer-50"] and cells[0] in unsupervised
     assert train.supervised("transformer")
     assert train.model_config("transformer").alignment_layer == layer
@@ -342,7 +345,7 @@ def test_supervised_transformer_presets_supervise_the_transformer_cell_of_the_tr
 
 def test_stop_bound_preset_changes_only_the_stopping_rule_of_the_default_run():
     """Decoded again, not retrained: the default run's params but for ``translate.search.stop``."""
-    merged, _ = presets.resolve("stop_bound", REPO / "params.yaml")
+    merged, _ = definition.resolve("stop_bound", REPO / "params.yaml")
     before = yaml.safe_load((REPO / "params.yaml").read_text())
     assert merged["translate"]["search"]["stop"] == "bound"
     assert validate_params(before)["translate"].search.stop == "first_k"

@@ -301,3 +301,44 @@ def test_a_subword_run_says_what_no_unk_and_in_vocabulary_mean(tmp_path):
     assert "holds subword pieces" in vocabulary_meaning(inputs)
     assert vocabulary_meaning(ReportInputs.load(make_metrics(tmp_path / "words", extras=False))
                               ) == "the word-level vocabulary"
+
+
+@pytest.mark.parametrize("train, reason", [
+    ({"steps": 4000, "train_minutes": 15.0, "epochs": 1.6}, "max_steps"),
+    ({"steps": 3296, "train_minutes": 20.0, "epochs": 1.3}, "max_minutes"),
+    ({"steps": 1900, "train_minutes": 8.0, "epochs": 2.0}, "max_epochs"),
+    ({"steps": 2500, "train_minutes": 9.0, "epochs": 1.0}, "early_stopping"),
+    ({"steps": 4000, "train_minutes": 9.0, "stop_reason": "early_stopping"}, "early_stopping"),
+    ({"val_ppl": 12.3}, None)])
+def test_the_limit_that_stopped_a_cell_is_its_record_or_read_from_the_budget(train, reason):
+    from rnnsearch.config.train import BudgetConfig
+    from rnnsearch.reporting.training import stop_reason
+
+    budget = BudgetConfig(max_steps=4000, max_epochs=2, max_minutes=20.0,
+                          early_stopping_patience=3)
+    assert stop_reason(train, budget) == reason
+
+
+def test_cells_stopped_by_other_limits_get_a_warning_under_table1(tmp_path):
+    """Was: with a wall-clock cap, RNNencdec-50 stopped at 3,296 steps and RNNsearch-50 at 4,000,
+    and nothing in the report said the two had trained unequally."""
+    from rnnsearch.config.train import BudgetConfig
+
+    metrics = make_metrics(tmp_path, extras=False)
+    budget = BudgetConfig(max_steps=4000, max_minutes=20.0)
+    (metrics / "train").mkdir()
+    for cell, steps, minutes in [("encdec-30", 4000, 11.0), ("search-30", 4000, 14.5),
+                                 ("encdec-50", 3296, 20.0), ("search-50", 4000, 19.2)]:
+        (metrics / "train" / f"{cell}.json").write_text(json.dumps(
+            {"steps": steps, "best_step": steps, "epochs": 1.5, "train_minutes": minutes}))
+    write_report(ReportInputs.load(metrics), ReportConfig(), tmp_path / "r", budget=budget)
+    results = tmp_path / "r/results"
+    assert ("Warning: the cells trained unequally (encdec-30 4000 steps (train.budget.max_steps)"
+            in (results / "table1.md").read_text())
+    assert "encdec-50 3296 steps (train.budget.max_minutes)" in (results / "table1.md").read_text()
+    training = (results / "training.md").read_text()
+    assert "| encdec-50 | 3296 | 3296 | 1.50 | 20.0 | – | train.budget.max_minutes |" in training
+    (metrics / "train" / "encdec-50.json").write_text(json.dumps({"steps": 4000,
+                                                                  "train_minutes": 12.0}))
+    write_report(ReportInputs.load(metrics), ReportConfig(), tmp_path / "r", budget=budget)
+    assert "Warning" not in (results / "table1.md").read_text()

@@ -14,7 +14,9 @@ import pytest
 import torch
 from gensim.models import KeyedVectors
 
-from rnnsearch import presets
+from rnnsearch.config.base import read_params
+from rnnsearch.config.repository import repo_root
+from rnnsearch.presets import definition
 from rnnsearch.alignment.attention import argmax_links, word_attention
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.sections import validate_params
@@ -187,9 +189,9 @@ def vocabulary_parameters(merged: dict, model: str) -> int:
 def test_subword_presets_have_the_word_models_parameters(name, words, models):
     """Joint BPE with the vocabulary size the preset's comments derive: each model within 0.01%
     of the parameters of the same model on words (the default run's, or quick's)."""
-    merged, cells = presets.resolve(name)
-    word_params = presets.resolve(words)[0] if words else presets.read_params(
-        presets.repo_root() / "params.yaml")
+    merged, cells = definition.resolve(name)
+    word_params = definition.resolve(words)[0] if words else read_params(
+        repo_root() / "params.yaml")
     assert merged["tokenize"]["units"] == "bpe" and merged["tokenize"]["subword"]["joint"]
     assert word_params["tokenize"]["units"] == "word"
     assert cells == [f"{m}-50" for m in models]
@@ -199,11 +201,11 @@ def test_subword_presets_have_the_word_models_parameters(name, words, models):
 
 
 def test_quick_bpe_is_quick_with_other_units():
-    quick, bpe = presets.resolve("quick")[0], presets.resolve("quick_bpe")[0]
+    quick, bpe = definition.resolve("quick")[0], definition.resolve("quick_bpe")[0]
     assert {k: v for k, v in bpe.items() if k != "tokenize"} == {
         k: v for k, v in quick.items() if k != "tokenize"}
-    assert presets.resolve("subword")[0]["train"]["budget"] == presets.read_params(
-        presets.repo_root() / "params.yaml")["train"]["budget"]     # the default step budget
+    assert definition.resolve("subword")[0]["train"]["budget"] == read_params(
+        repo_root() / "params.yaml")["train"]["budget"]     # the default step budget
 
 
 def test_extends_naming_no_preset_or_itself_is_refused(tmp_path, monkeypatch):
@@ -212,6 +214,6 @@ def test_extends_naming_no_preset_or_itself_is_refused(tmp_path, monkeypatch):
     (tmp_path / "presets" / "orphan.yaml").write_text("extends: absent\n")
     monkeypatch.setenv("RNNSEARCH_ROOT", str(tmp_path))
     with pytest.raises(ConfigError, match="loop.yaml: extends: must name another preset"):
-        presets.preset_overrides("loop")
+        definition.preset_overrides("loop")
     with pytest.raises(ConfigError, match="no preset 'absent'"):
-        presets.preset_overrides("orphan")
+        definition.preset_overrides("orphan")

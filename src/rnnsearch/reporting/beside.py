@@ -1,7 +1,7 @@
 """A preset's cells beside the default run's (or another preset's): for each cell both grids
 share by name, one table row per run (BLEU, with ``<unk>`` replaced, No-UNK, chrF, unigram F1,
 attention AER) and Figure 2 with both runs' curves; with ``significance.json``
-(:func:`rnnsearch.presets.significance`) the preset rows get p-values and a per-bucket table.
+(:func:`rnnsearch.presets.comparison.significance`) the preset rows get p-values and a per-bucket table.
 
 Reads two metrics folders as the report stage does (and the ``prepare`` params beside them);
 runs that may have different test sets are refused with the reason (:func:`unshared_test_set`)."""
@@ -16,13 +16,13 @@ from matplotlib.figure import Figure
 from rnnsearch.config.base import read_params
 from rnnsearch.data.textio import atomic_write_text
 from rnnsearch.reporting.figures import LengthCurve, bleu_by_length_figure, length_curve
+from rnnsearch.reporting.png import save_figure
 from rnnsearch.reporting.inputs import ReportInputs, read_metrics_json
 from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.rare_words import CLASS_COLUMNS
 from rnnsearch.reporting.replicates import mean_sd
 from rnnsearch.reporting.summary import cell_summary
 from rnnsearch.reporting.tables import Table, fmt
-from rnnsearch.reporting.write import _save
 
 BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 # prepare params that say where the corpus files are found, not which sentences are drawn
@@ -329,7 +329,7 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
               for cell in cells for run in (default, preset)}
     figure = bleu_by_length_figure(curves, f"BLEU by source sentence length ({method}): "
                                            f"{default.label} vs {preset.label}", min_sentences)
-    _save(paired(figure), files[2])
+    save_figure(paired(figure), files[2])
     atomic_write_text(files[0], page(default, preset, tables, files[2].name, files[1].name))
     atomic_write_text(files[1], "\n".join(table.latex() for table in tables))
     return Outcome(files, f"{', '.join(cells)} beside {default.title}'s in "

@@ -2,15 +2,16 @@
 and the index page ``<reports>/README.md`` that shows them."""
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-
 from rnnsearch.config.report import ReportConfig
+from rnnsearch.config.train import BudgetConfig
 from rnnsearch.data.textio import atomic_dir, atomic_write_text
-from rnnsearch.reporting import alignment, build, replicates
+from rnnsearch.reporting import alignment, build, replicates, training
 from rnnsearch.reporting.corpus import unknown_corpus_table
+from rnnsearch.reporting.png import save_figure
 from rnnsearch.reporting.rare_words import rare_words_figure, rare_words_table
 from rnnsearch.reporting.senses import senses_figure, senses_table
 from rnnsearch.reporting.inputs import ReportInputs
@@ -52,11 +53,13 @@ def kept_heading(index: Path) -> str:
 
 
 def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
-                 min_sentences: int = 1, regenerate: str = REGENERATE) -> list[Path]:
+                 min_sentences: int = 1, regenerate: str = REGENERATE,
+                 budget: BudgetConfig = BudgetConfig()) -> list[Path]:
     """Write every table and figure; returns the files written (index page last). Buckets of
     fewer than ``min_sentences`` are marked; ``regenerate``: the index page's rebuild line
-    (:func:`regenerate_line`); a quoted heading already on the page is kept."""
-    tables = _tables(inputs, cfg, min_sentences)
+    (:func:`regenerate_line`); ``budget``: the run's ``train.budget`` (what stopped each cell);
+    a quoted heading already on the page is kept."""
+    tables = _tables(inputs, cfg, min_sentences, budget)
     with atomic_dir(reports / RESULTS) as tmp:
         for name, table in tables.items():
             atomic_write_text(tmp / f"{name}.md", table.markdown())
@@ -68,7 +71,8 @@ def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
     return written + [index]
 
 
-def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int) -> dict[str, Table]:
+def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int, budget: BudgetConfig
+            ) -> dict[str, Table]:
     corpus = inputs.corpus
     tables = {"corpus": corpus.table() if corpus is not None else unknown_corpus_table(),
               "table1": build.table1(inputs, cfg.method)}
@@ -77,12 +81,16 @@ def _tables(inputs: ReportInputs, cfg: ReportConfig, min_sentences: int) -> dict
         tables[replicates.SEEDS_FILE] = replicates.seeds_table(inputs)
         tested = replicates.length_tests_table(inputs, cfg.method)
         tables.update({"significance_by_length": tested} if tested is not None else {})
+    warning = training.unequal_training(inputs, budget)
+    tables["table1"] = dataclasses.replace(tables["table1"], notes=tables["table1"].notes + warning)
     if inputs.evals:
         tables["bleu_by_length"] = build.length_table(inputs, cfg.method, min_sentences)
         tables["speed"] = build.speed_table(inputs)
         searched = build.search_error_table(inputs)
         tables.update({"search_error": searched} if searched is not None else {})
         tables.update(build.gain_tables(inputs, cfg.method, min_sentences))
+    trained = training.training_table(inputs, budget)
+    tables.update({"training": trained} if trained is not None else {})
     rare = rare_words_table(inputs)
     if rare is not None:
         tables["rare_words"] = rare
@@ -106,27 +114,22 @@ def _write_figures(inputs: ReportInputs, cfg: ReportConfig, folder: Path, min_se
     if inputs.evals:
         figures["Figure 2: BLEU by source sentence length"] = "figure2_bleu_by_length.png"
         figure2 = build.figure2 if inputs.replicates is None else replicates.figure2
-        _save(figure2(inputs, cfg.method, min_sentences), folder / "figure2_bleu_by_length.png")
+        save_figure(figure2(inputs, cfg.method, min_sentences), folder / "figure2_bleu_by_length.png")
     rare = rare_words_figure(inputs)
     if rare is not None:
         figures["Unigram F1 by the word's training frequency rank"] = "rare_words_f1_by_rank.png"
-        _save(rare, folder / "rare_words_f1_by_rank.png")
+        save_figure(rare, folder / "rare_words_f1_by_rank.png")
     for cell, figure in build.figure3(inputs, cfg.alignment_sentences).items():
         figures[f"Figure 3: alignments, {cell}"] = f"figure3_{cell}.png"
-        _save(figure, folder / f"figure3_{cell}.png")
+        save_figure(figure, folder / f"figure3_{cell}.png")
     for cell, figure in alignment.overlay_figures(inputs.align_attention).items():
         figures[f"Attention against the gold links, {cell}"] = f"alignment_gold_{cell}.png"
-        _save(figure, folder / f"alignment_gold_{cell}.png")
+        save_figure(figure, folder / f"alignment_gold_{cell}.png")
     senses = senses_figure(inputs.senses) if inputs.senses is not None else None
     if senses is not None:
         figures["Word senses: PCA of the sense vectors"] = "word_senses_pca.png"
-        _save(senses, folder / "word_senses_pca.png")
+        save_figure(senses, folder / "word_senses_pca.png")
     return figures
-
-
-def _save(figure, path: Path) -> None:
-    figure.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(figure)
 
 
 def _index(tables: dict[str, Table], figures: dict[str, str], regenerate: str) -> str:

@@ -28,7 +28,7 @@ SRC = Path(rnnsearch.__file__).resolve().parent.parent
 PIPELINE = SRC.parent / "pipeline"
 RUN_A_MODEL = ("train", "train_seed", "translate", "search_error", "align_attention")
 SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
-MODULES = {"compare": "rnnsearch.presets"}         # a stage run as `python -m <module>`
+MODULES = {"compare": "rnnsearch.presets.comparison"}  # a stage run as `python -m <module>`
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rnnsearch.config.evaluate import EvaluateConfig
 from rnnsearch.config.report import ReportConfig
+from rnnsearch.config.train import TrainConfig
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.write import RESULTS, regenerate_line, write_report
 from rnnsearch.reporting.summary import SUMMARY, write_summaries
@@ -26,7 +27,8 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     min_sentences = ctx.section(EvaluateConfig, "evaluate").min_bucket_sentences
     inputs = ReportInputs.load(args.metrics)
     written = write_report(inputs, cfg, args.reports, min_sentences,
-                           regenerate_line(args.params, args.metrics, args.reports))
+                           regenerate_line(args.params, args.metrics, args.reports),
+                           ctx.section(TrainConfig, "train").budget)
     summary = write_summaries(inputs, cfg.method, args.metrics)
     print(f"report: {len(inputs.evals)} cells, {len(written)} files under {args.reports}/, "
           f"headline numbers in {summary}/")

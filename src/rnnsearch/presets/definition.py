@@ -1,0 +1,152 @@
+"""A preset's definition: its overrides file (``presets/<name>.yaml``, ``extends`` followed)
+merged over params.yaml and validated, the ``dvc exp run --temp -S ...`` command that runs it,
+and a user's own overrides file adopted as a preset (``--from``)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rnnsearch.config.base import read_params
+from rnnsearch.errors import ConfigError
+from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
+from rnnsearch.config.sections import grid_cells, validate_params
+from rnnsearch.config.trees import merge
+
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
+
+
+EXTENDS = "extends"                       # a preset's key naming the preset it starts from
+
+
+T = TypeVar("T")
+
+
+def preset_overrides(name: str, seen: tuple[str, ...] = (),
+                     own: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Preset ``name``'s file (or ``own``, the overrides it is about to get) merged over the
+    preset its ``extends`` names (recursively); an unknown name or a cycle is a
+    :class:`ConfigError` naming the file."""
+    own = dict(load_preset(name) if own is None else own)
+    base = own.pop(EXTENDS, None)
+    if base is None:
+        return own
+    if not isinstance(base, str) or base in seen + (name,):
+        raise ConfigError(f"{preset_path(name)}: {EXTENDS}: must name another preset, not one "
+                          f"that leads back to it, got {base!r}")
+    return merge(preset_overrides(base, seen + (name,)), own)
+
+
+def hydra_value(value: Any, in_list: bool = False) -> str:
+    """``value`` in DVC's (Hydra's) override syntax: null, true/false, numbers, strings (plain
+    when they can be, else quoted; always quoted inside a list), ``[...]`` and ``{key:...}``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return value if _PLAIN.fullmatch(value) and not in_list else json.dumps(value)
+    if isinstance(value, list):
+        return f"[{','.join(hydra_value(v, in_list=True) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def override_argument(key: str, value: Any) -> str:
+    """One ``dvc exp run -S`` override in DVC's (Hydra's) syntax."""
+    return f"{key}={hydra_value(value)}"
+
+
+def override_arguments(base: dict[str, Any], preset: dict[str, Any],
+                       prefix: str = "") -> list[str]:
+    """The ``-S`` overrides setting ``preset`` over ``base``: mappings both have are entered key
+    by key, anything else set whole (Hydra cannot enter a null); keys ``base`` lacks get ``+``."""
+    out = []
+    for key, value in preset.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            out += override_arguments(base[key], value, f"{dotted}.")
+        else:
+            out.append(("" if key in base else "+") + override_argument(dotted, value))
+    return out
+
+
+def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False,
+            source: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The merged, validated params of preset ``name`` (its overrides read from ``source``
+    instead of ``presets/<name>.yaml`` when given) and its grid cells; ``runtime``: also check
+    that this machine can run it (packages, accelerator)."""
+    own = None if source is None else read_params(source)
+    merged = merge(read_params(params_path), preset_overrides(name, own=own))
+    configs = validate_params(merged, f"{params_path} + {source or f'presets/{name}.yaml'}",
+                              runtime)
+    return merged, grid_cells(configs["train"])
+
+
+def command(name: str) -> list[str]:
+    """The ``dvc exp run --temp`` command of preset ``name``."""
+    args = ["dvc", "exp", "run", "--temp", "-n", name]
+    for override in override_arguments(read_params(repo_root() / "params.yaml"),
+                                       preset_overrides(name)):
+        args += ["-S", override]
+    return args
+
+
+def run_environment(params: dict[str, Any]) -> dict[str, str]:
+    """This environment plus a relative ``prepare.mirror``, resolved against the repository
+    root, in ``RNNSEARCH_CORPORA`` (unless set): the temporary copy would resolve it wrongly."""
+    from rnnsearch.data.corpora import MIRROR_ENV
+
+    env = dict(os.environ)
+    from rnnsearch.config.prepare import PrepareConfig
+
+    mirror = section(params, PrepareConfig, "prepare").mirror
+    if mirror and not env.get(MIRROR_ENV) and not Path(mirror).expanduser().is_absolute():
+        env[MIRROR_ENV] = str((repo_root() / mirror).resolve())
+    return env
+
+
+def section(params: dict[str, Any], cls: type[T], key: str) -> T:
+    """Section ``key`` of ``params`` as its validated dataclass (absent: its defaults); a bad
+    value is a :class:`ConfigError` naming the key."""
+    from rnnsearch.config.base import from_dict
+
+    return from_dict(cls, params.get(key) or {}, key)
+
+
+def report_method(params: dict[str, Any]) -> str:
+    """The system the report's tables show (``report.method``), as params.yaml sets it."""
+    from rnnsearch.config.report import ReportConfig
+
+    return section(params, ReportConfig, "report").method
+
+
+def check_adoptable(name: str, source: str | Path) -> None:
+    """Refuse an overrides file ``source`` that is missing, not a YAML mapping, or differs from
+    an existing preset ``name`` (never overwritten)."""
+    source, target = Path(source), preset_path(check_name(name))
+    if not source.is_file():
+        raise ConfigError(f"{source}: file not found (the params overrides of experiment "
+                          f"'{name}')")
+    read_params(source)                                  # a YAML mapping, or an error naming it
+    if target.is_file() and target.read_bytes() != source.read_bytes():
+        raise ConfigError(f"{target}: a different preset '{name}' exists; choose another NAME, "
+                          f"or edit {target} itself")
+
+
+def adopt(name: str, source: str | Path) -> Path:
+    """Copy the overrides file ``source`` to ``presets/<name>.yaml`` (your own experiment),
+    once :func:`check_adoptable` and the params' validation have passed."""
+    check_adoptable(name, source)
+    source, target = Path(source), preset_path(name)
+    text = source.read_bytes()
+    if not target.is_file():
+        target.write_bytes(text)
+        print(f"experiment '{name}': {source} copied to {target.relative_to(repo_root())} "
+              f"(commit it to keep the experiment's definition)")
+    return target
