@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -352,3 +354,76 @@ def test_stop_bound_preset_changes_only_the_stopping_rule_of_the_default_run():
     for params in (merged, before):
         params["translate"]["search"].pop("stop", None)
     assert merged == before
+
+
+A_CHAIN_OF_SLEEPS = """
+from rnnsearch.config.base import read_params
+from rnnsearch.presets import cli
+cli.command = lambda name: ["sh", "-c", "sleep 300 & sleep 300 & wait"]   # for dvc exp run
+params = read_params("params.yaml")
+cli.run(["first", "second"], [params, params])
+"""
+
+
+def test_kill_9_of_a_preset_chain_stops_its_dvc_exp_run():
+    """Was: ``kill -9`` of ``make preset NAME="A B"`` left its ``dvc exp run`` running alone,
+    and the next chain's run died under it. Each step now runs as a process group that a
+    watcher stops when the chain's process ends, however it ends."""
+    import psutil
+
+    chain = subprocess.Popen([sys.executable, "-c", A_CHAIN_OF_SLEEPS], cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                             stdout=subprocess.DEVNULL, start_new_session=True)
+    sleeps: list[psutil.Process] = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(sleeps) < 2:
+            time.sleep(0.1)
+            sleeps = [p for p in psutil.Process(chain.pid).children(recursive=True)
+                      if p.name() == "sleep"]
+        assert len(sleeps) == 2, "the chain's first step did not start"
+        chain.kill()
+        chain.wait()
+        _, alive = psutil.wait_procs(sleeps, timeout=45)
+        assert alive == [], [p.pid for p in alive]
+    finally:
+        for process in sleeps:
+            if process.is_running():
+                process.kill()
+
+
+A_STEP_THAT_NAMES_ITS_SIGNAL = """
+import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[1], "w").write(signal.Signals(signum).name)
+    sys.exit(1)
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1] + ".started", "w").close()
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("sent, received, status", [(signal.SIGINT, "SIGINT", 130),
+                                                    (signal.SIGTERM, "SIGTERM", 130)])
+def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, received, status,
+                                                                  tmp_path):
+    """Ctrl-C reaches the running ``dvc exp run`` as SIGINT (as in a terminal: DVC cleans up
+    its temporary copy), SIGTERM as SIGTERM; the chain stops there with status 130."""
+    marker = tmp_path / "signal"
+    script = (f"from rnnsearch.config.base import read_params\n"
+              f"from rnnsearch.presets import cli\n"
+              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
+              f"{A_STEP_THAT_NAMES_ITS_SIGNAL!r}, {str(marker)!r}]\n"
+              f"params = read_params('params.yaml')\n"
+              f"raise SystemExit(cli.run(['first', 'second'], [params, params]))\n")
+    chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (tmp_path / "signal.started").exists():
+        time.sleep(0.1)
+    chain.send_signal(sent)
+    _, err = chain.communicate(timeout=60)
+    assert chain.returncode == status, err
+    assert marker.read_text() == received and "preset 'first': stopped" in err

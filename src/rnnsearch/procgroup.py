@@ -56,17 +56,19 @@ def group_running(pgid: int) -> bool:
     return False
 
 
-def stop_group(child: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the process group led by ``child``, SIGKILL it after ``grace`` seconds; return
-    once none of its processes runs (or after another ``grace`` seconds past the SIGKILL)."""
-    kill_group(child.pid, grace, reap=child.poll)     # reap the leader, which is our child
+def stop_group(child: subprocess.Popen, grace: float, first: int = signal.SIGTERM) -> None:
+    """Send ``first`` (SIGTERM) to the process group led by ``child``, SIGKILL it after
+    ``grace`` seconds; return once none of its processes runs (or after another ``grace``
+    seconds past the SIGKILL)."""
+    kill_group(child.pid, grace, reap=child.poll, first=first)   # reap the leader, our child
 
 
-def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: None) -> None:
-    """SIGTERM process group ``pgid``, SIGKILL it after ``grace`` seconds; return once none of
-    its processes runs (or after another ``grace`` seconds past the SIGKILL). ``reap`` is
-    called while waiting (to reap a leader that is the caller's child)."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
+def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: None,
+               first: int = signal.SIGTERM) -> None:
+    """Send ``first`` (SIGTERM) to process group ``pgid``, SIGKILL it after ``grace`` seconds;
+    return once none of its processes runs (or after another ``grace`` seconds past the
+    SIGKILL). ``reap`` is called while waiting (to reap a leader that is the caller's child)."""
+    for signum in (first, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signum)
         deadline = time.monotonic() + grace
@@ -122,17 +124,20 @@ class _StopRequest:
 
 
 def run_group(cmd: Sequence[str], env: Mapping[str, str] | None = None,
-              grace: float = 5.0) -> int | None:
+              grace: float = 5.0, cwd: str | Path | None = None,
+              forward_sigint: bool = False) -> int | None:
     """Run ``cmd`` as its own process group until it ends or a stop signal arrives, then stop
-    the whole group (:func:`stop_group`); a watcher (:func:`start_watcher`) stops it should
-    this process end without doing so (SIGKILL). Returns the command's exit status when it
-    ended by itself, or None when a signal stopped it."""
+    the whole group (:func:`stop_group`: SIGTERM, or SIGINT for a SIGINT when
+    ``forward_sigint``, as Ctrl-C in a terminal would reach it); a watcher
+    (:func:`start_watcher`) stops it should this process end without doing so (SIGKILL).
+    Returns the command's exit status when it ended by itself, or None when a signal stopped
+    it."""
     request = _StopRequest()
     previous = {signum: signal.signal(signum, request) for signum in STOP_SIGNALS}
     child = watcher = None
     pipe = -1
     try:
-        child = subprocess.Popen(list(cmd), env=None if env is None else dict(env),
+        child = subprocess.Popen(list(cmd), env=None if env is None else dict(env), cwd=cwd,
                                  process_group=0, preexec_fn=set_parent_death_signal)
         watcher, pipe = start_watcher(child.pid, grace)
         while child.poll() is None and request.signum is None:
@@ -140,7 +145,8 @@ def run_group(cmd: Sequence[str], env: Mapping[str, str] | None = None,
         return None if request.signum else child.returncode
     finally:
         if child is not None:
-            stop_group(child, grace)
+            interrupted = forward_sigint and request.signum == signal.SIGINT
+            stop_group(child, grace, signal.SIGINT if interrupted else signal.SIGTERM)
         if watcher is not None:
             os.close(pipe)                  # the group is gone: the watcher just exits
             watcher.wait()

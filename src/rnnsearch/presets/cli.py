@@ -27,6 +27,10 @@ from rnnsearch.presets.comparison import attention_counts_at
 from rnnsearch.presets.definition import adopt, check_adoptable, command, resolve, run_environment
 from rnnsearch.presets.export import export, exported
 from rnnsearch.presets.tracked import dispatch
+from rnnsearch.procgroup import run_group
+
+STOP_GRACE = 30.0       # seconds DVC gets to clean up its temporary copy when the chain is stopped
+INTERRUPTED = 130
 
 
 
@@ -49,7 +53,13 @@ def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = Fals
             print(shell_line(step), flush=True)
             if dry or (step[1] == "branch" and not has_branch(root, branch(name))):
                 continue
-            status = subprocess.call(step, cwd=root, env=run_environment(merged))
+            # its own process group, stopped with this one (even by SIGKILL): an interrupted
+            # chain leaves no `dvc exp run` behind
+            status = run_group(step, env=run_environment(merged), grace=STOP_GRACE, cwd=root,
+                               forward_sigint=True)
+            if status is None:
+                print(f"preset '{name}': stopped", file=sys.stderr)
+                return INTERRUPTED
             if status:
                 return status
         if not dry:
