@@ -447,3 +447,16 @@ def test_checker_finds_a_planted_wrong_number(tmp_path):
         "bad.md:5: m.json `rate` is 5247.6, but the paragraph quotes no number",
         "bad.md:8: n.json `speedup` is 1.5316, but the paragraph quotes ['1.07', '1.07']"]
     assert len(number_problems(bad, {("bad.md", "m.json", "rate"): "a sum of two keys"})) == 2
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|root|home|work)/")
+
+
+def test_no_report_page_names_a_folder_of_the_machine_that_made_it():
+    """Was: six bench pages printed their ``--out`` folder (/tmp/bench2, /root/out): a path of
+    one machine, which no reader can repeat. The bench now leaves ``--out`` out of the command
+    it prints; the pages (and their JSON) say the command as another machine would run it."""
+    pages = [p for p in (REPO / "reports").rglob("*") if p.suffix in (".md", ".json")]
+    named = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in pages
+             for m in [MACHINE_PATH.search(p.read_text(encoding="utf-8"))] if m]
+    assert named == []

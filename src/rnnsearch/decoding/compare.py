@@ -155,6 +155,14 @@ def model_parser(module: str, description: str | None) -> argparse.ArgumentParse
 
 
 @entry_point("compare")
+def shown_path(path: Path) -> str:
+    """``path`` as a report shows it: relative to the working directory when inside it, else
+    its folder and name (a temporary folder of one machine tells another reader nothing)."""
+    path = path.resolve()
+    inside = path.is_relative_to(Path.cwd())
+    return (path.relative_to(Path.cwd()) if inside else Path(*path.parts[-2:])).as_posix()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = model_parser("rnnsearch.decoding.compare", __doc__)
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
@@ -174,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = read_lines(args.sources)[: args.max_sentences or None]
     report = compare_devices(args.model, args.vocab_dir, [line.split() for line in lines],
                              devices, config, args.methods, args.seconds)
-    report["model"] = str(args.model)
+    report["model"] = shown_path(args.model)
     if args.out:
         write_json(args.out, report)
     print("\n".join(summary(report)))
