@@ -56,13 +56,12 @@ experiment: $(STAMP)
 	$(if $(and $(NAME),$(PARAMS)),,$(error make experiment needs NAME=<name> PARAMS=<your params overrides file>))
 	$(PY) -m rnnsearch.presets run '$(subst ','\'',$(NAME))' --from '$(subst ','\'',$(PARAMS))'
 
-## The experiments side by side in the terminal: dvc exp show cut to the params that differ
-## between the rows and each cell's BLEU, BLEU on No UNK and dev perplexity (metrics/summary/;
-## plain dvc exp show has every param and metric, some 300 columns). Their curves beside the
-## workspace's: dvc plots diff <experiment> (the page works offline).
+## The experiments beside the workspace, narrow enough for any terminal: the params each one
+## changed, then a row per experiment and grid cell with its BLEU, BLEU on No UNK and dev
+## perplexity (metrics/summary/; plain dvc exp show has every param and metric, some 300
+## columns). Their curves beside the workspace's: dvc plots diff <experiment> (works offline).
 exps: $(STAMP)
-	@dvc exp show --no-pager --only-changed --drop '(.*:)?(chrf|p_vs_baseline|p_vs_baseline_no_unk)$$' \
-		--drop '(data|src|pipeline)(/.*)?' --drop 'metrics/(?!summary/).*'
+	@$(PY) -m rnnsearch.presets.exps
 
 ## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
 ## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL

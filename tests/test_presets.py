@@ -427,3 +427,33 @@ def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, received,
     _, err = chain.communicate(timeout=60)
     assert chain.returncode == status, err
     assert marker.read_text() == received and "preset 'first': stopped" in err
+
+
+def dvc_row(rev: str, name: str | None, params: dict, cells: dict[str, dict],
+            experiments: list | None = None) -> dict:
+    """One row of ``dvc exp show --json`` (DVC's ExpState) with these params and summaries."""
+    metrics = {f"metrics/summary/{cell}.json": {"data": numbers}
+               for cell, numbers in cells.items()}
+    return {"rev": rev, "name": name, "error": None, "experiments": experiments,
+            "data": {"rev": rev, "params": {"params.yaml": {"data": params}},
+                     "metrics": {**metrics, "metrics/summary/lm.json": {"data": {"ppl": 9.0}}}}}
+
+
+def test_make_exps_shows_each_experiments_changed_params_and_cell_numbers_in_80_columns():
+    """Was: ``make exps`` printed dvc exp show's wide table, whose columns an experiment's
+    numbers fell off at 200 columns (and piped, at 32)."""
+    from rnnsearch.presets.exps import tables
+
+    base = {"train": {"seed": 1234, "grid": {"max_lens": [30, 50]}}, "report": {"method": "beam"}}
+    default = {"search-50": {"bleu": 12.19, "bleu_no_unk": 21.57, "dev_ppl": 14.4827}}
+    own = dvc_row("e1" * 20, "own", {**base, "train": {"seed": 7, "grid": {"max_lens": [20]}}},
+                  {"search-20": {"bleu": 3.456, "bleu_no_unk": 5.0}})
+    shown = tables([dvc_row("workspace", None, base, default),
+                    dvc_row("ab" * 20, "main", base, default,
+                            [{"revs": [own], "executor": None, "name": "own"}])])
+    lines = shown.splitlines()
+    assert lines[1].split() == ["workspace", "–"]
+    assert lines[3].split() == ["own", "train.seed=7,", "train.grid.max_lens=[20]"]
+    assert ["own", "search-20", "3.46", "5.00", "–"] in [line.split() for line in lines]
+    assert ["main", "search-50", "12.19", "21.57", "14.48"] in [line.split() for line in lines]
+    assert "lm" not in shown.split() and max(len(line) for line in lines) <= 80
