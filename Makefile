@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 # was made (docs/reproducibility.md); a value in your environment wins.
 export OPENBLAS_CORETYPE ?= Haswell
 
-.PHONY: setup help repro test ui bench preset experiment exps translate default gpu-check \
+.PHONY: setup help repro test ui bench bench-full preset experiment exps translate default gpu-check \
 	test-fast constraints clean-venv
 TEST_JOBS ?= 2
 OUT     ?= gpu-check
@@ -35,10 +35,18 @@ test: $(STAMP)
 ui: $(STAMP)
 	exec $(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 
-## Speed benchmark: writes reports/bench.json and reports/bench.md (and, where torch sees a GPU,
-## reports/bench_gpu.{json,md}); refuses numbers a busy machine made (GEMM rate moved > 20%).
+## Speed benchmark, a few minutes on 2 cores: training tokens/s and decoding sentences/s per
+## model with the share of their GEMM roofline, into reports/bench.{json,md} (a GPU's, where torch
+## sees one, into reports/bench_gpu.*); rows a busy machine moved are marked, and each row is put
+## beside the previous report of this machine.
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
+
+## The benchmark's full study (tens of minutes): make bench's report plus decoding one sentence
+## at a time and with the exact stopping rule, profiles of a training step and a decoding batch,
+## the training variants side by side and the speed by thread count.
+bench-full: $(STAMP)
+	$(PY) -m rnnsearch.bench --full
 
 ## Run a preset as a temporary DVC experiment, the default run left alone: make preset NAME=quick |
 ## NAME=luong | NAME=luong_variants | NAME=subword | NAME=quick_bpe | NAME=paper

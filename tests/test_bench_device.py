@@ -61,10 +61,14 @@ def check_report(out: Path, name: str) -> dict:
     assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
     report = (out / f"{name}.md").read_text()
-    for heading in ("### Targets", "### Training", "### Arithmetic", "### Decoding",
+    for heading in ("### Training", "### Arithmetic", "### Decoding",
                     "### Where a training step's time goes", "### Where a decoding batch's time"):
         assert heading in report
-    assert "--device" in report and "| bucketed batch padding | <= 10% |" in report
+    assert "--device" in report and "Padding of the bucketed batches: default" in report
+    assert "Joey" not in report and "required" not in report    # no figure from elsewhere
+    largest = [d for d in results["decoding"] if d["batch"] == max(results["plan"]["decode_batches"])]
+    assert all(d["mflop_per_sentence"] > 0 for d in largest)       # counted by torch
+    assert all(("roofline_sentences_per_s_fp32" in d) is cpu for d in largest)
     if cpu:
         check_cpu_parts(results, report)
     return results
@@ -100,10 +104,10 @@ def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
     rng = random.Random(0)
     src = sorted(training_lengths(rng)[0] for _ in range(20_000))
     assert 13 <= src[len(src) // 2] <= 17 and 15.5 <= sum(src) / len(src) <= 19
-    shape = write_synthetic_corpus(tmp_path, 50, 300)
+    lengths = write_synthetic_corpus(tmp_path, 50, 300)
     assert len(Vocabulary.load(tmp_path / "vocab.src.txt")) == 50
     assert len((tmp_path / "train.src").read_text().splitlines()) == 300
-    assert shape.tgt_len > shape.src_len and shape.tgt_vocab == 50
+    assert lengths.tgt > lengths.src
     sources = stratified_sources(50, 3)
     assert len(sources) == 3 * len(TEST_BUCKETS) and max(map(len, sources)) <= 80
     assert all(4 <= i < 50 for s in sources for i in s)
@@ -114,7 +118,11 @@ def test_plans():
     cpu = plan_for("full", "cpu")               # the default run's three kinds, batch 1 and 64
     assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general",
                                                        "transformer"]
-    assert cpu.decode_batches == (1, 64) and cpu.side_by_side[0] > 1 and plan_for("quick", "cpu") == cpu
+    assert cpu.decode_batches == (1, 64) and cpu.side_by_side[0] > 1 and cpu.profile_steps
+    make_bench = plan_for("quick", "cpu")       # the same models, no study: a few minutes
+    assert bench_models(make_bench, PARAMS) == bench_models(cpu, PARAMS)
+    assert make_bench.methods == ("greedy", "beam5") and make_bench.decode_batches == (64,)
+    assert not make_bench.profile_steps and make_bench.side_by_side == (0, 0)
     assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
     assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
     assert tiny.steps < full.steps and tiny.tiny_width
@@ -303,5 +311,6 @@ def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(m
     assert "capture failed, eager after: operation failed due to a previous error" in report
     assert "default beam5: batch 4" in report           # the fastest that decoded
     assert "| default | beam5 | 16 | failed: out of memory: CUDA out of memory." in report
-    assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * 2 + 2 * 2   # models x
-    # (methods profiled + batch sizes with arithmetic)
+    # models x (methods profiled + batch sizes with arithmetic + decoding rows counted at the
+    # largest batch: greedy and beam5_bound, beam5's ran out of memory)
+    assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * (2 + 2 + 2)

@@ -1,5 +1,6 @@
-"""A CPU bench refuses numbers the machine changed under: a GEMM rate that moved during the
-training runs, or training faster than its roofline; the variants side by side take turns."""
+"""A CPU bench that the machine changed under keeps its numbers and marks them: a GEMM rate
+that moved during the training runs, or training faster than its roofline; each row is put
+beside the previous report of the same machine; the variants side by side take turns."""
 from __future__ import annotations
 
 import json
@@ -8,10 +9,9 @@ import pytest
 import torch
 
 import rnnsearch.bench.__main__ as bench_main
-from rnnsearch.bench import gemm
+from rnnsearch.bench import gemm, report
 from rnnsearch.bench.data import Batches
-from rnnsearch.bench.flops import Gemm
-from rnnsearch.bench.gemm import effective_gflops, measure_model_gemms
+from rnnsearch.bench.ops import Product
 from rnnsearch.bench.training import SIDE_BY_SIDE, Variant, measure_side_by_side, side_by_side_part
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
@@ -23,44 +23,57 @@ def results(before: float, after: float, tokens_per_s: float, roofline: float = 
     return {"arithmetic": [{"model": "default", "batch": 64, "gemm_gflops_fp32_before": before,
                             "gemm_gflops_fp32": after, "roofline_tokens_per_s_fp32": roofline}],
             "training": [{"model": "default", "batch": 64, "precision": "32-true",
-                          "tokens_per_s": tokens_per_s}]}
+                          "cuda_graphs": False, "tokens_per_s": tokens_per_s}],
+            "decoding": [{"model": "default", "method": "beam5", "batch": 64,
+                          "sentences_per_s": tokens_per_s / 10}]}
 
 
 def test_a_steady_machine_passes_a_busy_one_is_named():
-    assert bench_main.problems(results(180.0, 170.0, 610.0)) == []
-    assert bench_main.problems(results(290.0, 11.0, 3580.0)) == [
-        "training default: the fp32 GEMM rate moved from 290 to 11 GFLOP/s during the "
-        "measurement (more than 20%)",
-        "training default: 358% of the fp32 GEMM roofline, which no training step can reach"]
+    assert bench_main.noisy(results(180.0, 170.0, 610.0)) == {}
+    assert bench_main.noisy(results(290.0, 11.0, 3580.0)) == {"default": (
+        "the fp32 GEMM rate moved from 290 to 11 GFLOP/s during its measurement (more than "
+        "20%); 358% of the fp32 GEMM roofline, which no training step can reach")}
 
 
-def test_the_bench_command_refuses_and_keeps_the_numbers_apart(tmp_path, monkeypatch, capsys):
-    """Through the command's ``main``: exit 2, one line naming the problems, the load and where
-    the numbers went; the reports left as they were; a later run that passes removes them
-    (``measure.run`` stands in for the measurements, which take minutes)."""
-    (tmp_path / "bench.md").write_text("an earlier report\n")
-    busy = {"machine": {"load_average_before": [3.9, 3.1, 2.0]}, **results(290.0, 11.0, 3580.0)}
-    monkeypatch.setattr(bench_main.measure, "run", lambda *args: busy)
-    monkeypatch.setattr(bench_main, "markdown_report", lambda r: "a report\n")
-    status = bench_main.main(["--out", str(tmp_path), "--device", "cpu"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert status == 2 and len(err) == 1
-    assert err[0].startswith("bench: error: training default: the fp32 GEMM rate moved")
-    assert "358% of the fp32 GEMM roofline" in err[0] and "[3.9, 3.1, 2.0]" in err[0]
-    refused = tmp_path / bench_main.REFUSED_NAME
-    assert f"numbers are in {refused}" in err[0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.md", refused.name]
-    assert (tmp_path / "bench.md").read_text() == "an earlier report\n"
-    kept = json.loads(refused.read_text())
-    assert kept["training"] == busy["training"] and len(kept["refused"]) == 2
-    monkeypatch.setattr(bench_main.measure, "run", lambda *args: {
-        "machine": {}, **results(180.0, 170.0, 610.0)})
+def test_a_busy_machines_report_is_written_with_its_rows_marked_and_set_beside_the_last(
+        tmp_path, monkeypatch):
+    """Was: a busy machine's run was refused after 17 minutes and the user got no report. Now
+    every run writes its report: the rows of a model the machine moved are marked, and each
+    row stands beside the same row of the previous report of this machine (``measure.run``
+    stands in for the measurements, which take minutes)."""
+    def measured(busy: bool, speed: float):
+        def run(device, size, params, about, save):
+            made = {"machine": about, **(results(290.0, 11.0, speed) if busy else
+                                        results(180.0, 170.0, speed))}
+            save(made)                       # as the real run saves after each part
+            return made
+        return run
+
+    monkeypatch.setattr(bench_main, "markdown_report", lambda r: "\n".join(
+        report.noisy_lines(r) + report.against_lines(r)))
+    monkeypatch.setattr(bench_main.measure, "run", measured(True, 3580.0))
     assert bench_main.main(["--out", str(tmp_path), "--device", "cpu"]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "bench.md"]
-    assert json.loads((tmp_path / "bench.json").read_text())["machine"]["load_average_after"]
+    page = (tmp_path / "bench.md").read_text()
+    assert "**Noisy rows.** default: the fp32 GEMM rate moved from 290 to 11" in page
+    assert "No previous report of this machine" in page
+    first = json.loads((tmp_path / "bench.json").read_text())
+    assert first["training"][0]["tokens_per_s"] == 3580.0 and "default" in first["noisy"]
+    monkeypatch.setattr(bench_main.measure, "run", measured(False, 716.0))
+    assert bench_main.main(["--out", str(tmp_path), "--device", "cpu"]) == 0
+    page = (tmp_path / "bench.md").read_text()
+    assert "Noisy" not in page and "### Against the previous report (bench.json" in page
+    assert "| training | default 64 32-true False | 3,580.0 | 716.0 | 0.20x |" in page
+    assert "| decoding | default beam5 64 | 358.0 | 71.6 | 0.20x |" in page
 
 
-def test_a_machine_that_slows_down_during_the_run_is_refused(monkeypatch):
+def test_a_report_of_another_machine_is_not_compared(tmp_path):
+    other = tmp_path / "bench.json"
+    other.write_text(json.dumps({"machine": {"device": "cpu", "cpu": "Another CPU"},
+                                 **results(1.0, 1.0, 100.0)}))
+    assert bench_main.previous_rows(other, {"device": "cpu", "cpu": "AMD EPYC"}) is None
+
+
+def test_a_machine_that_slows_down_during_the_run_is_measured_so(monkeypatch):
     """A stand-in machine whose products slow down between the GEMM measurement before the
     training runs and the one after: the real measurement sees the rate fall. The stand-in
     keeps its own clock, so a busy test machine cannot change the outcome."""
@@ -72,15 +85,14 @@ def test_a_machine_that_slows_down_during_the_run_is_refused(monkeypatch):
 
     monkeypatch.setattr(torch, "mm", product)
     monkeypatch.setattr(gemm.time, "perf_counter", lambda: clock["now"])
-    gemms = [Gemm("output layer", 64, 64, 64, 1.0)]
-    before = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
+    shape = Product(1, 64, 64, 64)
+    before = gemm.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
     clock["cost"] = 1e-3              # each product now takes ten times as long
-    after = effective_gflops(measure_model_gemms(gemms, window_s=0.01))
+    after = gemm.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
     assert before == pytest.approx(2 * 64**3 / 1e-4 / 1e9)
     assert after == pytest.approx(before / 10)
-    assert bench_main.problems(results(before, after, 500.0)) == [
-        "training default: the fp32 GEMM rate moved from 5 to 1 GFLOP/s during the "
-        "measurement (more than 20%)"]
+    assert bench_main.noisy(results(before, after, 500.0)) == {"default": (
+        "the fp32 GEMM rate moved from 5 to 1 GFLOP/s during its measurement (more than 20%)")}
 
 
 class RecordingBatches(Batches):

@@ -154,7 +154,7 @@ def test_make_help_lists_every_target_with_its_description():
     assert listed.returncode == 0, listed.stderr
     described = re.findall(r"^make (\S+)\n    \S", listed.stdout, re.M)
     assert sorted(described) == sorted(phony) and "repro" in phony and "test" in phony
-    users = ["setup", "repro", "test", "ui", "bench", "preset", "experiment", "exps",
+    users = ["setup", "repro", "test", "ui", "bench", "bench-full", "preset", "experiment", "exps",
              "translate", "default", "gpu-check"]
     assert described[:len(users)] == users        # a user's targets first, a contributor's after
     assert listed.stdout.index("A user's targets") < listed.stdout.index("make setup")

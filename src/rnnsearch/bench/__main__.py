@@ -1,11 +1,16 @@
 """``python -m rnnsearch.bench`` (``make bench``): training and decoding speed, by
 :mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` for the CPU and
 ``reports/bench_gpu.{json,md}`` for a GPU (``--out DIR``: there); without ``--device``, the CPU
-then a GPU if torch sees one. ``--tiny``: seconds, numbers that mean nothing; ``--quick``: a
-GPU's shorter plan. A full CPU run refuses numbers the machine changed under (:func:`problems`)."""
+then a GPU if torch sees one. A CPU runs the quick plan unless ``--full`` (``make bench-full``:
+profiles, variants side by side, threads); a GPU the full plan unless ``--quick``; ``--tiny``:
+seconds, numbers that mean nothing. Every finished measurement is written: rows measured while
+the machine's GEMM rate moved are marked (:func:`noisy`), and each row is put beside the same
+row of the previous report of this machine (``--against``), never beside a figure from
+elsewhere."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -25,14 +30,11 @@ from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
 from rnnsearch.device import machine as device_machine
 from rnnsearch.environment import cpu_model
-from rnnsearch.errors import StageError
 
-REFUSED_NAME = "bench.refused.json"   # where a refused run's numbers go, beside the reports
-MAX_GEMM_DRIFT = 0.20     # the largest accepted change of the GEMM rate over a measurement
-
-
-class UnreliableBench(StageError):
-    """The machine changed during the measurement."""
+MAX_GEMM_DRIFT = 0.20     # a larger change of the GEMM rate over a model's runs marks them noisy
+SAME_MACHINE = ("device", "cpu", "cores", "cpu_capability", "gpu", "threads")
+ROW_KEYS = {"training": (("model", "batch", "precision", "cuda_graphs"), "tokens_per_s"),
+            "decoding": (("model", "method", "batch"), "sentences_per_s")}
 
 
 def machine(device: str) -> dict[str, Any]:
@@ -63,54 +65,82 @@ def load_average() -> list[float] | None:
         return None
 
 
-def problems(results: dict[str, Any]) -> list[str]:
-    """Why a CPU run's numbers cannot be trusted: the products' fp32 rate moved by more than
-    :data:`MAX_GEMM_DRIFT` over a model's training runs, or training beat its roofline."""
-    found = []
+def noisy(results: dict[str, Any]) -> dict[str, str]:
+    """``{model: why}`` for each model whose CPU numbers a busy machine may have moved: the
+    products' fp32 rate changed by more than :data:`MAX_GEMM_DRIFT` over its training runs, or
+    training beat its roofline."""
+    found: dict[str, list[str]] = {}
     for a in results["arithmetic"]:
         before, after = a.get("gemm_gflops_fp32_before"), a.get("gemm_gflops_fp32")
         if before and after and abs(after - before) / before > MAX_GEMM_DRIFT:
-            found.append(f"training {a['model']}: the fp32 GEMM rate moved from {before:.0f} to "
-                         f"{after:.0f} GFLOP/s during the measurement (more than "
-                         f"{MAX_GEMM_DRIFT:.0%})")
+            found.setdefault(a["model"], []).append(
+                f"the fp32 GEMM rate moved from {before:.0f} to {after:.0f} GFLOP/s during its "
+                f"measurement (more than {MAX_GEMM_DRIFT:.0%})")
     bound = {(a["model"], a["batch"]): a.get("roofline_tokens_per_s_fp32")
              for a in results["arithmetic"]}
     for r in results["training"]:
         share = r.get("tokens_per_s", 0) / (bound.get((r["model"], r["batch"])) or float("inf"))
         if r["precision"] == "32-true" and share > 1:
-            found.append(f"training {r['model']}: {share:.0%} of the fp32 GEMM roofline, which "
-                         "no training step can reach")
+            found.setdefault(r["model"], []).append(
+                f"{share:.0%} of the fp32 GEMM roofline, which no training step can reach")
+    return {model: "; ".join(why) for model, why in found.items()}
+
+
+def previous_rows(path: Path, about: dict[str, Any]) -> dict[str, Any] | None:
+    """The rows of the report ``path`` made on this machine (same device, CPU, cores and
+    threads), by :data:`ROW_KEYS`; None when there is none."""
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if any(previous["machine"].get(k) != about.get(k) for k in SAME_MACHINE):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    rows = {part: {row_key(r, part): r[value] for r in previous.get(part, []) if value in r}
+            for part, (_, value) in ROW_KEYS.items()}
+    return {"file": path.name, "date": previous["machine"].get("date"), "rows": rows}
+
+
+def row_key(row: dict[str, Any], part: str) -> str:
+    return " ".join(str(row.get(field)) for field in ROW_KEYS[part][0])
+
+
+def against(results: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each row of ``results`` that ``previous`` measured too: before, now and their ratio."""
+    found = []
+    for part, (_, value) in ROW_KEYS.items():
+        before = (previous or {}).get("rows", {}).get(part, {})
+        for row in results[part]:
+            key = row_key(row, part)
+            if value in row and before.get(key):
+                found.append({"part": part, "row": key, "before": before[key],
+                              "now": row[value], "ratio": row[value] / before[key]})
     return found
 
 
 def bench(device: str, args: argparse.Namespace) -> str:
-    """One device's run: a GPU's or a tiny run's results saved after each measurement (a run cut
-    by a time limit leaves what it had); a full CPU run's checked first (:func:`problems`)."""
-    start, size = time.perf_counter(), "tiny" if args.tiny else "quick" if args.quick else "full"
+    """One device's run, its results saved after each measurement (a run cut by a time limit
+    leaves what it had), then with the busy machine's marks and the previous report's rows."""
+    start = time.perf_counter()
+    size = ("tiny" if args.tiny else "full" if args.full else "quick" if args.quick
+            else "quick" if device == "cpu" else "full")
     out = (args.out or repo_root() / "reports") / ("bench_gpu" if device == "cuda" else "bench")
-    checked, refused = device == "cpu" and not args.tiny, out.with_name(REFUSED_NAME)
+    about = machine(device)
+    previous = previous_rows(args.against or out.with_suffix(".json"), about)
 
-    def save(results: dict[str, Any], final: bool = False) -> str:
+    def save(results: dict[str, Any]) -> str:
         results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)
+        results["noisy"] = noisy(results) if device == "cpu" and not args.tiny else {}
+        results["against"] = {"file": previous and previous["file"],
+                              "date": previous and previous["date"],
+                              "rows": against(results, previous)}
         report = markdown_report(results)
-        if final or not checked:
-            write_json(out.with_suffix(".json"), results)
-            atomic_write_text(out.with_suffix(".md"), report)
+        write_json(out.with_suffix(".json"), results)
+        atomic_write_text(out.with_suffix(".md"), report)
         return report
 
-    results = measure.run(device, size, repo_root() / "params.yaml", machine(device), save)
+    results = measure.run(device, size, repo_root() / "params.yaml", about, save)
     results["machine"]["load_average_after"] = load_average()
-    found = problems(results) if checked else []
-    if found:
-        write_json(refused, {**results, "refused": found})
-        raise UnreliableBench("; ".join(found) + f". The machine was busy (load average "
-                              f"{results['machine']['load_average_before']} at the start, "
-                              f"{os.cpu_count()} cores): the reports are left as they were, "
-                              f"this run's numbers are in {refused}; rerun make bench with the "
-                              "machine to itself")
-    if checked:
-        refused.unlink(missing_ok=True)
-    return save(results, final=True)
+    return save(results)
 
 
 @entry_point("bench")
@@ -121,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure this device only (default: the CPU, then a GPU if any)")
     parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1)
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
-    parser.add_argument("--quick", action="store_true",
-                        help="on a GPU: the shorter plan (what the targets need)")
+    parser.add_argument("--quick", action="store_true", help="on a GPU: the shorter plan")
+    parser.add_argument("--full", action="store_true",
+                        help="on a CPU: the full study (make bench-full): decoding one sentence "
+                             "at a time too, profiles, the variants side by side, threads")
+    parser.add_argument("--against", type=Path, metavar="JSON",
+                        help="a previous bench.json of this machine to put each row beside "
+                             "(default: the report this run replaces)")
     args = parser.parse_args(argv)
     keep_freed_memory()
     torch.set_num_threads(args.threads)

@@ -7,7 +7,6 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from rnnsearch.bench.flops import Shape
 from rnnsearch.data.vocab import SPECIALS, Vocabulary
 from rnnsearch.training.data import Batch, Pair, bucket_batches, collate, read_pairs
 
@@ -25,7 +24,15 @@ def training_lengths(rng: random.Random) -> tuple[int, int]:
     return src, max(1, round(src * 1.13 * rng.uniform(0.85, 1.15)))
 
 
-def write_synthetic_corpus(out: Path, vocab_size: int, pairs: int, seed: int = 0) -> Shape:
+@dataclass(frozen=True)
+class Lengths:
+    """Mean lengths of training pairs: source tokens, target tokens with ``</s>``."""
+
+    src: float
+    tgt: float
+
+
+def write_synthetic_corpus(out: Path, vocab_size: int, pairs: int, seed: int = 0) -> Lengths:
     """``train``/``dev`` ``.src``/``.tgt`` and both vocabularies in ``out``; returns the mean
     lengths of the pairs the max-50 cell keeps."""
     rng = random.Random(seed)
@@ -45,7 +52,7 @@ def write_synthetic_corpus(out: Path, vocab_size: int, pairs: int, seed: int = 0
                 kept = [kept[0] + 1, kept[1] + src, kept[2] + tgt]
         for side, text in lines.items():
             (out / f"{split}.{side}").write_text("\n".join(text) + "\n", encoding="utf-8")
-    return Shape(src_len=kept[1] / kept[0], tgt_len=kept[2] / kept[0] + 1, tgt_vocab=vocab_size)
+    return Lengths(kept[1] / kept[0], kept[2] / kept[0] + 1)
 
 
 def stratified_sources(vocab_size: int, per_bucket: int, seed: int = 1) -> list[list[int]]:

@@ -1,7 +1,9 @@
 """Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
-per model training the train stage's way, the arithmetic, decoding at each batch size and the
-profiler's accounts; on a CPU also the variants side by side and the thread counts. Data are
-synthetic; untrained models rarely end a sentence, so outputs stop at the source length + 1.
+per model training the train stage's way, the arithmetic (FLOPs and products counted by torch,
+:mod:`rnnsearch.bench.ops`), decoding at each batch size with its own roofline and, in the full
+plans, the profiler's accounts; a CPU's full plan also runs the variants side by side and the
+thread counts. Data are synthetic; untrained models rarely end a sentence, so outputs stop at
+the source length + 1.
 No mlflow, dvc, gensim or sacremoses: a minimal install runs it."""
 from __future__ import annotations
 
@@ -15,8 +17,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from rnnsearch.bench.data import (load_batches, stratified_sources,
-                                  write_synthetic_corpus)
+from rnnsearch.bench.data import load_batches, stratified_sources, write_synthetic_corpus
 from rnnsearch.bench.gemm import arithmetic, bf16_supported, measure_gemm
 from rnnsearch.bench.profile import profile_steps
 from rnnsearch.bench.training import (FASTEST, FASTEST_FP32, SIDE_BY_SIDE, Variant,
@@ -57,6 +58,7 @@ class Plan:
     side_by_side: tuple[int, int] = (0, 0)  # CPU: rounds and steps per window of the variants
     tiny_width: int = 0               # > 0: every model this wide (the smoke run)
     tiny_vocab: int = 0               # > 0: every vocabulary this large
+    methods: tuple[str, ...] = tuple(METHODS)   # the decoding methods timed
 
 
 GPU_MODELS = (("default", "search"), ("paper", "search"))
@@ -69,8 +71,15 @@ PLANS = {
     # a GPU, what the targets need: each model's own batch and 1024, bf16 graphed
     "quick": Plan(GPU_MODELS, (1024,), ("32-true", "bf16-mixed"), ("bf16-mixed",), 3, 3, 12,
                   20_000, 300, (512, 1024), 8192, 0.03),
-    # a CPU: the default run's three kinds of recurrent model and the Transformer, decoding one
-    # at a time and batched
+    # a CPU, `make bench` (a few minutes on 2 cores): the default run's three kinds of recurrent
+    # model and the Transformer, each trained at its own batch and decoded greedy and with a beam
+    # of 5 at batch 64, with their rooflines; no profiles, no side by side
+    "cpu_quick": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
+                       ("default", "transformer")),
+                      (), ("32-true",), (), 0, 3, 15, 5_000, 10, (64,), 1024, 0.03,
+                      methods=("greedy", "beam5")),
+    # a CPU, `make bench-full`: the same models, decoding one at a time and batched, profiled,
+    # the variants side by side and the thread counts
     "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
                  ("default", "transformer")),
                 (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05, (5, 10)),
@@ -81,7 +90,10 @@ PLANS = {
 
 
 def plan_for(size: str, device: str = "cuda") -> Plan:
-    return PLANS["tiny" if size == "tiny" else "cpu" if device == "cpu" else size]
+    """``size`` tiny, quick or full on ``device`` (a CPU's: cpu_quick and cpu)."""
+    if size == "tiny" or device != "cpu":
+        return PLANS[size]
+    return PLANS["cpu" if size == "full" else "cpu_quick"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +171,19 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
     return rows
 
 
+def training_arithmetic(model: BenchModel, data_dir: Path, device: str, plan: Plan, batch: int,
+                        kinds: tuple[str, ...] = ("fp32", "bf16")) -> dict[str, Any]:
+    """:func:`~rnnsearch.bench.gemm.arithmetic` of the train stage's step on a bucketed batch
+    of median length: FLOPs per target token, the products' rates, the roofline."""
+    data = load_batches(data_dir, model.vocab, batch).median().to(device)
+    way = Variant()
+    task, optimizer = way.new_training(model.config, model.vocab, model.train.optim)
+    task.to(device)
+    step = partial(train_step, task, optimizer, data, way.autocast())
+    return {"batch": batch, "src_len": data.src.size(1), "tgt_len": data.tgt_in.size(1),
+            **arithmetic(step, data.target_tokens, device, plan.gemm_window_s, kinds)}
+
+
 def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
            device: str, warmup: bool = True, stop: str = "first_k") -> CorpusResult:
     """Decode ``sources`` (greedy for ``beam`` 1; beam search ending each sentence by the
@@ -179,7 +204,7 @@ def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan:
     torch.manual_seed(0)
     net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
     rows = []
-    for method, (beam, stop) in METHODS.items():
+    for method, (beam, stop) in ((m, METHODS[m]) for m in plan.methods):
         for batch in [b for b in plan.decode_batches if b > 1 or stop == "first_k"]:
             reset_peak_memory(device)
             row = measured({"model": model.name, "method": method, "batch": batch},
@@ -193,11 +218,19 @@ def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan:
                 row.update(sentences_per_s=result.sentences_per_second,
                            tokens_per_s=tokens / result.seconds if result.seconds else 0.0,
                            mean_output_tokens=tokens / max(len(result.translations), 1))
+            if batch == max(plan.decode_batches) and "error" not in row:
+                counted = measured({}, arithmetic, partial(decode, net, sources, beam, batch,
+                                                           device, False, stop),
+                                   len(sources), device, plan.gemm_window_s, ("fp32",),
+                                   "sentences")
+                row.update({"arithmetic_error": counted["error"]} if "error" in counted
+                           else counted)
     batch = max(plan.decode_batches)          # profiled: one batch of sentences of every length
     subset = sources[:: max(1, len(sources) // batch)][:batch]
     profiles = [measured({"model": model.name, "method": method, "sentences": len(subset)},
-                         profile_decode_batch, net, subset, beam, device)
-                for method, (beam, stop) in METHODS.items() if stop == "first_k"]
+                         profile_decode_batch, net, subset, METHODS[method][0], device)
+                for method in plan.methods if METHODS[method][1] == "first_k"
+                ] if plan.profile_steps else []
     net = None
     release(device)
     return rows, profiles
@@ -244,7 +277,7 @@ def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None 
         models = bench_models(plan, params_path)
         for model in models:
             bench_model(model, plan, device, Path(tmp), results, checkpoint)
-        if device == "cpu":
+        if device == "cpu" and plan.side_by_side[0]:
             cpu_parts(models[0], plan, Path(tmp), results)
             checkpoint()
     return results
@@ -256,13 +289,11 @@ def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: 
     part; on a CPU the products' fp32 rate before the training runs too (the trust check's)."""
     start = time.perf_counter()
     print(f"bench: {model.name} model on {device} ...", flush=True)
-    data_dir = tmp / f"data-{model.vocab}"
-    shape = write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
-    shape = dataclasses.replace(shape, batch=model.train.data.batch_size)
-    before = (arithmetic(model.config, shape, device, plan.gemm_window_s, kinds=("fp32",))
+    data_dir, own = tmp / f"data-{model.vocab}", model.train.data.batch_size
+    write_synthetic_corpus(data_dir, model.vocab, plan.train_pairs)
+    before = (training_arithmetic(model, data_dir, device, plan, own, ("fp32",))
               if device == "cpu" and not plan.tiny_width else {})
-    results["padding"][model.name] = load_batches(data_dir, model.vocab,
-                                                  shape.batch).padding_fraction()
+    results["padding"][model.name] = load_batches(data_dir, model.vocab, own).padding_fraction()
     for batch, precision, graphs in training_runs(model, plan, device):
         row = train_speed(model, data_dir, device, batch, precision, plan.warmup_steps,
                           plan.steps, tmp, graphs)
@@ -270,12 +301,13 @@ def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: 
               f"{row.get('tokens_per_s', 0):,.0f} tokens/s", flush=True)
         results["training"].append(row)
         checkpoint()
-    results["profile"] += profile_training(model, data_dir, device, plan)
-    batches = sorted({model.train.data.batch_size, *plan.batches})
+    if plan.profile_steps:
+        results["profile"] += profile_training(model, data_dir, device, plan)
+    batches = sorted({own, *plan.batches})
     for batch in sorted({batches[0], batches[-1]}):
-        row = measured({"model": model.name, "batch": batch}, arithmetic, model.config, shape,
-                       device, plan.gemm_window_s, batch)
-        if before and batch == shape.batch:
+        row = measured({"model": model.name, "batch": batch}, training_arithmetic, model,
+                       data_dir, device, plan, batch)
+        if before and batch == own:
             row["gemm_gflops_fp32_before"] = before["gemm_gflops_fp32"]
         results["arithmetic"].append(row)
     checkpoint()

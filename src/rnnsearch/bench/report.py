@@ -6,13 +6,6 @@ from typing import Any, Iterable, Sequence
 from rnnsearch.bench.training import SIDE_BY_SIDE
 from rnnsearch.reporting.tables import Table
 
-JOEY = {"train": 1670, "greedy": 244, "beam5": 77}   # Joey NMT 2.3.0, 2-core CPUs (x1.5: target)
-# on one H200-class GPU: (what, model, batch (0: its best), required tokens/s)
-GPU_TRAINING = (("paper width, batch 80", "paper", 80, 100_000),
-                ("paper width, best batch", "paper", 0, 300_000),
-                ("default h256, batch 64", "default", 64, 100_000))
-GPU_DECODING = (("beam 5, 2,100 sentences", "beam5", 3_000), ("greedy", "greedy", 10_000))
-
 def table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]],
           *notes: str) -> list[str]:
     return ["", Table(title, tuple(header), tuple(tuple(map(str, r)) for r in rows),
@@ -22,44 +15,6 @@ def table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]],
 def _best(rows: list[dict[str, Any]], key: str, **match: Any) -> dict[str, Any] | None:
     fits = [r for r in rows if key in r and all(r.get(k) == v for k, v in match.items())]
     return max(fits, key=lambda r: r[key]) if fits else None
-
-
-def _target(what: str, required: float, row: dict[str, Any] | None, key: str,
-            lower: bool = False, unit: str = "") -> list[str]:
-    """One target's row: required, measured (with the run that measured it), met."""
-    wanted = f"{'<=' if lower else '>='} {required:,.0f}{unit}"
-    if row is None:
-        return [what, wanted, "not measured", "-"]
-    value, where = row[key], ""
-    if "batch" in row:
-        where = (f" (batch {row['batch']}" + (f", {row['precision']}" if "precision" in row
-                                              else "")
-                 + (", CUDA graphs)" if row.get("cuda_graphs") else ")"))
-    met = value <= required if lower else value >= required
-    return [what, wanted, f"{value:,.0f}{unit}{where}", "yes" if met else "**no**"]
-
-
-def target_rows(results: dict[str, Any]) -> list[list[str]]:
-    """Today's targets: on a GPU the speeds aimed for on one H200-class card, on a CPU 1.5x
-    Joey NMT's speeds and bucketing's padding."""
-    train, decoding = results["training"], results["decoding"]
-    if results["machine"]["device"] == "cuda":
-        return [_target(f"training tokens/s, {what}", required, _best(
-                    train, "tokens_per_s", model=model, **({"batch": batch} if batch else {})),
-                    "tokens_per_s") for what, model, batch, required in GPU_TRAINING] + \
-               [_target(f"decoding sentences/s, {what}", required, _best(
-                    decoding, "sentences_per_s", model="default", method=method),
-                    "sentences_per_s") for what, method, required in GPU_DECODING]
-    rows = [_target("training tokens/s, default model, fp32 (1.5x Joey NMT)", 1.5 * JOEY["train"],
-                    _best(train, "tokens_per_s", model="default", precision="32-true"),
-                    "tokens_per_s")]
-    for method in ("greedy", "beam5"):
-        rows.append(_target(f"{method} sentences/s, batched (1.5x Joey NMT)", 1.5 * JOEY[method],
-                            _best([d for d in decoding if d["batch"] > 1], "sentences_per_s",
-                                  model="default", method=method), "sentences_per_s"))
-    padding = results["padding"].get("default")
-    return rows + [_target("bucketed batch padding", 10, None if padding is None else
-                           {"p": 100 * padding}, "p", lower=True, unit="%")]
 
 
 def _failed(row: dict[str, Any], columns: int) -> list[str]:
@@ -89,7 +44,8 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
         if r["model"] in flops:
             achieved = r["tokens_per_s"] * flops[r["model"]] / 1e9
             rate = [f"{achieved:,.1f}", f"{achieved / 1e3 / results['card'][f'tflops_{kind}']:.1%}"]
-        rows.append(head + [f"{r['tokens_per_s']:,.0f}", f"{r['ms_per_step']:.1f}", captured,
+        mark = " (noisy)" if r["model"] in results.get("noisy", {}) else ""
+        rows.append(head + [f"{r['tokens_per_s']:,.0f}{mark}", f"{r['ms_per_step']:.1f}", captured,
                             *rate, roofline_share(r["tokens_per_s"], bound),
                             f"{r['peak_memory_mib']:,.0f}"])
     return rows
@@ -185,9 +141,36 @@ def _arithmetic_row(a: dict[str, Any]) -> list[Any]:
 
 
 def _decoding_row(d: dict[str, Any]) -> list[Any]:
-    return [d["model"], d["method"], d["batch"], *(_failed(d, 3) if "error" in d else [
+    bound = d.get("roofline_sentences_per_s_fp32")
+    counted = ([f"{d['mflop_per_sentence']:,.1f}", "-" if not bound else
+                f"{d['sentences_per_s'] / bound:.0%}"] if "mflop_per_sentence" in d
+               else [f"failed: {d['arithmetic_error']}", "-"] if "arithmetic_error" in d
+               else ["-", "-"])
+    return [d["model"], d["method"], d["batch"], *(_failed(d, 5) if "error" in d else [
         f"{d['sentences_per_s']:,.0f}", f"{d['tokens_per_s']:,.0f}",
-        f"{d['mean_output_tokens']:.1f}"]), f"{d['peak_memory_mib']:,.0f}"]
+        f"{d['mean_output_tokens']:.1f}", *counted]), f"{d['peak_memory_mib']:,.0f}"]
+
+
+def against_lines(results: dict[str, Any]) -> list[str]:
+    """Each row beside the same row of the previous report of this machine."""
+    previous = results.get("against") or {}
+    if not previous.get("rows"):
+        return ["", "No previous report of this machine to compare with (the report this run "
+                "replaced was made elsewhere, or there was none; `--against FILE` names one)."]
+    return table(f"Against the previous report ({previous['file']}, {previous['date']})",
+                 ["part", "row", "before", "now", "now / before"],
+                 [[r["part"], r["row"], f"{r['before']:,.1f}", f"{r['now']:,.1f}",
+                   f"{r['ratio']:.2f}x"] for r in previous["rows"]],
+                 "Training in target tokens/s, decoding in sentences/s; the same machine "
+                 "(device, CPU, cores, threads), each row as it was measured then.")
+
+
+def noisy_lines(results: dict[str, Any]) -> list[str]:
+    """The models whose rows a busy machine may have moved (marked "noisy" in the tables)."""
+    found = results.get("noisy") or {}
+    return ["", "**Noisy rows.** " + "; ".join(f"{model}: {why}" for model, why in found.items())
+            + ". Their rows are kept and marked; rerun with the machine to itself to confirm."
+            ] if found else []
 
 
 def markdown_report(results: dict[str, Any]) -> str:
@@ -207,7 +190,7 @@ def markdown_report(results: dict[str, Any]) -> str:
              "synthetic sentences stratified like the default test set (1-80 words), outputs "
              "one token longer than the source (`rnnsearch/bench/data.py` says why these stand "
              "for the real ones)."]
-    lines += table("Targets", ["target", "required", "measured", "met"], target_rows(results))
+    lines += noisy_lines(results) + against_lines(results)
     lines += table("Training (target tokens/s)", [
         "model", "batch", "precision", "CUDA graphs", "tokens/s", "ms/step",
         "shapes captured (time left out)", "achieved GFLOP/s", "of the device's GEMM peak",
@@ -222,16 +205,21 @@ def markdown_report(results: dict[str, Any]) -> str:
                    map(_arithmetic_row, results["arithmetic"]),
                    f"The device's GEMM rate (a {plan['gemm_size']}^3 product): fp32 "
                    f"{card['tflops_fp32']:,.2f} TFLOP/s, bf16 {card['tflops_bf16']:,.2f} TFLOP/s. "
-                   "Roofline (a CPU's only): the tokens/s if a step were nothing but the model's "
-                   "own products at the rates measured for their shapes; a GPU runs such small "
-                   "products alone bound by their launches, so there it would be no bound.")
+                   "FLOPs counted by torch (FlopCounterMode) on the train stage's step over a "
+                   "bucketed batch of median length. Roofline (a CPU's only): the tokens/s if a "
+                   "step were nothing but the matrix products torch recorded in it, at the rates "
+                   "measured for their shapes; a GPU runs such small products alone bound by "
+                   "their launches, so there it would be no bound.")
     fastest = [_best(decoding, "sentences_per_s", model=m, method=k) for m, k in dict.fromkeys(
         (d["model"], d["method"]) for d in decoding if "sentences_per_s" in d)]
     lines += table("Decoding", ["model", "method", "batch", "sentences/s", "output tokens/s",
-                                "mean output tokens", "peak memory MiB"],
+                                "mean output tokens", "MFLOP/sentence",
+                                "of the products' roofline (fp32)", "peak memory MiB"],
                    map(_decoding_row, results["decoding"]),
                    "Fastest decode batch (on a GPU the candidate for `translate.batch_size_cuda`): "
                    + "; ".join(f"{d['model']} {d['method']}: batch {d['batch']}" for d in fastest)
-                   + ".")
+                   + ". FLOPs counted by torch over the whole decoding at the largest batch "
+                   "(FlopCounterMode); the roofline, as for training, is the time its matrix "
+                   "products alone take at this machine's rates for their shapes (CPU only).")
     return "\n".join(lines + ["", "Bench time by part: " + ", ".join(
         f"{name} {s:.0f} s" for name, s in results["seconds"].items()) + "."]) + "\n"
