@@ -122,23 +122,23 @@ def resolve(data: object, key_path: str) -> object:
     return node
 
 
-def citations(text: str) -> list[tuple[int, str, list[str]]]:
-    """The citations of ``text`` in order: (offset, JSON or YAML file, key paths), "the same
-    keys" standing for the key paths of the citation before it."""
-    found = sorted([(m.start(), m.group(1), re.findall(r"`([^`\n]+)`", m.group(2)))
+def citations(text: str) -> list[tuple[int, int, str, list[str]]]:
+    """The citations of ``text`` in order: (start, end, JSON or YAML file, key paths), "the
+    same keys" standing for the key paths of the citation before it."""
+    found = sorted([(m.start(), m.end(), m.group(1), re.findall(r"`([^`\n]+)`", m.group(2)))
                     for m in CITATION.finditer(text)]
-                   + [(m.start(), m.group(1), None) for m in SAME_KEYS.finditer(text)])
+                   + [(m.start(), m.end(), m.group(1), None) for m in SAME_KEYS.finditer(text)])
     keys: list[str] = []
-    for i, (start, file, cited) in enumerate(found):
+    for i, (start, end, file, cited) in enumerate(found):
         keys = cited if cited is not None else keys
-        found[i] = (start, file, keys)
+        found[i] = (start, end, file, keys)
     return found
 
 
 def cited_keys(path: Path) -> list[tuple[str, str]]:
     """The (JSON or YAML file, key path) pairs ``path`` cites (the module docstring says how)."""
     text = FENCE.sub("", path.read_text(encoding="utf-8"))
-    return [(file, key) for _, file, keys in citations(text) for key in keys]
+    return [(file, key) for _, _, file, keys in citations(text) for key in keys]
 
 
 def load_cited(path: Path, file: str, loaded: dict[str, object]) -> object:
@@ -174,6 +174,7 @@ NUMBER = re.compile(r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?
 # Where a paragraph's unit of text starts: a list item, a table row, a heading.
 BLOCK_START = re.compile(r"\s*(?:[-*+]|\d+\.)\s|\s*\||#{1,6}\s")
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
+DATE_OR_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b")   # no quoted values
 
 # Citations whose sentence quotes a number derived from the cited keys, not a key's own value:
 # (document, linked file, key) -> why. Keep it short; prefer citing the keys whose values appear.
@@ -199,12 +200,44 @@ def blocks(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def number_spans(text: str, start: int = 0, end: int | None = None
+                 ) -> list[tuple[int, int, str]]:
+    """(start, end, number as written: ``"1,234.5"``, ``"66%"``) of each number ``text[start:
+    end]`` quotes, leaving out those in inline code and link targets (key paths, file names,
+    commands); offsets into ``text``."""
+    def blank(m: re.Match) -> str:
+        return m.group(0)[0] + " " * (len(m.group(0)) - 1)
+    masked = DATE_OR_TIME.sub(blank, INLINE_CODE.sub(blank, LINK_TARGET.sub(blank,
+                                                                           text[start:end])))
+    return [(start + m.start(), start + m.end(1) + len(m.group(2) or ""),
+             m.group(1) + (m.group(2) or "") + ("%" if m.group(3) else ""))
+            for m in NUMBER.finditer(masked)]
+
+
 def quoted_numbers(prose: str) -> list[str]:
-    """The numbers ``prose`` quotes, as written (``"1,234.5"``, ``"66%"``), leaving out those in
-    inline code and link targets (key paths, file names, commands)."""
-    prose = INLINE_CODE.sub(" ", LINK_TARGET.sub("]", prose))
-    return [m.group(1) + (m.group(2) or "") + ("%" if m.group(3) else "")
-            for m in NUMBER.finditer(prose)]
+    """The numbers ``prose`` quotes, as written (:func:`number_spans`)."""
+    return [number for _, _, number in number_spans(prose)]
+
+
+def scoped_citations(text: str) -> list[tuple[int, int, str, list[str]]]:
+    """Each citation as (scope start, scope end, file, keys): the numbers it covers are those
+    written since the last link before it in its block (paragraph, list item, table row),
+    links with no number between them counting as one; so a number is bound to the citation
+    that follows it, not to any other number of the paragraph that rounds alike."""
+    links = sorted((m.start(), m.end()) for m in LINK.finditer(text))
+    found = []
+    for block_start, block_end in blocks(text):
+        for start, _, file, keys in (c for c in citations(text)
+                                     if block_start <= c[0] < block_end):
+            scope, pos = block_start, start
+            for link_start, link_end in reversed([(a, b) for a, b in links
+                                                  if block_start <= a and b <= start]):
+                if number_spans(text, link_end, pos):
+                    scope = link_end
+                    break
+                pos = link_start
+            found.append((scope, start, file, keys))
+    return found
 
 
 def quotes_value(quoted: str, value: float) -> bool:
@@ -233,29 +266,81 @@ def quotes_value(quoted: str, value: float) -> bool:
                for s in sizes for p in places)
 
 
-def number_problems(path: Path, derived: dict[tuple[str, str, str], str] = DERIVED) -> list[str]:
-    """Each numeric cited key of ``path`` whose value its citation's paragraph does not quote
-    (:func:`quotes_value`), naming the line, the key, its value and the numbers found there;
-    the (document, file, key) entries of ``derived`` are not checked."""
-    text = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), path.read_text(encoding="utf-8"))
-    spans, loaded, problems = blocks(text), {}, []
-    for offset, file, keys in citations(text):
+def checked_values(path: Path, text: str, derived: dict[tuple[str, str, str], str] = DERIVED
+                   ) -> dict[tuple[int, int], list[tuple[str, str, float]]]:
+    """``{scope: [(file, key, value)]}``: the numeric cited keys of ``text`` (the page
+    ``path``, whose folder its links start from) by the scope their citation covers
+    (:func:`scoped_citations`), but the ``derived`` entries."""
+    found: dict[tuple[int, int], list[tuple[str, str, float]]] = {}
+    loaded: dict[str, object] = {}
+    for start, end, file, keys in scoped_citations(text):
         data = load_cited(path, file, loaded)
-        start, end = next(span for span in spans if span[0] <= offset < span[1])
-        numbers = quoted_numbers(text[start:end])
-        line = text.count("\n", 0, offset) + 1
         for key in keys:
             try:
                 value = resolve(data, key)
             except (KeyError, TypeError):
                 continue                                  # test_every_cited_metrics_key_exists
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or (doc_id(path), file, key) in derived):
-                continue
-            if not any(quotes_value(n, value) for n in numbers):
+            if (not isinstance(value, bool) and isinstance(value, (int, float))
+                    and (doc_id(path), file, key) not in derived):
+                found.setdefault((start, end), []).append((file, key, value))
+    return found
+
+
+def page_text(path: Path) -> str:
+    """``path``'s text with its code blocks blanked (offsets kept)."""
+    return FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), path.read_text(encoding="utf-8"))
+
+
+def number_problems(path: Path, derived: dict[tuple[str, str, str], str] = DERIVED,
+                    text: str | None = None) -> list[str]:
+    """What the numbers of ``path`` (or of ``text`` as that page) get wrong about its cited
+    keys, in the text each citation covers (:func:`scoped_citations`): a numeric key's value
+    that no number there quotes (:func:`quotes_value`), and a number that quotes a cited value
+    without being the only one that quotes some cited value (an edit of it could pass, the
+    other number still quoting the value: a value quoted twice, or a round "390" beside "394");
+    naming the line, the keys and the numbers. The (document, file, key) entries of
+    ``derived`` are not checked."""
+    text = page_text(path) if text is None else text
+    problems = []
+    for (start, end), cited in checked_values(path, text, derived).items():
+        line = text.count("\n", 0, end) + 1
+        numbers = quoted_numbers(text[start:end])
+        quoters = {value: {i for i, n in enumerate(numbers) if quotes_value(n, value)}
+                   for _, _, value in cited}
+        for file, key, value in cited:
+            if not quoters[value]:
                 problems.append(f"{doc_id(path)}:{line}: {file} `{key}` is {value!r}, but the "
-                                f"paragraph quotes {numbers or 'no number'}")
+                                f"numbers it covers are {numbers or 'none'}")
+        sole = {next(iter(q)) for q in quoters.values() if len(q) == 1}
+        loose = [numbers[i] for i in sorted(set().union(*quoters.values()) - sole)]
+        if loose:
+            problems.append(f"{doc_id(path)}:{line}: {loose} quote a value of "
+                            f"{', '.join(f'`{k}`' for _, k, _ in cited)} that another number "
+                            f"there quotes too, so an edit of one could pass: quote each cited "
+                            f"value once (with its decimals where a round number is near)")
     return problems
+
+
+def one_digit_off(number: str) -> str:
+    """``number`` with its last significant digit changed by one (``12.19`` -> ``12.10``,
+    ``15,000`` -> ``16,000``, ``66%`` -> ``67%``): the smallest edit its rounding cannot hide."""
+    digits = [i for i, c in enumerate(number) if c.isdigit()]
+    last = next((i for i in reversed(digits) if number[i] != "0" or "." in number), digits[-1])
+    digit = int(number[last])
+    return number[:last] + str(digit + 1 if digit < 9 else 8) + number[last + 1:]
+
+
+def mutations(path: Path) -> list[tuple[str, str]]:
+    """(where, edited page) for each number that quotes a cited value: the page with that
+    number one digit off (:func:`one_digit_off`)."""
+    text, found = page_text(path), []
+    for (start, end), cited in checked_values(path, text).items():
+        for at, until, number in number_spans(text, start, end):
+            if any(quotes_value(number, value) for _, _, value in cited):
+                line = text.count("\n", 0, at) + 1
+                found.append((f"{doc_id(path)}:{line} {number} -> {one_digit_off(number)}",
+                              text[:at] + one_digit_off(number) + text[until:]))
+    return found
 
 
 def numeric_citations(path: Path) -> list[tuple[str, str]]:
@@ -314,6 +399,16 @@ def test_every_cited_metrics_key_exists(path):
 def test_every_cited_number_is_quoted_beside_its_key(path):
     problems = number_problems(path)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", documents(), ids=doc_id)
+def test_every_checked_number_one_digit_off_is_caught(path):
+    """The checker's own reach: each number that quotes a cited key, changed by one digit,
+    must make the page fail (was: 8 of 11 such edits passed, another number of the paragraph
+    rounding to the key's value)."""
+    escaped = [where for where, edited in mutations(path)
+               if not number_problems(path, text=edited)]
+    assert not escaped, f"edits the checker misses: {escaped}"
 
 
 def test_every_derived_number_entry_names_a_citation():
@@ -443,10 +538,30 @@ def test_checker_finds_a_planted_wrong_number(tmp_path):
         "- not in this item ([m](m.json) `rate`)\n\nIntel: 1.07x ([m](m.json) `speedup`); AMD:\n"
         "1.07x too ([n](n.json), the same keys)\n", encoding="utf-8")
     assert number_problems(bad) == [
-        "bad.md:1: m.json `speedup` is 1.0749, but the paragraph quotes ['1.08']",
-        "bad.md:5: m.json `rate` is 5247.6, but the paragraph quotes no number",
-        "bad.md:8: n.json `speedup` is 1.5316, but the paragraph quotes ['1.07', '1.07']"]
+        "bad.md:1: m.json `speedup` is 1.0749, but the numbers it covers are ['1.08']",
+        "bad.md:5: m.json `rate` is 5247.6, but the numbers it covers are none",
+        "bad.md:8: n.json `speedup` is 1.5316, but the numbers it covers are ['1.07']"]
     assert len(number_problems(bad, {("bad.md", "m.json", "rate"): "a sum of two keys"})) == 2
+
+
+def test_a_number_another_number_also_quotes_is_refused_so_no_one_digit_edit_passes(tmp_path):
+    """Was: a key was checked against every number of its paragraph, so its quoted "394"
+    could be edited freely beside a "390" that rounds to it too, and a p-value quoted twice
+    could lose one of its two. Now each cited value needs a number that alone quotes it, and
+    every one-digit edit of a quoted number fails the page (the mutation test's rule)."""
+    (tmp_path / "q.json").write_text(json.dumps({"before": 389.6, "after": 393.8, "p": 0.001}),
+                                     encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text("At 390 GFLOP/s before and 394 after ([q](q.json) `before`, `after`).\n\n"
+                    "p = 0.001 and again 0.001 ([q](q.json) `p`).\n\n"
+                    "At 389.6 before and 393.8 after, on 2026-12-03 at 22:35\n"
+                    "([q](q.json) `before`, `after`).\n", encoding="utf-8")
+    assert [problem.split(" quote ")[0] for problem in number_problems(page)] == [
+        "page.md:1: ['394']", "page.md:3: ['0.001', '0.001']"]
+    page.write_text("At 389.6 before and 393.8 after ([q](q.json) `before`, `after`).\n",
+                    encoding="utf-8")
+    assert number_problems(page) == [] and len(mutations(page)) == 2
+    assert all(number_problems(page, text=edited) for _, edited in mutations(page))
 
 
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|root|home|work)/")
