@@ -457,3 +457,13 @@ def test_make_exps_shows_each_experiments_changed_params_and_cell_numbers_in_80_
     assert ["own", "search-20", "3.46", "5.00", "–"] in [line.split() for line in lines]
     assert ["main", "search-50", "12.19", "21.57", "14.48"] in [line.split() for line in lines]
     assert "lm" not in shown.split() and max(len(line) for line in lines) <= 80
+
+
+def test_a_split_size_set_for_given_files_is_named_as_without_effect():
+    """Was: an experiment that gave its own test file and set ``prepare.sizes.test: 1000`` was
+    headed "Params changed: ..., prepare.sizes.test=1000", a param that did nothing."""
+    overrides = ["prepare.corpus=custom", "prepare.sizes.test=1000", "prepare.sizes.train=5000"]
+    prepared = {"test": {"pairs": 4076, "inputs": {"src": {"file": "test.xx"}}},
+                "train": {"pairs": 5000, "not_sampled": 28_044}}
+    assert export.unused_overrides(overrides, prepared) == ["prepare.sizes.test=1000"]
+    assert export.unused_overrides(overrides, {}) == []

@@ -2,6 +2,7 @@
 ``reports/presets/<name>/`` under a provenance heading, and its comparisons made again."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -47,10 +48,31 @@ def changed_params(root: Path, ref: str) -> list[str]:
             if before.get(key, object()) != value]
 
 
+GIVEN_SPLIT_SIZE = re.compile(r"prepare\.sizes\.(\w+)=")
+
+
+def unused_overrides(overrides: list[str], prepared: dict[str, Any]) -> list[str]:
+    """The ``prepare.sizes.<split>=...`` of ``overrides`` that did nothing: the run's
+    ``metrics/prepare.json`` says no pair of that split was left unsampled (its files given and
+    used whole, or the test split held out of train by ``prepare.custom.test_size``)."""
+    return [o for o in overrides if (m := GIVEN_SPLIT_SIZE.match(o))
+            and isinstance(prepared.get(m.group(1)), dict)
+            and not prepared[m.group(1)].get("not_sampled")]
+
+
 def provenance(name: str, root: Path, ref: str, beside: bool = False) -> str:
     """The paragraph heading an exported report: which run made it, how to rerun it."""
     commit, baseline = (git(root, "rev-parse", "--short", rev) for rev in (ref, f"{ref}^"))
-    overrides = ", ".join(f"`{o}`" for o in changed_params(root, ref)) or "none"
+    changed = changed_params(root, ref)
+    try:
+        prepared = json.loads(git(root, "show", f"{ref}:metrics/prepare.json"))
+    except (subprocess.CalledProcessError, ValueError):
+        prepared = {}
+    unused = unused_overrides(changed, prepared)
+    overrides = ", ".join(f"`{o}`" for o in changed if o not in unused) or "none"
+    if unused:
+        overrides += (" (set but without effect, no pair of that split left unsampled: "
+                      + ", ".join(f"`{o}`" for o in unused) + ")")
     compared = (" Beside the default run: [beside_default.md]"
                 "(beside_default.md)." if beside else "")
     return (f"> Preset `{name}`: the report of the git branch `{branch(name)}` (experiment "
