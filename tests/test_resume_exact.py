@@ -274,6 +274,7 @@ def test_a_run_killed_after_early_stopping_stops_there_when_resumed(tmp_path, mo
     data = write_corpus(tmp_path)
     unbroken = train_cell(cfg, "search", 12, data, tmp_path / "unbroken")
     assert unbroken["steps"] < CELL_STEPS                          # it did stop early
+    assert unbroken["stop_reason"] == "early_stopping"
     save = resume.LastCheckpoint.on_validation_end
 
     def killed_once_saved(self, trainer, pl_module):
@@ -288,8 +289,26 @@ def test_a_run_killed_after_early_stopping_stops_there_when_resumed(tmp_path, mo
     resumed = train_cell(cfg, "search", 12, data, tmp_path / "killed")
     assert resumed["resumed"] and resumed["steps"] == unbroken["steps"]
     assert resumed["best_step"] == unbroken["best_step"]
+    assert resumed["stop_reason"] == "early_stopping"
     for name, value in tasks[0].model.state_dict().items():
         assert torch.equal(value, tasks[-1].model.state_dict()[name]), name
+
+
+def test_the_stop_reason_names_the_limit_that_ended_training(tmp_path, caplog):
+    """metrics' ``stop_reason`` and the log line name the budget key that stopped the run: the
+    step limit, or the wall-clock limit (which Lightning's Timer enforces without a word)."""
+    from rnnsearch.training.run import train_cell
+
+    data = write_corpus(tmp_path)
+    by_steps = train_cell(cell_config(max_steps=2, val_every_steps=2, early_stopping_patience=0),
+                          "search", 12, data, tmp_path / "steps")
+    assert by_steps["stop_reason"] == "max_steps" and by_steps["steps"] == 2
+    with caplog.at_level(logging.INFO):
+        by_time = train_cell(cell_config(max_steps=10_000, val_every_steps=2, max_minutes=1e-4,
+                                         early_stopping_patience=0),
+                             "search", 12, data, tmp_path / "minutes")
+    assert by_time["stop_reason"] == "max_minutes" and by_time["steps"] < 10_000
+    assert "train.budget.max_minutes reached" in caplog.text
 
 
 # ---- crafted and truncated checkpoints ---------------------------------------------------------

@@ -96,6 +96,7 @@ def test_the_stage_refuses_files_of_different_lengths_and_writes_and_logs_its_sh
     assert figures["cell"] == "search-50" and figures["sentences"] == len(SRC)
     assert figures["wide_beam"] == 50 and figures["beam_size"] == 3      # params.yaml's, tiny
     assert 0.0 <= figures["model_error"] <= 1.0
+    assert figures["environment"]["torch"] == torch.__version__   # the machine behind the figures
     monkeypatch.setenv("MLFLOW_TRACKING_URI", env["MLFLOW_TRACKING_URI"])
     logged = mlflow.search_runs(filter_string="tags.mlflow.runName LIKE 'search_error-search-50%'",
                                 search_all_experiments=True)

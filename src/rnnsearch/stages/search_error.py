@@ -35,7 +35,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                                        evaluate.search_error_sentences)
     figures = search_errors(translator, sources, references, cfg.search,
                             evaluate.search_error_wide_beam, cfg.batch_size_for(device))
-    ctx.write_json(args.metrics / f"{args.cell}.json", {"cell": args.cell, **figures})
+    ctx.write_metrics(args.metrics / f"{args.cell}.json", {"cell": args.cell, **figures})
     print(f"search_error {args.cell}: " + ", ".join(f"{name} {figures[name]:.3f}"
                                                     for name in SHARES))
     settings = {name: value for name, value in figures.items() if name not in SHARES}

@@ -298,6 +298,27 @@ def supervision_report(config: TrainConfig, data: TranslationDataModule, trainer
             "last_attn_sup_loss": None if last is None else float(last)}
 
 
+STOP_REASONS = {"max_steps": "train.budget.max_steps reached",
+                "max_minutes": "train.budget.max_minutes reached",
+                "early_stopping": "no dev improvement for train.budget.early_stopping_patience "
+                                  "validations",
+                "max_epochs": "train.budget.max_epochs reached"}
+
+
+def stop_reason(trainer: pl.Trainer, timer: Timer) -> str:
+    """Why ``trainer.fit`` returned: a key of :data:`STOP_REASONS`, checked in the order
+    Lightning checks its own limits (steps, then the Timer's budget, then early stopping)."""
+    if 0 < trainer.max_steps <= trainer.global_step:
+        return "max_steps"
+    remaining = timer.time_remaining("train")
+    if remaining is not None and remaining <= 0:
+        return "max_minutes"
+    early = trainer.early_stopping_callback
+    if early is not None and early.wait_count >= early.patience:
+        return "early_stopping"
+    return "max_epochs"
+
+
 def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: pl.Trainer,
                    saver: BestModelSaver, timer: Timer, session: Session, out_dir: Path,
                    resume: bool) -> dict[str, Any]:
@@ -315,8 +336,13 @@ def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: 
                                    {"train/tokens_per_s_mean": task.tokens_per_second},
                                    step=trainer.global_step)
     check_converged(best, len(data.tgt_vocab), session, out_dir, trainer.global_step)
+    reason = stop_reason(trainer, timer)
+    minutes = timer.time_elapsed("train") / 60
+    rank_zero_info(f"training stopped at step {trainer.global_step} after {minutes:.1f} minutes: "
+                   f"{STOP_REASONS[reason]}")
     return {**best, "best_step": saver.best_step, "steps": trainer.global_step,
+            "stop_reason": reason,
             "epochs": trainer.global_step / max(trainer.num_training_batches, 1),
-            "train_minutes": timer.time_elapsed("train") / 60,
+            "train_minutes": minutes,
             "tokens_per_s": task.tokens_per_second, "parameters": count_parameters(task.model),
             "train_pairs": len(data.train_pairs), "resumed": resume}
