@@ -85,3 +85,15 @@ def test_profile_categories_by_operator_name():
     assert category("aten::topk") == "top-k"
     assert category("aten::lerp_").startswith("other elementwise")
     assert category("aten::as_strided") == "other"
+
+
+def test_products_are_recorded_in_inference_mode_too():
+    """Was: decoding (inference_mode) reached the recorder as undecomposed ``linear`` and
+    ``matmul`` calls, so it saw no product while torch counted 3.5 GFLOP, and the roofline
+    divided by zero."""
+    layer, x = torch.nn.Linear(8, 16), torch.randn(3, 5, 8)
+    a, b = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 5, 6)
+    with torch.inference_mode():
+        counted = count(lambda: (layer(x), torch.matmul(a, b)))
+    assert counted.products == Counter({Product(1, 15, 8, 16): 1, Product(6, 4, 5, 6): 1})
+    assert counted.product_flops == counted.flops

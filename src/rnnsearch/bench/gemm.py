@@ -71,7 +71,7 @@ def arithmetic(run: Callable[[], Any], units: float, device: str, window_s: floa
     result: dict[str, Any] = {f"mflop_per_{unit[:-1]}": counted.flops / units / 1e6,
                               "product_shapes": len(counted.products)}
     emulated = device == "cpu" and not bf16_supported()
-    for name in kinds:
+    for name in kinds if counted.products else ():      # no product recorded: no roofline
         repeats = 1 if emulated and name == "bf16" else 3   # emulated: one window tells enough
         seconds = roofline_seconds(counted.products,
                                    product_rate(KINDS[name], window_s, repeats, device))

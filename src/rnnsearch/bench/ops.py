@@ -15,7 +15,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 aten = torch.ops.aten
-MATMULS = {aten.mm: 0, aten.bmm: 0, aten.addmm: 1, aten.baddbmm: 1}  # op -> its first factor
+# op -> where its first factor is; linear and matmul reach a mode undecomposed under
+# inference_mode (decoding), the products they decompose into under autograd (training)
+MATMULS = {aten.mm: 0, aten.bmm: 0, aten.addmm: 1, aten.baddbmm: 1, aten.matmul: 0,
+           aten.linear: 0}
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,18 @@ class ProductRecorder(TorchDispatchMode):
                            kwargs: dict | None = None) -> Any:
         first = MATMULS.get(func._overloadpacket)
         if first is not None:
-            a, b = args[first], args[first + 1]         # [(B,) m, k] and [(B,) k, n]
-            batch = a.size(0) if a.dim() == 3 else 1
-            self.products[Product(batch, a.size(-2), a.size(-1), b.size(-1))] += 1
+            self.products[product(func._overloadpacket, args[first], args[first + 1])] += 1
         return func(*args, **(kwargs or {}))
+
+
+def product(op: Any, a: torch.Tensor, b: torch.Tensor) -> Product:
+    """The :class:`Product` of ``op`` on factors ``a`` [(...,) m, k] and ``b``: [(...,) k, n],
+    or for ``linear`` the weight [n, k]; leading dimensions of ``a`` alone are rows."""
+    k = a.size(-1)
+    n = b.size(0) if op is aten.linear else b.size(-1)
+    if b.dim() <= 2 or a.dim() <= 2:
+        return Product(1, a.numel() // max(k, 1), k, n)
+    return Product(a.numel() // (a.size(-2) * k), a.size(-2), k, n)
 
 
 @dataclass(frozen=True)
