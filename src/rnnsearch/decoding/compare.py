@@ -154,7 +154,6 @@ def model_parser(module: str, description: str | None) -> argparse.ArgumentParse
     return parser
 
 
-@entry_point("compare")
 def shown_path(path: Path) -> str:
     """``path`` as a report shows it: relative to the working directory when inside it, else
     its folder and name (a temporary folder of one machine tells another reader nothing)."""
@@ -163,6 +162,7 @@ def shown_path(path: Path) -> str:
     return (path.relative_to(Path.cwd()) if inside else Path(*path.parts[-2:])).as_posix()
 
 
+@entry_point("compare")
 def main(argv: list[str] | None = None) -> int:
     parser = model_parser("rnnsearch.decoding.compare", __doc__)
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])

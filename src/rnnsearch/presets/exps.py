@@ -4,12 +4,14 @@ headline numbers (``metrics/summary/<cell>.json``). ``dvc exp show`` has a colum
 and metric (some 300), so at any width most of an experiment's numbers are cut off."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import PurePosixPath
 from typing import Any, Iterator
 
+from rnnsearch.command import entry_point
 from rnnsearch.config.repository import repo_root
 from rnnsearch.config.trees import flatten
 from rnnsearch.presets.definition import override_argument
@@ -71,7 +73,10 @@ def tables(shown: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+@entry_point("exps")
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m rnnsearch.presets.exps", description=__doc__
+                            ).parse_args(argv)
     shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo_root(), check=True,
                            capture_output=True, text=True).stdout
     sys.stdout.write(tables(json.loads(shown)))
