@@ -1,5 +1,5 @@
-"""Each stage depends on the record of the code it runs (``code@<stage>``, written by
-:mod:`rnnsearch.stages.code`), and a record changes exactly when an edit can change what the
+"""Each stage depends on the record of the code it runs (``data/code/stages/<stage>.json``,
+written by the ``code`` stage: :mod:`rnnsearch.stages.code`), and a record changes exactly when an edit can change what the
 stage writes: not for a docstring, a comment or the layout; for a code edit to a module the
 stage imports; for a model's train and translate cells, not for another architecture's code or
 a new architecture (their ``model_code`` record stands for their own). The tests edit a copy of
@@ -18,7 +18,7 @@ from rnnsearch.code_graph import CANNOT_CHANGE_A_RESULT, code_digest, package_gr
 from rnnsearch.config.architectures import ARCHITECTURES
 from rnnsearch.stages import code
 
-STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["code"]["foreach"]
+STAGES = code.STAGES
 
 
 @pytest.fixture
@@ -172,3 +172,50 @@ def test_every_module_let_off_exists_and_the_package_holds_no_code():
     graph = read_graph(REPO / "src", "rnnsearch")
     assert set(CANNOT_CHANGE_A_RESULT) <= set(graph.files)
     assert graph.imports["rnnsearch"] == frozenset()
+
+
+def test_a_change_to_a_models_params_reaches_its_cells_through_its_record(tmp_path):
+    """The train cells declare no ``train.base_model`` nor ``train.models.<model>``: the model's
+    record carries its resolved settings, so a change to them changes the record its cells
+    depend on (and a change to another model's entry does not)."""
+    from rnnsearch.stages.runner import StageContext
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["train"]["base_model"]["hidden_size"] += 1
+    params["train"]["models"]["transformer"]["heads"] = 2
+    edited = tmp_path / "params.yaml"
+    edited.write_text(yaml.safe_dump(params), encoding="utf-8")
+
+    def record(params_file: Path, model: str) -> dict:
+        return code.model_record(StageContext("model_code", str(params_file)), model)
+    before, after = record(REPO / "params.yaml", "search"), record(edited, "search")
+    assert after["settings"]["hidden_size"] == before["settings"]["hidden_size"] + 1
+    assert {k for k in before if before[k] != after[k]} == {"settings"}
+    params["train"]["base_model"]["hidden_size"] -= 1
+    edited.write_text(yaml.safe_dump(params), encoding="utf-8")
+    assert record(edited, "search") == before
+    train = STAGES_OF_DVC_YAML["train"]
+    assert "data/code/models/${item.model}.json" in train["deps"]
+    assert not any(key.startswith(("train.base_model", "train.models")) for key in train["params"])
+
+
+def test_senses_declares_every_embed_setting_its_word2vec_reads(monkeypatch):
+    """senses trains word2vec again with embed's settings; it declares those keys one by one
+    (not the whole section: the probe words and the plot size retrain nothing)."""
+    from rnnsearch.config.embed import EmbedConfig
+    from rnnsearch.embeddings import word2vec
+
+    read: set[str] = set()
+
+    class Recording(EmbedConfig):
+        def __getattribute__(self, name: str):
+            if not name.startswith("_"):
+                read.add(name)
+            return super().__getattribute__(name)
+
+    monkeypatch.setattr(word2vec, "Word2Vec", lambda **kwargs: type("Model", (), {})())
+    word2vec.train_word2vec([["a", "b"]], Recording())
+    read |= {"min_count"}                                   # the sense sizes' floor (senses.py)
+    declared = {key.partition(".")[2] for key in STAGES_OF_DVC_YAML["senses"]["params"]
+                if key.startswith("embed.")}
+    assert read - {"sg_flag"} == declared

@@ -1,16 +1,18 @@
-"""DVC stages ``code`` and ``model_code``: the code a stage, or one grid model, runs, recorded as
-a small file the stage depends on instead of on every module it imports.
+"""DVC stages ``code`` and ``model_code``: the code each stage, or one grid model, runs,
+recorded as a small file the stage depends on instead of on every module it imports.
 
 A record holds the digest of every module (:func:`rnnsearch.code_graph.code_digest`: the syntax
 tree without docstrings, so an edit to a docstring, a comment or the layout changes no record
-and reruns nothing). ``--stage NAME`` records ``pipeline/<script>.py``, ``pipeline/_entry.py``
-and every module importing ``rnnsearch.stages.<NAME>`` can run (the modules that cannot change a
-result left out: :data:`rnnsearch.code_graph.CANNOT_CHANGE_A_RESULT`). The stages that run a
-grid model (:data:`RUN_A_MODEL`) leave the architectures' registry out: they also depend on the
-record ``--model NAME`` writes, of that model's registry entry and of the modules its encoder
-and decoder import, so a new architecture, or an edit to another one, retrains no model. Both
-stages rerun, in seconds, on every edit below ``src/``; the stages behind them only when a
-record changed."""
+and reruns nothing). ``code`` writes one record per stage of :data:`STAGES` into ``--out``
+(``<stage>.json``): ``pipeline/<script>.py``, ``pipeline/_entry.py`` and every module importing
+``rnnsearch.stages.<stage>`` can run (the modules that cannot change a result left out:
+:data:`rnnsearch.code_graph.CANNOT_CHANGE_A_RESULT`). The stages that run a grid model
+(:data:`RUN_A_MODEL`) leave the architectures' registry out: they also depend on the record
+``--model NAME`` writes, of that model's resolved settings, its registry entry and the modules
+its encoder and decoder import, so a new architecture, or an edit to another one, retrains no
+model, and a change to the model's params reaches its cells through the record. Both stages
+rerun, in seconds, on every edit below ``src/``; the stages behind them only when a record
+changed."""
 from __future__ import annotations
 
 import argparse
@@ -26,16 +28,17 @@ from rnnsearch.stages.runner import Stage, StageContext
 
 SRC = Path(rnnsearch.__file__).resolve().parent.parent
 PIPELINE = SRC.parent / "pipeline"
+STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "train_seed",
+          "translate", "search_error", "evaluate", "align", "align_attention", "report", "compare")
 RUN_A_MODEL = ("train", "train_seed", "translate", "search_error", "align_attention")
 SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
 MODULES = {"compare": "rnnsearch.presets.comparison"}  # a stage run as `python -m <module>`
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--stage", help="a stage of dvc.yaml (or compare)")
-    what.add_argument("--model", help="a name of train.models")
-    parser.add_argument("--out", type=Path, required=True, help="the record (JSON)")
+    parser.add_argument("--model", help="a name of train.models: its record alone, into the "
+                                         "file --out (default: every stage's, into the folder)")
+    parser.add_argument("--out", type=Path, required=True, help="the record (JSON), or folder")
 
 
 def digests(graph: Graph, modules: set[str]) -> dict[str, str]:
@@ -68,16 +71,22 @@ def architecture_modules(architecture: Architecture, graph: Graph | None = None
 def model_record(ctx: StageContext, name: str) -> dict[str, object]:
     """The record of grid model ``name``'s own code."""
     model = ctx.section(TrainConfig, "train").model_config(name)
-    return {"model": name, "architecture": model.model,
+    return {"model": name, "architecture": model.model, "settings": dataclasses.asdict(model),
             "entry": dataclasses.asdict(model.architecture),
             "modules": architecture_modules(model.architecture)}
 
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
-    """Write the record of ``args.stage``'s or ``args.model``'s code."""
-    record = stage_record(args.stage) if args.stage else model_record(ctx, args.model)
-    ctx.write_json(args.out, record)
-    print(f"code {args.stage or args.model}: {len(record['modules'])} modules")
+    """Write the record of ``args.model``'s code, or every stage's."""
+    if args.model:
+        record = model_record(ctx, args.model)
+        ctx.write_json(args.out, record)
+        print(f"code {args.model}: {len(record['modules'])} modules")
+        return
+    graph = package_graph(SRC)
+    for name in STAGES:
+        ctx.write_json(args.out / f"{name}.json", stage_record(name, graph))
+    print(f"code: {len(STAGES)} stage records in {args.out}")
 
 
 STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body, uncached_outputs=False)
