@@ -174,11 +174,14 @@ def test_evaluate_stage(tmp_path):
     assert "(no unknown word: " in beam
     assert "vs_baseline" not in encdec["systems"]["beam"]
     assert search["speed"]["greedy"]["sentences_per_s"] == 100.0
-    rows = list(csv.DictReader((root / "plots/bleu_by_length/search-50.csv").open()))
-    assert [r["bucket"] for r in rows] == ["0-10", "10-20", "20-30", "30-40", "40-50", "50-60", "60+"]
-    assert sum(int(r["sentences"]) for r in rows) == len(REFS)
-    assert float(rows[0]["beam"]) == corpus_scores(GOOD, REFS, [0, 1, 2, 4, 5, 6])["bleu"]
-    assert rows[1]["sentences"] == "1"                # 14 words
+    by_length = search["systems"]["beam"]["by_length"]
+    assert [k for k in by_length if k != "signature"] == ["0-10", "10-20", "20-30", "30-40",
+                                                          "40-50", "50-60", "60+"]
+    assert by_length["0-10"]["bleu"] == corpus_scores(GOOD, REFS, [0, 1, 2, 4, 5, 6])["bleu"]
+    assert by_length["10-20"]["n"] == 1               # 14 words
+    # no bucket holds evaluate.min_bucket_sentences (30) of the 7 sentences: Figure 2 has no
+    # point, and neither has the DVC plot (it would draw what the report leaves out)
+    assert not (root / "plots/bleu_by_length/search-50.csv").exists()
 
 
 def test_remove_unk_deletes_the_unknown_token_and_keeps_punctuation():
@@ -247,11 +250,22 @@ def test_evaluate_says_which_buckets_it_derived(tmp_path):
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if "evaluate.buckets" in line]
     assert len(said) == 1 and "[10, 20, 30, 40, 50, 60]" in said[0], done.stdout
-    assert "0-5 (3), 5-8 (2), 8+ (2)" in said[0] and "edges [5, 8]" in said[0], said[0]
+    assert "1-5 (3), 6-8 (2), 9+ (2)" in said[0] and "edges [5, 8]" in said[0], said[0]
     for cell in ("encdec-50", "search-50"):
         metrics = json.loads((root / f"metrics/eval/{cell}.json").read_text())
         by_length = metrics["systems"]["beam"]["by_length"]
         assert [(k, v["n"], v["step"]) for k, v in by_length.items() if k != "signature"] == \
             [("0-5", 3, 5), ("5-8", 2, 8), ("8+", 2, 11)]
         rows = list(csv.DictReader((root / f"plots/bleu_by_length/{cell}.csv").open()))
-        assert [r["bucket"] for r in rows] == ["0-5", "5-8", "8+"]
+        assert [r["bucket"] for r in rows] == ["1-5", "6-8", "9+"]     # in source words
+        assert [float(r["beam"]) for r in rows] == [by_length[k]["bleu"] for k in ("0-5", "5-8",
+                                                                                   "8+")]
+
+
+def test_a_bucket_is_shown_in_the_source_words_it_holds():
+    """A bucket's metrics key names its edges (``0-10``: above 0, up to 10 words); the reports,
+    Figure 2's ticks and the DVC plot show the words it holds."""
+    from rnnsearch.reporting.tables import bucket_words
+
+    assert [bucket_words(k) for k in ("0-10", "10-20", "60+", "4-5", "0-4", "signature")] == \
+        ["1-10", "11-20", "61+", "5", "1-4", "signature"]

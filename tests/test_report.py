@@ -249,7 +249,7 @@ def test_a_bucket_below_the_minimum_gets_no_p_value_and_no_figure_point(tmp_path
         axes = figure.axes[0]
         assert all(len(line.get_xdata()) == points for line in axes.get_lines())
         ticks = [tick.get_text() for tick in axes.get_xticklabels()]
-        assert ticks[0] == "0-10\nn=25" + ("\nno point" if fewest == 30 else "")
+        assert ticks[0] == "1-10\nn=25" + ("\nno point" if fewest == 30 else "")
 
 
 REGENERATE_COMMAND = re.compile(r"Regenerate with `PYTHONPATH=src python pipeline/report\.py "

@@ -165,17 +165,3 @@ def evaluate_cell(cell: str, folder: Path, test: TestSet, cfg: EvaluateConfig,
     if training is not None:
         metrics["training_words"] = training.summary()
     return metrics
-
-
-def length_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """The DVC plot table: one row per length bucket, one BLEU column per system."""
-    systems = metrics["systems"]
-    first = next(iter(systems.values()))["by_length"]
-    rows = []
-    for label, cell in first.items():
-        if label == "signature":
-            continue
-        row = {"length": cell["step"], "bucket": label, "sentences": cell["n"]}
-        row.update({name: s["by_length"][label]["bleu"] for name, s in systems.items()})
-        rows.append(row)
-    return rows

@@ -22,7 +22,7 @@ from rnnsearch.reporting.paper import display_name
 from rnnsearch.reporting.rare_words import CLASS_COLUMNS
 from rnnsearch.reporting.replicates import mean_sd
 from rnnsearch.reporting.summary import cell_summary
-from rnnsearch.reporting.tables import Table, fmt
+from rnnsearch.reporting.tables import Table, bucket_words, fmt
 
 BESIDE = "beside_default"        # the files' stem: beside_default.{md,tex,png}
 # prepare params that say where the corpus files are found, not which sentences are drawn
@@ -261,7 +261,7 @@ def length_table(default: Run, preset: Run, cells: list[str], method: str,
         runs = [run.inputs.evals[cell]["systems"][method]["by_length"] for run in (default, preset)]
         for bucket, p in tests[cell]["by_length"].items():
             n = runs[0].get(bucket, {}).get("n")
-            rows.append((model_name(default, cell), bucket, fmt(n),
+            rows.append((model_name(default, cell), bucket_words(bucket), fmt(n),
                          *(fmt(r.get(bucket, {}).get("bleu")) for r in runs), fmt(p, 3)))
     return Table(f"BLEU by source sentence length, {default.title.removeprefix('the ')} vs "
                  f"'{preset.label}' ({method})",

@@ -11,7 +11,7 @@ from rnnsearch.reporting.figures import alignment_figure, bleu_by_length_figure,
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import (BAHDANAU_TABLE1, LUONG_INPUT_FEEDING_GAIN, LUONG_VARIANTS,
                                        display_name)
-from rnnsearch.reporting.tables import Table, fmt, key_value_table
+from rnnsearch.reporting.tables import Table, bucket_words, fmt, key_value_table
 
 
 def _name(metrics: dict[str, Any]) -> str:
@@ -159,7 +159,7 @@ def length_table(inputs: ReportInputs, method: str = "beam", min_sentences: int 
               if k != "signature"] if cells else []
     rows, counts = [], []
     for label in labels:
-        row = [label]
+        row = [bucket_words(label)]
         for cell in cells:
             bucket = inputs.evals[cell]["systems"][method]["by_length"][label]
             few = "; too few" if bucket["n"] < min_sentences else ""
@@ -199,7 +199,7 @@ def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_senten
     first = ratios[labels[0]]
     p_values = {label: "too few" if ours[label]["n"] < min_sentences
                 else fmt(vs["by_length"].get(label), 3) for label in labels}
-    rows = tuple((label, fmt(ours[label]["n"]), fmt(ours[label]["bleu"]), fmt(base[label]["bleu"]),
+    rows = tuple((bucket_words(label), fmt(ours[label]["n"]), fmt(ours[label]["bleu"]), fmt(base[label]["bleu"]),
                   fmt(ratios[label]), fmt(ratios[label] / first if ratios[label] and first else None),
                   p_values[label], fmt(ours[label].get("len_ratio")),
                   fmt(base[label].get("len_ratio")))
@@ -207,7 +207,7 @@ def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_senten
     ours_name, base_name = _name(inputs.evals[cell]), _name(inputs.evals[vs["baseline"]])
     return Table(f"Attention's gain by source length: {ours_name} vs {base_name} ({method})",
                  ("Length", "Sentences", f"{ours_name} BLEU", f"{base_name} BLEU", "BLEU ratio",
-                  f"Ratio / ratio at {labels[0]}", "p (bootstrap)", f"{ours_name} hyp/ref length",
+                  f"Ratio / ratio at {bucket_words(labels[0])}", "p (bootstrap)", f"{ours_name} hyp/ref length",
                   f"{base_name} hyp/ref length"), rows,
                  ("Bahdanau et al.'s Figure 2 claim, relative form: the ratio grows with length. "
                   "A hyp/ref length ratio far above 1 means over-long (looping) output.",

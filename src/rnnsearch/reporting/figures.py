@@ -14,6 +14,8 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from rnnsearch.reporting.tables import bucket_words  # noqa: E402
+
 Curve = Sequence[tuple[int, str, float | None]]   # (x = bucket upper edge, label, BLEU or None)
 # (x = bucket upper edge, label, BLEU or None, sentences in the bucket)
 LengthCurve = Sequence[tuple[int, str, float | None, int]]
@@ -26,11 +28,22 @@ def length_curve(by_length: Mapping[str, Any], min_sentences: int = 1) -> Length
             for label, row in by_length.items() if label != "signature"]
 
 
+def length_plot_rows(systems: Mapping[str, Any], min_sentences: int = 1) -> list[dict[str, Any]]:
+    """The DVC plot table of one cell's ``systems`` (metrics/eval/<cell>.json): a row per length
+    bucket of ``min_sentences`` sentences or more (Figure 2's points), one BLEU column each."""
+    curves = {name: length_curve(system["by_length"], min_sentences)
+              for name, system in systems.items()}
+    first = next(iter(curves.values()))
+    return [{"length": x, "bucket": bucket_words(label), "sentences": n,
+             **{name: curve[i][2] for name, curve in curves.items()}}
+            for i, (x, label, bleu, n) in enumerate(first) if bleu is not None]
+
+
 def bleu_by_length_figure(curves: Mapping[str, LengthCurve], title: str,
                           min_sentences: int = 1,
                           bands: Mapping[str, Mapping[int, float | None]] | None = None
                           ) -> Figure:
-    """One line per curve name; x is the source-length bucket, labelled ``0-10`` ... over the
+    """One line per curve name; x is the source-length bucket, labelled ``1-10`` ... over the
     sentences in it (``n=269``; ``n=269/270`` where the curves' test sets differ), and marked
     ``no point`` where that is fewer than ``min_sentences``. ``bands``: per curve, ``{x:
     half-width}`` of a shaded band around its points (a spread across replicates)."""
@@ -68,7 +81,7 @@ def _shade(ax: Any, color: str, points: LengthCurve, half_widths: Mapping[int, f
 
 def _length_tick(label: str, counts: Sequence[int], min_sentences: int) -> str:
     """A Figure 2 tick: the bucket, its sentence count(s), and ``no point`` below the minimum."""
-    tick = f"{label}\nn={'/'.join(str(n) for n in counts)}"
+    tick = f"{bucket_words(label)}\nn={'/'.join(str(n) for n in counts)}"
     return tick + "\nno point" if max(counts) < min_sentences else tick
 
 

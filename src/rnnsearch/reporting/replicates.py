@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from rnnsearch.reporting.figures import bleu_by_length_figure, length_curve
 from rnnsearch.reporting.inputs import ReportInputs
 from rnnsearch.reporting.paper import display_name
-from rnnsearch.reporting.tables import Table, fmt
+from rnnsearch.reporting.tables import Table, bucket_words, fmt
 
 COLUMNS = (("greedy", "all"), ("greedy", "no_unk"), ("beam", "all"), ("beam", "no_unk"),
            ("beam_unk", "all"))
@@ -93,7 +93,7 @@ def length_tests_table(inputs: ReportInputs, method: str = "beam") -> Table | No
         columns += [f"{_name(inputs, cell)} p, one run", f"{_name(inputs, cell)} p, replicates"]
     rows = []
     for label in labels:
-        row = [label]
+        row = [bucket_words(label)]
         for cell in tested:
             one_run = inputs.evals[cell]["systems"][method]["vs_baseline"]["by_length"]
             seeded = summary["systems"][cell]["methods"][method]["vs_baseline"]["by_length"]

@@ -46,6 +46,18 @@ class Table:
         return "\n".join(lines) + "\n"
 
 
+def bucket_words(label: str) -> str:
+    """A length bucket's metrics key as the reports show it, in source words: ``0-10`` (above 0,
+    up to 10 words) -> ``1-10``, ``4-5`` -> ``5``, ``60+`` -> ``61+``; any other text as is."""
+    low, dash, high = label.partition("-")
+    if label.endswith("+") and label[:-1].isdigit():
+        return f"{int(label[:-1]) + 1}+"
+    if not (dash and low.isdigit() and high.isdigit()):
+        return label
+    first = int(low) + 1
+    return high if first == int(high) else f"{first}-{high}"
+
+
 def markdown_head(header: Sequence[str]) -> str:
     """A Markdown table's header line and the rule under it (two lines, no final newline)."""
     return markdown_row(header) + "\n|" + "|".join("---" for _ in header) + "|"

@@ -16,12 +16,14 @@ from rnnsearch.config.replicates import ReplicatesConfig
 from rnnsearch.config.train import GridConfig, TrainConfig
 from rnnsearch.data.textio import read_json, read_lines, write_csv
 from rnnsearch.data.vocab import Vocabulary
-from rnnsearch.evaluation.cell import (TestSet, evaluate_cell, length_rows, read_system,
+from rnnsearch.evaluation.cell import (TestSet, evaluate_cell, read_system,
                                        source_lengths)
 from rnnsearch.evaluation.replicates import system_spread, system_test
 from rnnsearch.evaluation.rare_words import CLASSES, TrainingWords, unit_words
 from rnnsearch.evaluation.subsets import MIN_FILLED_BUCKETS, derived_edges, length_buckets
-from rnnsearch.reporting.figures import bleu_by_length_figure, f1_by_rank_figure, length_curve
+from rnnsearch.reporting.figures import (bleu_by_length_figure, f1_by_rank_figure, length_curve,
+                                         length_plot_rows)
+from rnnsearch.reporting.tables import bucket_words
 from rnnsearch.reporting.rare_words import rank_curve
 from rnnsearch.stages.runner import Stage, StageContext
 from rnnsearch.tracking import replicate_cell, split_replicate
@@ -208,7 +210,7 @@ def bucket_edges(prepared: Path, cfg: EvaluateConfig, decoded: Iterable[int | No
     derived = derived_edges(lengths, cfg.buckets, cfg.min_bucket_sentences)
     if derived is None:
         return tuple(cfg.buckets)
-    used = ", ".join(f"{b.label} ({len(b.indices)})" for b in length_buckets(lengths, derived))
+    used = ", ".join(f"{bucket_words(b.label)} ({len(b.indices)})" for b in length_buckets(lengths, derived))
     print(f"evaluate: evaluate.buckets {list(cfg.buckets)} leave fewer than "
           f"{MIN_FILLED_BUCKETS} length buckets of at least {cfg.min_bucket_sentences} test "
           f"sentences (evaluate.min_bucket_sentences); using buckets derived from the test "
@@ -234,7 +236,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         for cell, metrics in results.items():
             if cell in systems:
                 ctx.write_metrics(metrics_dir / f"{cell}.json", metrics)
-                write_csv(plots_dir / f"{cell}.csv", length_rows(metrics))
+                rows = length_plot_rows(metrics["systems"], cfg.min_bucket_sentences)
+                if rows:                # else no bucket holds evaluate.min_bucket_sentences
+                    write_csv(plots_dir / f"{cell}.csv", rows)
             else:               # a replicate: metrics/eval/replicates/<cell>-seed<seed>.json
                 ctx.write_metrics(metrics_dir / REPLICATES / f"{cell}.json", metrics)
         if summary is not None:
