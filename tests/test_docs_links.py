@@ -434,21 +434,8 @@ def section_citations(path: Path) -> list[str]:
 def test_numbers_cite_the_keys_they_quote_not_a_whole_section(path):
     """Was: 15 citations of a whole section (``systems.beam.by_length``, a profile's
     ``categories``) left their numbers unchecked. Cite the exact keys (``...by_length.0-10.n``)."""
-    found = [line for line in section_citations(path)
-             if line.partition(":")[0] not in WHOLE_SECTIONS_LEFT]
+    found = section_citations(path)
     assert not found, "\n".join(found)
-
-
-# Pages whose whole-section citations still wait for their keys, each with why. Keep it short.
-WHOLE_SECTIONS_LEFT = {
-    "docs/performance.md": "the bench profiles' paragraphs quote 40-odd operator times from "
-                           "`categories` sections; their keys hold spaces and commas",
-}
-
-
-def test_every_page_left_with_whole_sections_still_has_one():
-    left = {line.partition(":")[0] for path in documents() for line in section_citations(path)}
-    assert set(WHOLE_SECTIONS_LEFT) <= left, set(WHOLE_SECTIONS_LEFT) - left
 
 
 def test_every_derived_number_entry_names_a_citation():
