@@ -402,3 +402,16 @@ def test_a_zero_aer_difference_reads_same_aer_not_a_p_value():
     assert p_difference({"p_value": 1 / 1001, "aer": 0.4878, "baseline_aer": 0.4878}) == "same AER"
     assert p_difference({"p_value": 0.0123, "aer": 0.41, "baseline_aer": 0.49}) == "0.012"
     assert p_difference({}) == "–"
+
+
+def test_a_zero_bleu_difference_reads_same_bleu_not_a_p_value():
+    """Was: the seeds presets' first replicate, the default run's own model and translations,
+    showed p BLEU 0.001 against the default run (in every length bucket too)."""
+    from rnnsearch.reporting.beside import p_difference
+
+    assert p_difference({"p_value": 1 / 1001, "bleu": 4.37, "baseline_bleu": 4.37},
+                        "bleu") == "same BLEU"
+    assert p_difference({"p_value": 0.001, "bleu": 9.44, "baseline_bleu": 10.14}, "bleu") == \
+        "0.001"
+    assert p_difference({"p_value": 0.406, "bleu": 12.02, "baseline_bleu": 12.02}, "bleu") == \
+        "0.406"                         # different translations, equal to two decimals

@@ -170,11 +170,18 @@ def differing_cells(default: Run, preset: Run, method: str) -> list[str]:
             != (headline(preset, cell, method), cell_length_curve(preset, cell, method, 1))]
 
 
-def p_difference(test: dict[str, Any]) -> str:
-    """An AER test's p-value, or ``same AER`` where both runs' AER is the same (the models
-    reused: a zero difference, which the +1-smoothed bootstrap would give p = 1/(samples+1))."""
-    same = test.get("aer") is not None and test.get("aer") == test.get("baseline_aer")
-    return "same AER" if same else fmt(test.get("p_value"), 3)
+SMALLEST_P_OF_A_DIFFERENCE = 0.05   # equal scores cannot differ this surely
+
+
+def p_difference(test: dict[str, Any], score: str = "aer") -> str:
+    """A test's p-value, or ``same AER`` (``same BLEU``) where both runs' ``score`` is the same
+    and yet p is small: the outputs are the same (a model or its translations reused), a zero
+    difference that the +1-smoothed bootstrap gives p = 1/(samples+1), as if it were the surest
+    one. (Equal rounded scores of different outputs get a large p, shown as it is.)"""
+    p = test.get("p_value")
+    same = (test.get(score) is not None and test.get(score) == test.get(f"baseline_{score}")
+            and p is not None and p < SMALLEST_P_OF_A_DIFFERENCE)
+    return f"same {score.upper()}" if same else fmt(p, 3)
 
 
 def model_name(run: Run, cell: str) -> str:
@@ -196,7 +203,7 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
         return " / ".join(p_difference(aer.get(v, {})) for v in variants) if aer else "–"
 
     def p_bleu(run: Run, cell: str) -> str:
-        one_run = fmt(test(run, cell).get("all", {}).get("p_value"), 3)
+        one_run = p_difference(test(run, cell).get("all", {}), "bleu")
         seeded = test(run, cell).get("replicates")
         if seeded is None:
             return one_run
@@ -229,8 +236,8 @@ def beside_table(default: Run, preset: Run, cells: list[str], method: str,
                   "not in the DVC cache when the comparison was made). p AER: the same test of "
                   "the attention's AER on the gold sentences, argmax and thresholded links (`–`: "
                   "not tested, e.g. a model without attention, or the models not in the DVC "
-                  "cache; `same AER`: both runs' AER is the same, e.g. one model decoded "
-                  "twice).",
+                  "cache; `same AER`, `same BLEU`: both runs' score is the same, e.g. one model "
+                  "decoded twice, or a run's first replicate the other run's model).",
                   "Decoding: the seconds the whole test set took to decode, in batches of "
                   "`translate.batch_size`, on the machine each run was made on (each run's "
                   "`environment` block names it): compare them between runs of one machine.",
@@ -261,8 +268,10 @@ def length_table(default: Run, preset: Run, cells: list[str], method: str,
         runs = [run.inputs.evals[cell]["systems"][method]["by_length"] for run in (default, preset)]
         for bucket, p in tests[cell]["by_length"].items():
             n = runs[0].get(bucket, {}).get("n")
+            bleu = [r.get(bucket, {}).get("bleu") for r in runs]
             rows.append((model_name(default, cell), bucket_words(bucket), fmt(n),
-                         *(fmt(r.get(bucket, {}).get("bleu")) for r in runs), fmt(p, 3)))
+                         *map(fmt, bleu), p_difference({"bleu": bleu[1], "baseline_bleu": bleu[0],
+                                                        "p_value": p}, "bleu")))
     return Table(f"BLEU by source sentence length, {default.title.removeprefix('the ')} vs "
                  f"'{preset.label}' ({method})",
                  ("Model", "Source words", "Sentences", f"BLEU {default.label}",
