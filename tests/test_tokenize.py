@@ -22,6 +22,20 @@ def test_detokenize_restores_raw_text():
         assert detokenize(tokenize_line(text, lang), lang) == text
 
 
+def test_a_zero_width_joiner_stays_inside_its_word():
+    """Was: Moses split every word at U+200D / U+200C (``കാര്‍ഡ്`` became three tokens, the joiner
+    one of them), in every language. A word-final joiner (Malayalam's old chillu spelling) stays
+    with its word, and punctuation and the next word after a space stay apart."""
+    zwj, zwnj = "\u200d", "\u200c"
+    card, wants = f"കാര്{zwj}ഡ്", f"می{zwnj}خواهم"
+    assert tokenize_line(f"{card} {wants}.", "ml") == [card, wants, "."]
+    he = f"അവന്{zwj}"
+    assert tokenize_line(f"{he} വന്നു, {he}, ശരി", "ml") == [he, "വന്നു", ",", he, ",", "ശരി"]
+    assert tokenize_line(f"a {zwj} b", "en") == ["a", zwj, "b"]
+    for text in (f"{card} {wants}.", f"{he} വന്നു"):
+        assert detokenize(tokenize_line(text, "ml"), "ml") == text
+
+
 def test_lowercase_option():
     assert tokenize_line("The House", "en", lowercase=True) == ["the", "house"]
 

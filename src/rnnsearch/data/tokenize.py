@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing as mp
+import unicodedata
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -50,11 +51,39 @@ def _detokenizer(lang: str) -> MosesDetokenizer:
     return MosesDetokenizer(lang=lang)
 
 
+JOINERS = "\u200c\u200d"     # zero-width non-joiner and joiner: inside words (Indic, Persian)
+
+
+def _in_word(char: str) -> bool:
+    """A letter, a combining mark or a digit: what a joiner joins."""
+    return unicodedata.category(char)[0] in "LMN"
+
+
 def tokenize_line(text: str, lang: str, lowercase: bool = False) -> list[str]:
-    """Moses tokens of one sentence (``escape=False``), lowercased first if asked."""
+    """Moses tokens of one sentence (``escape=False``), lowercased first if asked; a zero-width
+    (non-)joiner stays inside its word (:func:`keep_joiners`)."""
     if lowercase:
         text = text.lower()
-    return _tokenizer(lang).tokenize(text, escape=False)
+    tokens = _tokenizer(lang).tokenize(text, escape=False)
+    return keep_joiners(text, tokens) if any(j in text for j in JOINERS) else tokens
+
+
+def keep_joiners(text: str, tokens: Sequence[str]) -> list[str]:
+    """Moses splits words at U+200D and U+200C in every language (``കാര്\u200dഡ്`` -> three
+    tokens), though they sit inside words of Malayalam, Sinhala, Persian and other scripts:
+    a joiner is glued back to the token before it, and a word to a joiner it touches in
+    ``text`` (no space between them; punctuation stays apart)."""
+    out: list[str] = []
+    pos = 0
+    for token in tokens:
+        found = text.find(token, pos)
+        joined = token[0] in JOINERS or (out and out[-1][-1] in JOINERS and _in_word(token[0]))
+        if found == pos and out and joined:
+            out[-1] += token
+        else:
+            out.append(token)
+        pos = found + len(token) if found >= 0 else pos
+    return out
 
 
 def detokenize(tokens: Sequence[str], lang: str) -> str:
