@@ -26,6 +26,7 @@ import json
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -272,6 +273,16 @@ def checked_values(path: Path, text: str, derived: dict[tuple[str, str, str], st
     ``path``, whose folder its links start from) by the scope their citation covers
     (:func:`scoped_citations`), but the ``derived`` entries."""
     found: dict[tuple[int, int], list[tuple[str, str, float]]] = {}
+    for start, end, file, key, value in cited_values(path, text):
+        if (not isinstance(value, bool) and isinstance(value, (int, float))
+                and (doc_id(path), file, key) not in derived):
+            found.setdefault((start, end), []).append((file, key, value))
+    return found
+
+
+def cited_values(path: Path, text: str) -> Iterator[tuple[int, int, str, str, object]]:
+    """(scope start, scope end, file, key, value) of each key ``text`` cites that its file has
+    (:func:`scoped_citations`; a missing key: test_every_cited_metrics_key_exists)."""
     loaded: dict[str, object] = {}
     for start, end, file, keys in scoped_citations(text):
         data = load_cited(path, file, loaded)
@@ -279,11 +290,8 @@ def checked_values(path: Path, text: str, derived: dict[tuple[str, str, str], st
             try:
                 value = resolve(data, key)
             except (KeyError, TypeError):
-                continue                                  # test_every_cited_metrics_key_exists
-            if (not isinstance(value, bool) and isinstance(value, (int, float))
-                    and (doc_id(path), file, key) not in derived):
-                found.setdefault((start, end), []).append((file, key, value))
-    return found
+                continue
+            yield start, end, file, key, value
 
 
 def page_text(path: Path) -> str:
@@ -415,18 +423,12 @@ def section_citations(path: Path) -> list[str]:
     """Each citation of ``path`` of a whole section (a key holding a mapping or a list) whose
     text quotes numbers: they are checked against nothing, so a one-digit edit of one passes;
     naming the line, the file and the key."""
-    text, loaded, found = page_text(path), {}, []
-    for start, end, file, keys in scoped_citations(text):
+    text, found = page_text(path), []
+    for start, end, file, key, value in cited_values(path, text):
         numbers = quoted_numbers(text[start:end])
-        data = load_cited(path, file, loaded)
-        for key in keys if numbers else ():
-            try:
-                value = resolve(data, key)
-            except (KeyError, TypeError):
-                continue                                  # test_every_cited_metrics_key_exists
-            if isinstance(value, (dict, list)):
-                found.append(f"{doc_id(path)}:{text.count(chr(10), 0, end) + 1}: {file} `{key}` "
-                             f"is a section, and {numbers} are checked against none of its values")
+        if numbers and isinstance(value, (dict, list)):
+            found.append(f"{doc_id(path)}:{text.count(chr(10), 0, end) + 1}: {file} `{key}` "
+                         f"is a section, and {numbers} are checked against none of its values")
     return found
 
 

@@ -1,6 +1,6 @@
 """Each stage depends on the record of the code it runs (``data/code/stages/<stage>.json``,
-written by the ``code`` stage: :mod:`rnnsearch.stages.code`), and a record changes exactly when an edit can change what the
-stage writes: not for a docstring, a comment or the layout; for a code edit to a module the
+written by the ``code`` stage: :mod:`rnnsearch.stages.code`), and a record changes exactly when
+an edit can change what the stage writes: not for a docstring, a comment or the layout; for a code edit to a module the
 stage imports; for a model's train and translate cells, not for another architecture's code or
 a new architecture (their ``model_code`` record stands for their own). The tests edit a copy of
 the sources and compare the records; tests/test_pipeline_e2e.py shows DVC itself acting on them.

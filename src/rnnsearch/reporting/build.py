@@ -199,16 +199,16 @@ def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_senten
     first = ratios[labels[0]]
     p_values = {label: "too few" if ours[label]["n"] < min_sentences
                 else fmt(vs["by_length"].get(label), 3) for label in labels}
-    rows = tuple((bucket_words(label), fmt(ours[label]["n"]), fmt(ours[label]["bleu"]), fmt(base[label]["bleu"]),
-                  fmt(ratios[label]), fmt(ratios[label] / first if ratios[label] and first else None),
+    rows = tuple((bucket_words(label), fmt(ours[label]["n"]), fmt(ours[label]["bleu"]),
+                  fmt(base[label]["bleu"]), fmt(ratios[label]), fmt(ratios[label] / first if ratios[label] and first else None),
                   p_values[label], fmt(ours[label].get("len_ratio")),
                   fmt(base[label].get("len_ratio")))
                  for label in labels)
     ours_name, base_name = _name(inputs.evals[cell]), _name(inputs.evals[vs["baseline"]])
     return Table(f"Attention's gain by source length: {ours_name} vs {base_name} ({method})",
                  ("Length", "Sentences", f"{ours_name} BLEU", f"{base_name} BLEU", "BLEU ratio",
-                  f"Ratio / ratio at {bucket_words(labels[0])}", "p (bootstrap)", f"{ours_name} hyp/ref length",
-                  f"{base_name} hyp/ref length"), rows,
+                  f"Ratio / ratio at {bucket_words(labels[0])}", "p (bootstrap)",
+                  f"{ours_name} hyp/ref length", f"{base_name} hyp/ref length"), rows,
                  ("Bahdanau et al.'s Figure 2 claim, relative form: the ratio grows with length. "
                   "A hyp/ref length ratio far above 1 means over-long (looping) output.",
                   *few_note(min_sentences, (ours[label]["n"] for label in labels))))

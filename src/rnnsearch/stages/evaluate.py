@@ -210,7 +210,8 @@ def bucket_edges(prepared: Path, cfg: EvaluateConfig, decoded: Iterable[int | No
     derived = derived_edges(lengths, cfg.buckets, cfg.min_bucket_sentences)
     if derived is None:
         return tuple(cfg.buckets)
-    used = ", ".join(f"{bucket_words(b.label)} ({len(b.indices)})" for b in length_buckets(lengths, derived))
+    used = ", ".join(f"{bucket_words(b.label)} ({len(b.indices)})"
+                     for b in length_buckets(lengths, derived))
     print(f"evaluate: evaluate.buckets {list(cfg.buckets)} leave fewer than "
           f"{MIN_FILLED_BUCKETS} length buckets of at least {cfg.min_bucket_sentences} test "
           f"sentences (evaluate.min_bucket_sentences); using buckets derived from the test "
