@@ -243,7 +243,7 @@ def test_the_searches_read_no_field_of_a_models_state_or_memory():
 
 
 def test_the_transformers_state_and_memory_are_its_own_and_reorder_like_any_other():
-    from rnnsearch.models.state import reorder
+    from rnnsearch.decoding.steps import select_rows
     from rnnsearch.models.transformer import TransformerMemory, TransformerState
     from test_transformer import batch, small
 
@@ -253,5 +253,6 @@ def test_the_transformers_state_and_memory_are_its_own_and_reorder_like_any_othe
     state = model.init_state(memory)
     _, state, _ = model.step(torch.tensor([2, 2]), state, memory)
     assert isinstance(memory, TransformerMemory) and isinstance(state, TransformerState)
-    swapped = reorder(state, torch.tensor([1, 0]))
-    assert torch.equal(swapped.cache[0], state.cache[1]) and torch.equal(swapped.step, state.step)
+    swapped = select_rows(state, torch.tensor([1, 0]))
+    front = state.keys[0][..., :state.length]                          # batch x h x dh x 1
+    assert torch.equal(swapped.keys[0][..., :1], front[[1, 0]]) and swapped.length == 1

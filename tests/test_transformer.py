@@ -41,8 +41,30 @@ def test_steps_compute_the_teacher_forced_logits_and_attention(alignment_layer):
         step_logits, state, weights = model.step(tgt_in[:, t], state, memory)
         torch.testing.assert_close(step_logits, logits[:, t], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(weights, attention[:, t], rtol=1e-5, atol=1e-6)
-    assert state.cache.shape == (2, 3, 4, 32)                 # batch x layers x steps x 2d
-    assert torch.equal(state.step, torch.tensor([4, 4]))
+    assert state.length == 4 and len(state.keys) == len(state.values) == 3      # layers
+    assert state.keys[0].shape[:3] == (2, 4, 4)               # batch x heads x dh x capacity
+
+
+def test_a_state_stepped_twice_keeps_both_branches_and_a_full_cache_grows():
+    """A step appends in place; stepping the same state again (an exhaustive search does)
+    copies first, so each branch decodes what it would alone, past the first capacity too."""
+    model = small()
+    src, src_len, _ = batch()
+    memory = model.encode(src, src_len)
+    words = torch.tensor([[11, 12], [13, 14], [15, 16]] * 7)             # 21 steps x batch
+
+    def decoded(prefix, last):
+        state = model.init_state(memory)
+        for prev in prefix:
+            _, state, _ = model.step(prev, state, memory)
+        return state, model.step(last, state, memory)[0]
+
+    state, first = decoded(words[:-1], words[-1])
+    assert state.length == 20 and state.values[0].size(2) == 32      # grown from 16
+    second = model.step(words[-1] + 1, state, memory)[0]
+    again = model.step(words[-1], state, memory)[0]
+    assert torch.equal(again, first) and not torch.equal(second, first)
+    assert torch.equal(second, decoded(words[:-1], words[-1] + 1)[1])
 
 
 def test_the_attention_can_be_read_from_another_layer_as_if_it_were_the_alignment_layer():
@@ -71,10 +93,13 @@ def test_the_attention_is_a_distribution_over_the_real_source_words_only():
 def test_a_sentence_encodes_alike_alone_and_beside_a_longer_one():
     model = small()
     src, src_len, _ = batch()
-    together = model.encode(src, src_len)
-    alone = model.encode(src[1:, :3], src_len[1:])
-    torch.testing.assert_close(together.values[1, :3], alone.values[0], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(together.summary[1], alone.summary[0], rtol=1e-5, atol=1e-6)
+    together = model.encoder(src, src_len)                   # outputs, their mean, ...
+    alone = model.encoder(src[1:, :3], src_len[1:])
+    torch.testing.assert_close(together[0][1, :3], alone[0][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(together[1][1], alone[1][0], rtol=1e-5, atol=1e-6)
+    keys = model.encode(src, src_len).cross_keys[0]           # batch x h x dh x S
+    alone_keys = model.encode(src[1:, :3], src_len[1:]).cross_keys[0]
+    torch.testing.assert_close(keys[1, ..., :3], alone_keys[0], rtol=1e-5, atol=1e-6)
 
 
 def test_positions_are_vaswanis_sinusoids():

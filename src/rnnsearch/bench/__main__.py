@@ -45,7 +45,7 @@ def machine(device: str) -> dict[str, Any]:
             "command": shown_command(sys.argv[1:])}
 
 
-def shown_command(argv: list[str]) -> str:
+def shown_command(argv: list[str], program: str = "python -m rnnsearch.bench") -> str:
     """The command that made the numbers, as another machine would repeat it: without
     ``--out``, whose folder is this machine's (the report lies beside the numbers anyway)."""
     kept, skip = [], False
@@ -55,7 +55,7 @@ def shown_command(argv: list[str]) -> str:
             continue
         skip = arg == "--out"
         kept += [] if skip else [arg]
-    return " ".join(["python -m rnnsearch.bench", *kept])
+    return " ".join([program, *kept])
 
 
 def load_average() -> list[float] | None:

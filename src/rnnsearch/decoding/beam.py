@@ -8,6 +8,7 @@ hypothesis can beat them (:func:`rnnsearch.decoding.options.reachable`). Hypothe
 their own sentence's, so the output does not depend on the batch."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +17,7 @@ import torch
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.hypothesis import Hypothesis, Translation
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise, reachable
-from rnnsearch.decoding.steps import StepOutput, next_log_probs
-from rnnsearch.models.state import reorder
+from rnnsearch.decoding.steps import StepOutput, next_log_probs, select_rows
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ def beam_search(model: Any, src: torch.Tensor, src_len: torch.Tensor,
         out = next_log_probs(model, prev, beam.state, beam.memory, at_limit)
         top, origin, word = _expand_and_prune(beam.scores, out.log_probs)   # n x 2k each
         _finish(beam, out, top, origin, word, finished, lengths, options)
-        beam = _advance(beam, out, top, origin, word)
-        beam = _retire(beam, _settled(beam, finished, options))
+        beam, parents = _advance(beam, out, top, origin, word)
+        beam = _retire(beam, _settled(beam, finished, options), parents)
     return [_rank(hypotheses, options.nbest) for hypotheses in finished]
 
 
@@ -71,8 +71,8 @@ def _start(model: Any, src: torch.Tensor, src_len: torch.Tensor,
                  scores=scores,
                  tokens=torch.empty(batch * k, 0, dtype=torch.long, device=src.device),
                  attention=None,
-                 memory=reorder(memory, rows),
-                 state=reorder(state, rows))
+                 memory=select_rows(memory, rows),
+                 state=select_rows(state, rows))
 
 
 def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
@@ -129,8 +129,10 @@ def _attention_rows(beam: _Beam, out: StepOutput, rows: torch.Tensor):
 
 
 def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
-             word: torch.Tensor) -> _Beam:
-    """The new beam: the ``k`` best pairs that do not emit ``</s>``, gathered from parents."""
+             word: torch.Tensor) -> tuple[_Beam, torch.Tensor]:
+    """The new beam: the ``k`` best pairs that do not emit ``</s>``, gathered from parents,
+    and the parents (n*k rows of the step's state). The beam's state is the step's, still in
+    the parents' order: :func:`_retire` reorders it, once for both."""
     n, k = beam.scores.shape
     keep = torch.sort((word == EOS_ID).int(), dim=1, stable=True).indices[:, :k]  # n x k
     scores = top.gather(1, keep)
@@ -145,7 +147,7 @@ def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tens
         attention = step_attn if beam.attention is None else torch.cat(
             [beam.attention.index_select(0, parents), step_attn], dim=1)
     return _Beam(beam.sentence, beam.limits, beam.finished, scores, tokens, attention,
-                 beam.memory, reorder(out.state, parents))
+                 beam.memory, out.state), parents
 
 
 def _settled(beam: _Beam, finished: list[list[Hypothesis]], options: SearchOptions
@@ -163,21 +165,21 @@ def _settled(beam: _Beam, finished: list[list[Hypothesis]], options: SearchOptio
     return torch.tensor(nth, dtype=best.dtype, device=best.device) >= best
 
 
-def _retire(beam: _Beam, settled: torch.Tensor) -> _Beam:
+def _retire(beam: _Beam, settled: torch.Tensor, parents: torch.Tensor) -> _Beam:
     """Drop sentences whose search is over (``settled``, n), at their length limit, or with no
-    live hypothesis."""
+    live hypothesis; the kept hypotheses' state is rows ``parents`` of the beam's."""
     k = beam.scores.size(1)
     at_limit = beam.limits <= beam.tokens.size(1)
     dead = ~torch.isfinite(beam.scores).any(dim=1)
     keep = ~(settled | at_limit | dead)
     if bool(keep.all()):
-        return beam
+        return dataclasses.replace(beam, state=select_rows(beam.state, parents))
     slots = keep.nonzero().squeeze(1)                                         # m
     rows = (slots.unsqueeze(1) * k + torch.arange(k, device=slots.device)).reshape(-1)
     return _Beam(beam.sentence[slots], beam.limits[slots], beam.finished, beam.scores[slots],
                  beam.tokens.index_select(0, rows),
                  None if beam.attention is None else beam.attention.index_select(0, rows),
-                 reorder(beam.memory, rows), reorder(beam.state, rows))
+                 select_rows(beam.memory, rows), select_rows(beam.state, parents[rows]))
 
 
 def _rank(hypotheses: list[Hypothesis], nbest: int) -> Translation:

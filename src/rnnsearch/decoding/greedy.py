@@ -12,8 +12,7 @@ import torch
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.hypothesis import Hypothesis, Translation
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
-from rnnsearch.decoding.steps import next_log_probs
-from rnnsearch.models.state import reorder
+from rnnsearch.decoding.steps import next_log_probs, select_rows
 
 
 @torch.inference_mode()
@@ -45,7 +44,7 @@ def greedy(model: Any, src: torch.Tensor, src_len: torch.Tensor,
         state = out.state
         if live.numel() < rows.numel():
             rows, prev = rows[live], prev[live]
-            state, memory = reorder(state, live), reorder(memory, live)
+            state, memory = select_rows(state, live), select_rows(memory, live)
     # to the host in one transfer per kind, not a few per sentence (each waits for a GPU)
     weights = None if attention is None else attention.cpu().numpy()     # batch x steps x S
     return [_translation(ids, score, weights, i, length, options) for i, (ids, score, length)

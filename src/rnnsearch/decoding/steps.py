@@ -3,11 +3,14 @@ see the same distributions: ``<pad>`` and ``<s>`` are never produced, and at a s
 limit only ``</s>`` is allowed."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 
 from rnnsearch.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnnsearch.models.state import reorder
+
+T = TypeVar("T")
 
 
 class StepOutput(NamedTuple):
@@ -34,3 +37,11 @@ def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
         log_probs[rows, EOS_ID] = eos
     return StepOutput(log_probs, state, None if attn is None else attn.float())
 
+
+
+def select_rows(x: T, index: torch.Tensor) -> T:
+    """Rows ``index`` of a model's memory or state: the type's own ``reordered(index)`` where
+    it has one (the Transformer's, whose cache gathers only its decoded positions), else
+    :func:`rnnsearch.models.state.reorder`."""
+    own = getattr(x, "reordered", None)
+    return own(index) if own is not None else reorder(x, index)

@@ -3,9 +3,11 @@
 Pre-norm layers (no warmup needed at the other models' Adam settings), sinusoidal positions,
 d = ``embedding_size`` throughout (pretrained word vectors fit). Attention is written out, not
 ``nn.MultiheadAttention``, so training, a decoding step and the padding mask run the same
-arithmetic and return each head's weights. :class:`TransformerState` caches each layer's
-self-attention keys and values. The model's attention: layer ``alignment_layer``'s
-cross-attention, head-averaged."""
+arithmetic and return each head's weights. Keys and values are kept in the layout the products
+read (keys transposed, heads split, contiguous): the source's once per batch
+(:class:`TransformerMemory`), the decoded positions' in buffers a step appends to in place
+(:class:`TransformerState`), so a decoding step copies no key or value. The model's attention:
+layer ``alignment_layer``'s cross-attention, head-averaged."""
 from __future__ import annotations
 
 import math
@@ -17,22 +19,77 @@ from torch import Tensor, nn
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.data.vocab import PAD_ID
 
+FIRST_CAPACITY = 16     # decoded positions a new cache holds; a full one doubles
+
 
 class TransformerMemory(NamedTuple):
-    """The encoded source, computed once per batch."""
+    """The encoded source as the decoder reads it, computed once per batch."""
 
-    values: Tensor          # batch x src_len x d: the encoder's outputs
-    cross: Tensor           # batch x src_len x layers*2d: each decoder layer's cross keys, values
-    mask: Tensor            # batch x src_len, bool, True on real words
-    lengths: Tensor         # batch, long: real source lengths
-    summary: Tensor         # batch x d: the outputs' mean over the real words
+    cross_keys: tuple[Tensor, ...]  # per decoder layer: batch x heads x dh x S, keys transposed
+    cross_values: tuple[Tensor, ...]    # per decoder layer: batch x heads x S x dh
+    mask: Tensor                    # batch x S, bool, True on real words
+    lengths: Tensor                 # batch, long: real source lengths
+
+    def reordered(self, index: Tensor) -> TransformerMemory:
+        """Rows ``index`` of every tensor, each layer's too."""
+        return TransformerMemory(*(tuple(t.index_select(0, index) for t in field)
+                                   if isinstance(field, tuple) else field.index_select(0, index)
+                                   for field in self))
 
 
 class TransformerState(NamedTuple):
-    """Between decoding steps: what the decoded target positions left."""
+    """Between decoding steps: each layer's self-attention keys and values of the ``length``
+    decoded positions, at the front of buffers with room for more. A step appends in place
+    when no other state was stepped from the same buffers (``written``, shared by the states on
+    them, says how far they are written), and copies them first otherwise, so stepping one state
+    twice (an exhaustive search) is safe and the searches' one step per state copies nothing."""
 
-    cache: Tensor           # batch x layers x t x 2d: each layer's self-attention keys, values
-    step: Tensor            # batch, long: index t of the next target word
+    keys: tuple[Tensor, ...]        # per layer: batch x heads x dh x capacity, keys transposed
+    values: tuple[Tensor, ...]      # per layer: batch x heads x capacity x dh
+    length: int                     # decoded positions: [..., :length] of the buffers
+    written: list[int]              # one shared entry: positions written into these buffers
+
+    def reordered(self, index: Tensor) -> TransformerState:
+        """Rows ``index`` (:func:`rnnsearch.decoding.steps.select_rows`): the decoded positions
+        gathered into new buffers with room for one more, which the next step fills, so that
+        its products read whole contiguous buffers (a beam reorders every step)."""
+        keys = tuple(_gather(k, index, self.length, -1) for k in self.keys)
+        values = tuple(_gather(v, index, self.length, -2) for v in self.values)
+        return TransformerState(keys, values, self.length, [self.length])
+
+    def with_room(self) -> TransformerState:
+        """This state, on buffers a step may write position ``length`` of."""
+        capacity = self.values[0].size(2)
+        if self.written[0] == self.length < capacity:
+            self.written[0] += 1
+            return self
+        grown = max(2 * capacity, FIRST_CAPACITY) if self.length == capacity else capacity
+        keys = tuple(_regrown(k, self.length, grown, -1) for k in self.keys)
+        values = tuple(_regrown(v, self.length, grown, -2) for v in self.values)
+        return TransformerState(keys, values, self.length, [self.length + 1])
+
+
+def _gather(buffer: Tensor, index: Tensor, length: int, axis: int) -> Tensor:
+    """Rows ``index`` of ``buffer``'s first ``length`` positions along ``axis`` into a new
+    buffer of ``length + 1`` positions."""
+    shape = list(buffer.shape)
+    shape[0], shape[axis] = index.numel(), length + 1
+    gathered = buffer.new_empty(shape)
+    front, into = buffer.narrow(axis, 0, length), gathered.narrow(axis, 0, length)
+    if buffer.requires_grad:             # autograd takes no out=: gather, then copy
+        into.copy_(front.index_select(0, index))
+    else:
+        torch.index_select(front, 0, index, out=into)
+    return gathered
+
+
+def _regrown(buffer: Tensor, length: int, capacity: int, axis: int) -> Tensor:
+    """``buffer``'s first ``length`` positions along ``axis`` in a new buffer of ``capacity``."""
+    shape = list(buffer.shape)
+    shape[axis] = capacity
+    grown = buffer.new_empty(shape)
+    grown.narrow(axis, 0, length).copy_(buffer.narrow(axis, 0, length))
+    return grown
 
 
 def sinusoids(positions: Tensor, size: int) -> Tensor:
@@ -54,22 +111,32 @@ class MultiHeadAttention(nn.Module):
         self.out = nn.Linear(size, size)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, queries: Tensor, allowed: Tensor, keys: Tensor | None = None,
-                projected: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``queries`` batch x Tq x d attend to ``keys`` (batch x Tk x d) or to their
-        ``key_value`` projection (``projected``, batch x Tk x 2d); ``allowed`` (batch x Tq x Tk
-        or batch x 1 x Tk, bool) says which keys each query sees. Returns batch x Tq x d and
-        the weights batch x heads x Tq x Tk."""
+    def forward(self, queries: Tensor, allowed: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
+        """``queries`` batch x Tq x d attend to ``keys`` batch x Tk x d where ``allowed``
+        (batch x Tq x Tk or batch x 1 x Tk, bool) lets them: :meth:`attend`."""
+        return self.attend(queries, allowed, *self.heads_of(self.key_value(keys)))
+
+    def heads_of(self, projected: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values (``projected``: their ``key_value`` projection, batch x Tk x 2d) in
+        the layout the products read: keys transposed, batch x heads x dh x Tk, and values,
+        batch x heads x Tk x dh, both contiguous."""
+        batch, _, double = projected.shape
+        split = (batch, -1, self.heads, double // (2 * self.heads))
+        keys, values = (part.reshape(split).transpose(1, 2) for part in projected.chunk(2, -1))
+        return keys.transpose(-1, -2).contiguous(), values.contiguous()
+
+    def attend(self, queries: Tensor, allowed: Tensor | None, keys: Tensor, values: Tensor
+               ) -> tuple[Tensor, Tensor]:
+        """``queries`` batch x Tq x d over keys and values of :meth:`heads_of`'s layout (a
+        view along Tk: the cache's front), where ``allowed`` lets them (None: every key).
+        Returns batch x Tq x d and the weights batch x heads x Tq x Tk."""
         batch, length, size = queries.shape
-        if projected is None:
-            projected = self.key_value(keys)
-        split = (batch, -1, self.heads, size // self.heads)
-        q = self.query(queries).view(split).transpose(1, 2)                 # batch x h x Tq x dh
-        k, v = (part.reshape(split).transpose(1, 2) for part in projected.chunk(2, -1))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(size // self.heads)    # batch x h x Tq x Tk
-        scores = scores.masked_fill(~allowed.unsqueeze(1), float("-inf"))
+        q = self.query(queries).view(batch, length, self.heads, -1).transpose(1, 2)  # b x h x Tq x dh
+        scores = q @ keys / math.sqrt(size // self.heads)                   # batch x h x Tq x Tk
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed.unsqueeze(1), float("-inf"))
         weights = scores.softmax(-1)
-        mixed = (self.dropout(weights) @ v).transpose(1, 2).reshape(batch, length, size)
+        mixed = (self.dropout(weights) @ values).transpose(1, 2).reshape(batch, length, size)
         return self.out(mixed), weights
 
 
@@ -111,22 +178,23 @@ class DecoderLayer(nn.Module):
         self.feed_forward = FeedForward(size, config.feedforward_size, config.dropout)
         self.dropout = nn.Dropout(config.dropout)
 
-    def project(self, x: Tensor) -> Tensor:
-        """The self-attention's keys and values of positions x: batch x T x d -> batch x T x 2d."""
-        return self.self_attention.key_value(self.norm_self(x))
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The self-attention's keys and values of positions x (batch x T x d), in
+        :meth:`MultiHeadAttention.heads_of`'s layout."""
+        attention = self.self_attention
+        return attention.heads_of(attention.key_value(self.norm_self(x)))
 
-    def forward(self, x: Tensor, past: Tensor, causal: Tensor, source: Tensor,
-                memory: TransformerMemory
-                ) -> tuple[Tensor, Tensor]:
-        """Queries x (batch x T x d) over ``past``, the projected keys and values (batch x P x
-        2d, :meth:`project`) of this layer's inputs, x's own positions among them, where
-        ``causal`` (T x P) allows, then over the source (``source``: this layer's projected
-        keys and values, batch x S x 2d). Returns batch x T x d and the cross-attention's
-        weights batch x heads x T x S."""
-        x = x + self.dropout(self.self_attention(self.norm_self(x), causal.unsqueeze(0),
-                                                 projected=past)[0])
-        attended, weights = self.cross_attention(self.norm_cross(x), memory.mask.unsqueeze(1),
-                                                 projected=source)
+    def forward(self, x: Tensor, past: tuple[Tensor, Tensor], causal: Tensor | None,
+                source: tuple[Tensor, Tensor], mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Queries x (batch x T x d) over ``past``, the keys and values (:meth:`project`) of
+        this layer's inputs, x's own positions among them, where ``causal`` (T x P) allows
+        (None: all), then over the source's (``source``, S positions) where ``mask`` (batch x
+        S) allows. Returns batch x T x d and the cross-attention's weights batch x heads x T x
+        S."""
+        allowed = None if causal is None else causal.unsqueeze(0)
+        x = x + self.dropout(self.self_attention.attend(self.norm_self(x), allowed, *past)[0])
+        attended, weights = self.cross_attention.attend(self.norm_cross(x), mask.unsqueeze(1),
+                                                        *source)
         x = x + self.dropout(attended)
         return x + self.dropout(self.feed_forward(self.norm_ff(x))), weights
 
@@ -212,31 +280,38 @@ class TransformerDecoder(nn.Module):
 
     def prepare_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
                        ) -> TransformerMemory:
-        """Project the source once per batch for every layer's cross-attention."""
-        cross = torch.cat([layer.cross_attention.key_value(values) for layer in self.layers], -1)
-        return TransformerMemory(values, cross, mask, lengths, final)  # cross: batch x S x L*2d
+        """Every layer's cross-attention keys and values of the source, once per batch."""
+        heads = [layer.cross_attention.heads_of(layer.cross_attention.key_value(values))
+                 for layer in self.layers]
+        keys, cross_values = zip(*heads)
+        return TransformerMemory(keys, cross_values, mask, lengths)
 
     def init_state(self, memory: TransformerMemory) -> TransformerState:
         """An empty cache: no target position decoded yet."""
-        batch, size = memory.values.size(0), self.config.embedding_size
-        cache = memory.values.new_zeros(batch, len(self.layers), 0, 2 * size)  # batch x L x 0 x 2d
-        return TransformerState(cache, torch.zeros(batch, dtype=torch.long, device=cache.device))
+        batch, heads = memory.mask.size(0), self.config.heads
+        width = self.config.embedding_size // heads
+        new = memory.cross_values[0].new_empty
+        return TransformerState(
+            tuple(new(batch, heads, width, FIRST_CAPACITY) for _ in self.layers),
+            tuple(new(batch, heads, FIRST_CAPACITY, width) for _ in self.layers), 0, [0])
 
     def step(self, prev: Tensor, state: TransformerState, memory: TransformerMemory
              ) -> tuple[Tensor, TransformerState, Tensor]:
         """prev: batch ids -> logits batch x V, the state with this position's keys and values
         appended, the attention batch x S."""
-        x = self.embed(prev, state.step).unsqueeze(1)                      # batch x 1 x d
-        allowed = torch.ones(1, state.cache.size(2) + 1, dtype=torch.bool, device=x.device)
-        projected, weights = [], None
+        state = state.with_room()
+        t = state.length
+        x = self.embed(prev, torch.full_like(prev, t)).unsqueeze(1)          # batch x 1 x d
+        weights = None
         for index, layer in enumerate(self.layers):
-            projected.append(layer.project(x))                            # batch x 1 x 2d
-            past = torch.cat([state.cache[:, index], projected[-1]], 1)   # batch x (t+1) x 2d
-            x, cross = layer(x, past, allowed, self._source(memory, index), memory)
+            keys, values = layer.project(x)            # batch x h x dh x 1, batch x h x 1 x dh
+            state.keys[index][..., t:t + 1] = keys
+            state.values[index][:, :, t:t + 1] = values
+            past = state.keys[index][..., :t + 1], state.values[index][:, :, :t + 1]
+            x, cross = layer(x, past, None, self._source(memory, index), memory.mask)
             weights = cross if index == self.aligned else weights
-        cache = torch.cat([state.cache, torch.stack(projected, 1)], 2)    # batch x L x (t+1) x 2d
         logits = self.output(self.dropout(self.norm(x.squeeze(1))))
-        return logits, TransformerState(cache, state.step + 1), weights.mean(1).squeeze(1)
+        return logits, state._replace(length=t + 1), weights.mean(1).squeeze(1)
 
     def forward(self, tgt_in: Tensor, memory: TransformerMemory, state: TransformerState,
                 features: bool = False) -> tuple[Tensor, Tensor]:
@@ -248,12 +323,13 @@ class TransformerDecoder(nn.Module):
         x = self.embed(tgt_in, positions.expand_as(tgt_in))
         weights = None
         for index, layer in enumerate(self.layers):
-            x, cross = layer(x, layer.project(x), causal, self._source(memory, index), memory)
+            x, cross = layer(x, layer.project(x), causal, self._source(memory, index),
+                             memory.mask)
             weights = cross if index == self.aligned else weights
         readout = self.dropout(self.norm(x))
         return (readout if features else self.output(readout)), weights.mean(1)
 
-    def _source(self, memory: TransformerMemory, index: int) -> Tensor:
-        """Layer ``index``'s projected source keys and values: batch x S x 2d."""
-        width = 2 * self.config.embedding_size
-        return memory.cross[..., index * width:(index + 1) * width]
+    @staticmethod
+    def _source(memory: TransformerMemory, index: int) -> tuple[Tensor, Tensor]:
+        """Layer ``index``'s cross-attention keys and values."""
+        return memory.cross_keys[index], memory.cross_values[index]

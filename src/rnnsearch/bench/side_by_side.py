@@ -1,0 +1,148 @@
+"""Decoding speed of this checkout beside another commit's, on the same machine at the same
+moment: ``python -m rnnsearch.bench.side_by_side --against REV``. Each model of ``make bench``
+gets random weights once; both checkouts load them, start together (one thread each, one core
+each), decode the bench's test sources at batch 64 for a few rounds, and report their best
+round and a digest of every output (words and scores), which must be the same.
+Writes ``reports/bench_side_by_side.{json,md}`` (``--out``)."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+METHODS = {"greedy": 1, "beam5": 5}
+
+
+def worker(folder: Path, method: str, rounds: int) -> dict[str, Any]:
+    """Run in the checkout under test (only modules both commits have): decode the sources
+    in ``folder`` with the weights there."""
+    import torch
+
+    from rnnsearch.allocator import keep_freed_memory
+    from rnnsearch.config.model import ModelConfig
+    from rnnsearch.decoding.corpus import translate_corpus
+    from rnnsearch.decoding.options import SearchOptions
+    from rnnsearch.models.seq2seq import build_model
+
+    torch.set_num_threads(1)
+    keep_freed_memory()                              # as the translate stage and the bench do
+    setup = json.loads((folder / "setup.json").read_text())
+    model = build_model(ModelConfig(**setup["config"]), setup["vocab"], setup["vocab"]).eval()
+    model.load_state_dict(torch.load(folder / "weights.pt"))
+    beam = METHODS[method]
+    options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1)
+    name, sources = "greedy" if beam == 1 else "beam", setup["sources"]
+    translate_corpus(model, sources[:64], name, options, 64, progress=False)      # warm-up
+    seconds, outputs = [], None
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = translate_corpus(model, sources, name, options, 64, progress=False)
+        seconds.append(time.perf_counter() - start)
+        outputs = [(t.best.tokens, t.best.score) for t in result.translations]
+    digest = hashlib.sha256(json.dumps(outputs).encode()).hexdigest()[:16]
+    with torch.profiler.profile() as profiled:         # one batch, as make bench profiles it
+        translate_corpus(model, sources[:64], name, options, 64, progress=False)
+    own = {e.key: e.self_cpu_time_total for e in profiled.key_averages()}
+    return {"seconds": min(seconds), "rounds": seconds, "outputs": digest,
+            "sentences": len(sources), "sentences_per_s": len(sources) / min(seconds),
+            "copies_share": sum(own.get(op, 0) for op in setup["copies"]) / sum(own.values())}
+
+
+def side_by_side(model: Any, checkouts: dict[str, Path], method: str, rounds: int
+                 ) -> dict[str, Any]:
+    """Both checkouts' :func:`worker` on ``model`` (a bench model), started together."""
+    import torch
+
+    from rnnsearch.bench.data import stratified_sources
+    from rnnsearch.bench.profile import CATEGORIES
+    from rnnsearch.models.seq2seq import build_model
+
+    with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
+        folder = Path(tmp)
+        torch.manual_seed(0)
+        torch.save(build_model(model.config, model.vocab, model.vocab).state_dict(),
+                   folder / "weights.pt")
+        setup = {"config": model.config.__dict__, "vocab": model.vocab,
+                 "sources": stratified_sources(model.vocab, 10),
+                 "copies": CATEGORIES["copies, fills, concatenation, indexing"]}
+        (folder / "setup.json").write_text(json.dumps(setup))
+        argv = ["side_by_side", "--worker", str(folder), method, str(rounds)]
+        code = f"import sys; sys.argv = {argv!r}; exec(open({__file__!r}).read())"
+        runs = {name: subprocess.Popen(       # -c: no folder of this file on the import path
+            [sys.executable, "-c", code], cwd=folder, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(checkout / "src"), "OMP_NUM_THREADS": "1"})
+            for name, checkout in checkouts.items()}
+        return {name: json.loads(run.communicate()[0]) for name, run in runs.items()}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    head = results["machine"]
+    lines = [f"# Decoding side by side: this checkout against {head['against']}", "",
+             f"{head['cpu']}, {head['cores']} cores, one thread each, started together, "
+             f"{head['date']}. `{head['command']}`. Best of {head['rounds']} rounds over "
+             f"{head['sentences']} test sources at batch 64.", "",
+             "| model, method | sentences/s before | now | speed-up | copies' share of the "
+             "profile, before | now | outputs |", "|---|---:|---:|---:|---:|---:|---|"]
+    for name, row in results["rows"].items():
+        before, now = row["against"], row["this"]
+        same = "identical" if before["outputs"] == now["outputs"] else "**differ**"
+        lines.append(f"| {name} | {before['sentences_per_s']:.1f} | "
+                     f"{now['sentences_per_s']:.1f} | {row['speed_up']:.2f}x | "
+                     f"{before['copies_share']:.0%} | {now['copies_share']:.0%} | {same} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rnnsearch.bench.__main__ import shown_command
+    from rnnsearch.bench.measure import PLANS, bench_models
+    from rnnsearch.config.repository import repo_root
+    from rnnsearch.data.textio import atomic_write_text, write_json
+    from rnnsearch.environment import cpu_model
+
+    parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench.side_by_side",
+                                     description=__doc__)
+    parser.add_argument("--against", required=True, help="a commit of this repository")
+    parser.add_argument("--models", nargs="+", default=["transformer", "search"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=repo_root() / "reports")
+    args = parser.parse_args(argv)
+    root = repo_root()
+    models = [m for m in bench_models(PLANS["cpu_quick"], root / "params.yaml")
+              if m.kind in args.models]
+    with tempfile.TemporaryDirectory(prefix="against-") as tmp:
+        other = Path(tmp) / "checkout"
+        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(other),
+                        args.against], check=True, capture_output=True)
+        try:
+            rows = {f"{m.kind} {method}": side_by_side(m, {"against": other, "this": root},
+                                                        method, args.rounds)
+                    for m in models for method in METHODS}
+        finally:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(other)],
+                           check=True)
+    for row in rows.values():
+        row["speed_up"] = row["against"]["seconds"] / row["this"]["seconds"]
+    results = {"machine": {"against": args.against, "cpu": cpu_model(), "cores": os.cpu_count(),
+                           "date": time.strftime("%Y-%m-%d"), "rounds": args.rounds,
+                           "sentences": next(iter(rows.values()))["this"]["sentences"],
+                           "command": shown_command(sys.argv[1:] if argv is None else argv,
+                                                    "python -m rnnsearch.bench.side_by_side")},
+               "rows": rows}
+    write_json(args.out / "bench_side_by_side.json", results)
+    atomic_write_text(args.out / "bench_side_by_side.md", markdown(results))
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        print(json.dumps(worker(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))))
+    else:
+        sys.exit(main())
