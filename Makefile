@@ -43,8 +43,8 @@ bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
 
 ## The benchmark's full study (tens of minutes): make bench's report plus decoding one sentence
-## at a time and with the exact stopping rule, profiles of a training step and a decoding batch,
-## the training variants side by side and the speed by thread count.
+## at a time and with the exact stopping rule, and profiles of a training step and a decoding
+## batch.
 bench-full: $(STAMP)
 	$(PY) -m rnnsearch.bench --full
 

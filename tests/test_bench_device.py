@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import gc
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from rnnsearch.bench.data import (TEST_BUCKETS, stratified_sources, training_len
                                   write_synthetic_corpus)
 from rnnsearch.bench.measure import bench_models, plan_for, run, training_runs
 from rnnsearch.bench.report import markdown_report
-from rnnsearch.bench.training import SIDE_BY_SIDE, train_speed
+from rnnsearch.bench.training import train_speed
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.experiments.tiny import make_tiny
 
@@ -75,26 +74,15 @@ def check_report(out: Path, name: str) -> dict:
 
 
 def check_cpu_parts(results: dict, report: str) -> None:
-    """A CPU's own parts: the variants side by side (bf16 only where the CPU runs it natively),
-    the fastest variants profiled, the speed by thread count, the profile's categories."""
-    side, native = results["side_by_side"], results["bf16_native"]
-    assert list(side) == (list(SIDE_BY_SIDE) if native else
-                          ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
-    assert all(len(r["windows"]) == 2 and r["tokens_per_s"] > 0 for r in side.values())
-    assert side["fp32"]["speedup"] == 1.0
-    variants = [p.get("variant") for p in results["profile"] if p["model"] == "default"]
-    assert variants == ["fp32", "fused_loss_fused_adam"] + (
-        ["bf16_cross_entropy_fused_adam"] if native else [])
+    """A CPU's own parts: the profile's phases and categories, each naming its largest
+    operators, and the load around the run."""
     profile = results["profile"][0]
     assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
     assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
     for c in profile["categories"].values():    # each names its largest operators, largest first
         top = [ms for _, ms in c["top"]]
         assert 1 <= len(top) <= 3 and top == sorted(top, reverse=True)
-    assert [r["threads"] for r in results["threads"]] == sorted({1, os.cpu_count()})
-    assert all(r["tokens_per_s"] > 0 for r in results["threads"])
-    for heading in ("### Side by side (default model)", "### Threads", "by operator category",
-                    "Load average (1, 5, 15 min)"):
+    for heading in ("by operator category", "Load average (1, 5, 15 min)"):
         assert heading in report
 
 
@@ -118,11 +106,11 @@ def test_plans():
     cpu = plan_for("full", "cpu")               # the default run's three kinds, batch 1 and 64
     assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general",
                                                        "transformer"]
-    assert cpu.decode_batches == (1, 64) and cpu.side_by_side[0] > 1 and cpu.profile_steps
+    assert cpu.decode_batches == (1, 64) and cpu.profile_steps
     make_bench = plan_for("quick", "cpu")       # the same models, no study: a few minutes
     assert bench_models(make_bench, PARAMS) == bench_models(cpu, PARAMS)
     assert make_bench.methods == ("greedy", "beam5") and make_bench.decode_batches == (64,)
-    assert not make_bench.profile_steps and make_bench.side_by_side == (0, 0)
+    assert not make_bench.profile_steps
     assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
     assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
     assert tiny.steps < full.steps and tiny.tiny_width
@@ -295,7 +283,7 @@ def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(m
     results = run("cpu", "tiny", PARAMS, save=lambda r: snapshots.append(copy.deepcopy(r)))
     per_model = len(training_runs(bench_models(plan_for("tiny"), PARAMS)[0], plan_for("tiny"),
                                   "cpu")) + 2
-    assert len(snapshots) == 2 * per_model + 1 and snapshots[-1] == results
+    assert len(snapshots) == 2 * per_model and snapshots[-1] == results
     assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
     assert all("### Training" in markdown_report(s) for s in snapshots)
     failed = {(d["model"], d["method"], d["batch"]) for d in results["decoding"] if "error" in d}

@@ -9,7 +9,7 @@ import torch
 
 from rnnsearch.bench.ops import Product, count, roofline_seconds
 from rnnsearch.bench.report import training_rows
-from rnnsearch.bench.training import Variant
+from rnnsearch.bench.training import new_training
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.data.vocab import SPECIALS
@@ -44,9 +44,8 @@ def test_every_architectures_training_step_is_counted_with_no_formula_of_its_own
                          output_size=8, heads=2, feedforward_size=16, encoder_layers=1,
                          decoder_layers=1)
     batch = collate([([4, 5, 6, 7], [6, 4, 5]), ([5, 8, 9], [7, 8, 9, 4])])
-    way = Variant()
-    task, optimizer = way.new_training(config, vocab, OptimConfig())
-    counted = count(lambda: train_step(task, optimizer, batch, way.autocast()))
+    task, optimizer = new_training(config, vocab, OptimConfig())
+    counted = count(lambda: train_step(task, optimizer, batch))
     assert counted.flops > 0 and 0.5 * counted.flops <= counted.product_flops <= counted.flops
     assert len(counted.products) > 3
 

@@ -1,6 +1,6 @@
 """A CPU bench that the machine changed under keeps its numbers and marks them: a GEMM rate
 that moved during the training runs, or training faster than its roofline; each row is put
-beside the previous report of the same machine; the variants side by side take turns."""
+beside the previous report of the same machine."""
 from __future__ import annotations
 
 import json
@@ -10,12 +10,7 @@ import torch
 
 import rnnsearch.bench.__main__ as bench_main
 from rnnsearch.bench import gemm, report
-from rnnsearch.bench.data import Batches
 from rnnsearch.bench.ops import Product
-from rnnsearch.bench.training import SIDE_BY_SIDE, Variant, measure_side_by_side, side_by_side_part
-from rnnsearch.config.model import ModelConfig
-from rnnsearch.config.train import OptimConfig
-from rnnsearch.data.vocab import SPECIALS
 
 
 def results(before: float, after: float, tokens_per_s: float, roofline: float = 1000.0) -> dict:
@@ -95,50 +90,6 @@ def test_a_machine_that_slows_down_during_the_run_is_measured_so(monkeypatch):
         "the fp32 GEMM rate moved from 5 to 1 GFLOP/s during its measurement (more than 20%)")}
 
 
-class RecordingBatches(Batches):
-    """Batches that note the index of every batch handed out."""
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        self.taken: list[int] = []
-
-    def batch(self, index: int):
-        self.taken.append(index)
-        return super().batch(index)
-
-
-def tiny_training() -> tuple[ModelConfig, RecordingBatches]:
-    """A model of width 4 and 8 sentence pairs of a 10-word vocabulary, in 4 batches."""
-    pairs = [([4 + i % 6, 5], [6, 4 + i % 5, 7]) for i in range(8)]
-    return (ModelConfig(embedding_size=4, hidden_size=4, attention_size=4, output_size=4),
-            RecordingBatches(pairs, [[0, 1], [2, 3], [4, 5], [6, 7]]))
-
-
-VOCAB, OPTIM = len(SPECIALS) + 6, OptimConfig(lr=1e-3, clip_norm=1.0)
-
-
-def test_side_by_side_times_only_batches_every_variant_has_trained_on():
-    """Each variant first trains once, untimed, on the batches its windows then take again (a
-    batch shape costs extra the first time: one-off kernel builds); the windows take turns
-    between the variants on the same batches."""
-    config, batches = tiny_training()
-    side = measure_side_by_side(config, VOCAB, OPTIM, batches,
-                                {"a": Variant(), "b": Variant(bf16=True)}, 2, 2)
-    assert batches.taken == [0, 1, 2, 3] * 2 + [0, 1, 0, 1, 2, 3, 2, 3]
-    assert side["a"]["speedup"] == 1.0 and len(side["b"]["windows"]) == 2
-
-
-@pytest.mark.parametrize("native", [True, False])
-def test_bf16_variants_only_where_the_cpu_runs_bf16_natively(native):
-    """Emulated bf16 steps take many times fp32's: without native bf16 the side by side holds
-    the fp32 variants only."""
-    config, batches = tiny_training()
-    side = side_by_side_part(config, VOCAB, OPTIM, batches, native, 2, 1)
-    assert list(side) == (list(SIDE_BY_SIDE) if native else
-                          ["fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam"])
-    assert all(len(row["windows"]) == 2 for row in side.values())
-
-
 def test_the_command_shown_in_a_report_leaves_out_the_machines_output_folder():
     """Was: reports printed `--out /tmp/bench2` and `/root/out`, the folders of the machine
     that ran them."""
@@ -148,3 +99,24 @@ def test_the_command_shown_in_a_report_leaves_out_the_machines_output_folder():
         "python -m rnnsearch.bench --threads 2"
     assert shown_command(["--quick", "--out=/root/out"]) == "python -m rnnsearch.bench --quick"
     assert shown_command([]) == "python -m rnnsearch.bench"
+
+
+def test_two_checkouts_decode_side_by_side_with_the_same_weights_and_outputs():
+    """The side by side loads one set of weights into both checkouts (here the same one twice),
+    starts them together and compares every output by its digest."""
+    from rnnsearch.bench.measure import PLANS, bench_models
+    from rnnsearch.bench.side_by_side import markdown, side_by_side
+    from rnnsearch.config.repository import repo_root
+
+    root = repo_root()
+    model = bench_models(PLANS["tiny"], root / "params.yaml")[0]
+    row = side_by_side(model, {"against": root, "this": root}, "beam5", 1)
+    assert row["against"]["outputs"] == row["this"]["outputs"]
+    assert row["this"]["sentences"] == 70 and row["this"]["sentences_per_s"] > 0
+    assert 0 < row["this"]["copies_share"] < 1
+    row["speed_up"] = 1.0
+    page = markdown({"machine": {"this": "a", "against": "b", "cpu": "CPU", "cores": 2,
+                                 "date": "today", "rounds": 1, "sentences": 70,
+                                 "command": "python -m rnnsearch.bench.side_by_side"},
+                     "rows": {"default beam5": row}})
+    assert "| default beam5 |" in page and "identical" in page

@@ -1,14 +1,12 @@
 """Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
 per model training the train stage's way, the arithmetic (FLOPs and products counted by torch,
 :mod:`rnnsearch.bench.ops`), decoding at each batch size with its own roofline and, in the full
-plans, the profiler's accounts; a CPU's full plan also runs the variants side by side and the
-thread counts. Data are synthetic; untrained models rarely end a sentence, so outputs stop at
+plans, the profiler's accounts. Data are synthetic; untrained models rarely end a sentence, so outputs stop at
 the source length + 1.
 No mlflow, dvc, gensim or sacremoses: a minimal install runs it."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import tempfile
 import time
 from functools import partial
@@ -18,10 +16,9 @@ from typing import Any, Callable, Sequence
 import torch
 
 from rnnsearch.bench.data import load_batches, stratified_sources, write_synthetic_corpus
-from rnnsearch.bench.gemm import arithmetic, bf16_supported, measure_gemm
+from rnnsearch.bench.gemm import arithmetic, measure_gemm
 from rnnsearch.bench.profile import profile_steps
-from rnnsearch.bench.training import (FASTEST, FASTEST_FP32, SIDE_BY_SIDE, Variant,
-                                      measure_side_by_side, side_by_side_part, train_speed)
+from rnnsearch.bench.training import new_training, train_speed
 from rnnsearch.config.base import from_dict, read_params
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.repository import load_preset
@@ -55,7 +52,6 @@ class Plan:
     decode_batches: tuple[int, ...]   # decode batch sizes (1: one sentence at a time)
     gemm_size: int                    # n of the n x n x n product that measures the device
     gemm_window_s: float              # timing window of each GEMM measurement
-    side_by_side: tuple[int, int] = (0, 0)  # CPU: rounds and steps per window of the variants
     tiny_width: int = 0               # > 0: every model this wide (the smoke run)
     tiny_vocab: int = 0               # > 0: every vocabulary this large
     methods: tuple[str, ...] = tuple(METHODS)   # the decoding methods timed
@@ -78,14 +74,13 @@ PLANS = {
                        ("default", "transformer")),
                       (), ("32-true",), (), 0, 3, 15, 5_000, 10, (64,), 1024, 0.03,
                       methods=("greedy", "beam5")),
-    # a CPU, `make bench-full`: the same models, decoding one at a time and batched, profiled,
-    # the variants side by side and the thread counts
+    # a CPU, `make bench-full`: the same models, decoding one at a time and batched, profiled
     "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
                  ("default", "transformer")),
-                (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05, (5, 10)),
+                (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05),
     # seconds, on either device (numbers mean nothing): the same code
     "tiny": Plan(GPU_MODELS, (16,), ("32-true",), (), 1, 1, 2, 200, 2, (4, 16), 64, 0.002,
-                 (2, 1), tiny_width=16, tiny_vocab=64),
+                 tiny_width=16, tiny_vocab=64),
 }
 
 
@@ -142,15 +137,14 @@ def training_runs(model: BenchModel, plan: Plan, device: str) -> list[tuple[int,
             + [(p, True) for p in graphed]]
 
 
-def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
-                     variant: Variant | None = None) -> list[dict[str, Any]]:
+def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
+                     ) -> list[dict[str, Any]]:
     """The profiler's account of steps on a batch of median length (one untimed step first),
-    eagerly and (on a GPU) with CUDA graphs; with ``variant``, trained that way (CPU)."""
+    eagerly and (on a GPU) with CUDA graphs."""
     batch = load_batches(data_dir, model.vocab, model.train.data.batch_size).median()
     rows = []
-    for graphs in (False, True) if device == "cuda" and variant is None else (False,):
-        way = variant or Variant()
-        task, optimizer = way.new_training(model.config, model.vocab, model.train.optim)
+    for graphs in (False, True) if device == "cuda" else (False,):
+        task, optimizer = new_training(model.config, model.vocab, model.train.optim)
         task.to(device)
         if graphs:
             enable_cuda_graphs(task.model)
@@ -158,11 +152,10 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan,
                                model.train.trainer.graph_length_multiple)
                      if graphs else batch).to(device)
         row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,
-               "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1),
-               "variant": next(k for k, v in SIDE_BY_SIDE.items() if v == way)}
+               "src_len": batch.src.size(1), "tgt_len": batch.tgt_in.size(1)}
 
         def step() -> None:
-            train_step(task, optimizer, on_device, way.autocast())
+            train_step(task, optimizer, on_device)
 
         rows.append(measured(row, lambda: (step(), profile_steps(step, plan.profile_steps,
                                                                   device))[1]))
@@ -176,10 +169,9 @@ def training_arithmetic(model: BenchModel, data_dir: Path, device: str, plan: Pl
     """:func:`~rnnsearch.bench.gemm.arithmetic` of the train stage's step on a bucketed batch
     of median length: FLOPs per target token, the products' rates, the roofline."""
     data = load_batches(data_dir, model.vocab, batch).median().to(device)
-    way = Variant()
-    task, optimizer = way.new_training(model.config, model.vocab, model.train.optim)
+    task, optimizer = new_training(model.config, model.vocab, model.train.optim)
     task.to(device)
-    step = partial(train_step, task, optimizer, data, way.autocast())
+    step = partial(train_step, task, optimizer, data)
     return {"batch": batch, "src_len": data.src.size(1), "tgt_len": data.tgt_in.size(1),
             **arithmetic(step, data.target_tokens, device, plan.gemm_window_s, kinds)}
 
@@ -244,18 +236,6 @@ def profile_decode_batch(net: torch.nn.Module, sources: Sequence[Sequence[int]],
     return profile_steps(one_batch, 1, device)
 
 
-def threads_part(model: BenchModel, batches: Any, rounds: int, steps: int) -> list[dict]:
-    """The default model's fp32 speed at 1 thread and at one per core."""
-    own, rows = torch.get_num_threads(), []
-    for threads in sorted({1, os.cpu_count() or 1}):
-        torch.set_num_threads(threads)
-        speed = measure_side_by_side(model.config, model.vocab, model.train.optim, batches,
-                                     {"fp32": Variant()}, rounds, steps)["fp32"]
-        rows.append({"threads": threads, "tokens_per_s": speed["tokens_per_s"]})
-    torch.set_num_threads(own)
-    return rows
-
-
 def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None = None,
         save: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
     """Every measurement of the plan on ``device`` (``about``: the machine); ``save`` gets the
@@ -277,9 +257,6 @@ def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None 
         models = bench_models(plan, params_path)
         for model in models:
             bench_model(model, plan, device, Path(tmp), results, checkpoint)
-        if device == "cpu" and plan.side_by_side[0]:
-            cpu_parts(models[0], plan, Path(tmp), results)
-            checkpoint()
     return results
 
 
@@ -317,17 +294,3 @@ def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: 
     results["profile_decoding"] += profiles
     results["seconds"][model.name] = round(time.perf_counter() - start, 1)
     checkpoint()
-
-
-def cpu_parts(model: BenchModel, plan: Plan, tmp: Path, results: dict[str, Any]) -> None:
-    """The default model's variants side by side (and profiles of the fastest), its speed at 1
-    thread and at one per core."""
-    start, data_dir = time.perf_counter(), tmp / f"data-{model.vocab}"
-    batches = load_batches(data_dir, model.vocab, model.train.data.batch_size)
-    native = bf16_supported()
-    results.update(bf16_native=native, side_by_side=side_by_side_part(
-        model.config, model.vocab, model.train.optim, batches, native, *plan.side_by_side))
-    for name in (FASTEST_FP32, FASTEST) if native else (FASTEST_FP32,):
-        results["profile"] += profile_training(model, data_dir, "cpu", plan, SIDE_BY_SIDE[name])
-    results["threads"] = threads_part(model, batches, *plan.side_by_side)
-    results["seconds"]["side by side and threads"] = round(time.perf_counter() - start, 1)

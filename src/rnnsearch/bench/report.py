@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from rnnsearch.bench.training import SIDE_BY_SIDE
 from rnnsearch.reporting.tables import Table
 
 def table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]],
@@ -90,9 +89,8 @@ def profile_lines(results: dict[str, Any]) -> list[str]:
     """The profiler's accounts of training steps and decoding batches (torch.profiler)."""
     training, decoding = results.get("profile", []), results.get("profile_decoding", [])
     lines = table("Where a training step's time goes (torch.profiler)",
-                  ["model", "trained as", "batch", "padded src x tgt", "CUDA graphs", *PROFILE],
-                  [_profile_row(p, p["model"], SIDE_BY_SIDE[p["variant"]].label,
-                                p["batch"], f"{p['src_len']} x {p['tgt_len']}",
+                  ["model", "batch", "padded src x tgt", "CUDA graphs", *PROFILE],
+                  [_profile_row(p, p["model"], p["batch"], f"{p['src_len']} x {p['tgt_len']}",
                                 "yes" if p["cuda_graphs"] else "no") for p in training],
                   "A bucketed batch of median length, the train stage's step, per step after "
                   "one untimed step. A GPU idle most of the step waits for the host to launch "
@@ -102,31 +100,10 @@ def profile_lines(results: dict[str, Any]) -> list[str]:
                        ["model", "method", "sentences", *PROFILE],
                        [_profile_row(p, p["model"], p["method"], p["sentences"])
                         for p in decoding], "One batch of the largest decode batch size.")
-    for p in training[:1] + [p for p in training if p.get("variant", "fp32") != "fp32"]:
-        lines += _categories(f"{p['model']}, trained as {SIDE_BY_SIDE[p['variant']].label}: "
-                             "a step by operator category", p)
+    lines += _categories("default: a training step by operator category", _best(
+        training, "wall_ms_per_step", model="default", cuda_graphs=False))
     return lines + _categories("default, beam 5: a batch by operator category", _best(
         decoding, "wall_ms_per_step", method="beam5", model="default"))
-
-
-def cpu_lines(results: dict[str, Any]) -> list[str]:
-    """The default model's variants side by side, and by thread count (a CPU's bench)."""
-    if "side_by_side" not in results:
-        return []
-    side, native = results["side_by_side"], results["bf16_native"]
-    lines = table("Side by side (default model)", ["training", "target tokens/s", "x fp32"],
-                  [[SIDE_BY_SIDE[name].label, f"{r['tokens_per_s']:,.0f}", f"{r['speedup']:.2f}x"]
-                   for name, r in side.items()],
-                  f"Taking turns window by window ({len(side['fp32']['windows'])} rounds), each "
-                  "way first trained once on the batches its windows take; x fp32: the median "
-                  "of the per-round ratios. Native bf16 instructions: " + (
-                      "yes." if native else "no: the bf16 ways are left out (emulated, a step "
-                      "takes ~16x fp32's): train in fp32 here."))
-    return lines + table(
-        "Threads (train.trainer.threads)", ["threads", "default model, target tokens/s"],
-        [[r["threads"], f"{r['tokens_per_s']:,.0f}"] for r in results["threads"]],
-        "Alone on the machine; beside other work one thread per process is faster than one "
-        "per core (docs/performance.md).")
 
 
 def _arithmetic_row(a: dict[str, Any]) -> list[Any]:
@@ -197,7 +174,7 @@ def markdown_report(results: dict[str, Any]) -> str:
         "of the model's GEMM roofline", "peak memory MiB"], training_rows(results),
         "Padding of the bucketed batches: " + ", ".join(
             f"{name} {p:.1%}" for name, p in results["padding"].items()) + ".")
-    lines += cpu_lines(results) + profile_lines(results)
+    lines += profile_lines(results)
     lines += table("Arithmetic", ["model", "batch", "MFLOP/token (fwd+bwd)",
                                   "GEMM GFLOP/s fp32 (before training / after)",
                                   "roofline tokens/s fp32", "GEMM GFLOP/s bf16",

@@ -84,7 +84,7 @@ def side_by_side(model: Any, checkouts: dict[str, Path], method: str, rounds: in
 
 def markdown(results: dict[str, Any]) -> str:
     head = results["machine"]
-    lines = [f"# Decoding side by side: this checkout against {head['against']}", "",
+    lines = [f"# Decoding side by side: {head['this']} against {head['against']}", "",
              f"{head['cpu']}, {head['cores']} cores, one thread each, started together, "
              f"{head['date']}. `{head['command']}`. Best of {head['rounds']} rounds over "
              f"{head['sentences']} test sources at batch 64.", "",
@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
                            check=True)
     for row in rows.values():
         row["speed_up"] = row["against"]["seconds"] / row["this"]["seconds"]
-    results = {"machine": {"against": args.against, "cpu": cpu_model(), "cores": os.cpu_count(),
+    this = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                          capture_output=True, text=True).stdout.strip()
+    results = {"machine": {"this": this, "against": args.against, "cpu": cpu_model(),
+                           "cores": os.cpu_count(),
                            "date": time.strftime("%Y-%m-%d"), "rounds": args.rounds,
                            "sentences": next(iter(rows.values()))["this"]["sentences"],
                            "command": shown_command(sys.argv[1:] if argv is None else argv,

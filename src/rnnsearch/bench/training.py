@@ -1,10 +1,8 @@
-"""Training speed two ways: :func:`train_speed`, the train stage's Trainer without checkpoints or
-MLflow; and :func:`measure_side_by_side`, one model trained several ways (:class:`Variant`)
-taking turns window by window, so that a machine whose speed drifts slows them alike."""
+"""Training speed: :func:`train_speed`, the train stage's Trainer without checkpoints or MLflow;
+:func:`new_training`, the stage's task and optimiser for a step taken by hand (arithmetic,
+profiles)."""
 from __future__ import annotations
 
-import dataclasses
-import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -13,7 +11,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import TQDMProgressBar
 
-from rnnsearch.bench.data import MAX_LEN, Batches
+from rnnsearch.bench.data import MAX_LEN
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
 from rnnsearch.device import failure, peak_memory_mib, release, reset_peak_memory, synchronize
@@ -21,7 +19,6 @@ from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training import harness
 from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.module import TranslationTask
-from rnnsearch.training.precision import mixed_autocast
 
 
 class StepTimer(pl.Callback):
@@ -103,91 +100,9 @@ def _timed_training(model: Any, data_dir: Path, device: str, batch: int, precisi
     return row
 
 
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """One way of training, as the train stage's settings of these names train."""
-
-    fused_adam: bool = False           # train.optim.fused
-    bf16: bool = False                 # train.trainer.precision: bf16-mixed
-    bf16_cross_entropy: bool = False   # train.trainer.bf16_cross_entropy (with bf16)
-    fused_loss: bool = False           # train.trainer.fused_loss
-
-    @property
-    def label(self) -> str:
-        """What the report calls it: the settings it turns on."""
-        on = [name for name, set_ in (("bf16 autocast", self.bf16), ("loss in bf16",
-              self.bf16_cross_entropy), ("fused output layer and loss", self.fused_loss),
-              ("fused Adam", self.fused_adam)) if set_]
-        return ", ".join(on) or "fp32, Adam's loop (the default run's)"
-
-    def autocast(self) -> torch.autocast:
-        """The CPU autocast of the stage's ``bf16-mixed`` (off unless ``bf16``)."""
-        return mixed_autocast("cpu", "bf16-mixed", enabled=self.bf16)
-
-    def new_training(self, config: ModelConfig, vocab: int, optim: OptimConfig
-                     ) -> tuple[TranslationTask, torch.optim.Optimizer]:
-        """A seeded model of ``config`` in train mode in the stage's task, and its optimiser."""
-        torch.manual_seed(0)
-        task = TranslationTask(build_model(config, vocab, vocab).train(),
-                               dataclasses.replace(optim, fused=self.fused_adam),
-                               bf16_cross_entropy=self.bf16_cross_entropy,
-                               fused_loss=self.fused_loss)
-        return task, task.configure_optimizers()
-
-    def step(self, task: TranslationTask, optimizer: torch.optim.Optimizer, batches: Batches,
-             index: int) -> int:
-        """The stage's step on batch ``index`` under the variant's autocast; its target tokens."""
-        batch = batches.batch(index)
-        harness.train_step(task, optimizer, batch, self.autocast())
-        return batch.target_tokens
-
-
-# the default model's training beside its variants, the reference (fp32, Adam's loop) first
-SIDE_BY_SIDE = {"fp32": Variant(), "bf16_autocast": Variant(bf16=True),
-                "bf16_cross_entropy": Variant(bf16=True, bf16_cross_entropy=True),
-                "fused_adam": Variant(True), "bf16_fused_adam": Variant(True, True),
-                "bf16_cross_entropy_fused_adam": Variant(True, True, True),
-                "fused_loss": Variant(fused_loss=True),
-                "fused_loss_fused_adam": Variant(True, fused_loss=True),
-                "bf16_fused_loss_fused_adam": Variant(True, True, fused_loss=True)}
-FASTEST_FP32, FASTEST = "fused_loss_fused_adam", "bf16_cross_entropy_fused_adam"
-# without native bf16 instructions autocast emulates bf16 (a step takes ~16x fp32's): left out
-WITHOUT_NATIVE_BF16 = ("fp32", "fused_adam", "fused_loss", "fused_loss_fused_adam")
-
-
-def measure_side_by_side(config: ModelConfig, vocab: int, optim: OptimConfig, batches: Batches,
-                         variants: dict[str, Variant], rounds: int, window_steps: int
-                         ) -> dict[str, Any]:
-    """Per variant: median tokens/s of its windows and ``speedup``, the median over rounds of its
-    rate over the first's. Each first trains once, untimed, on the batches its windows take (a
-    shape costs extra the first time: oneDNN builds bf16 kernels per shape, 15-20 ms each)."""
-    runs = {name: (v, *v.new_training(config, vocab, optim)) for name, v in variants.items()}
-    steps = dict.fromkeys(variants, 0)
-
-    def window(name: str, count: int) -> float:
-        variant, task, optimizer = runs[name]
-        tokens, start = 0, time.perf_counter()
-        for _ in range(count):
-            tokens += variant.step(task, optimizer, batches, steps[name])
-            steps[name] += 1
-        return tokens / (time.perf_counter() - start)
-
-    for name in variants:
-        window(name, rounds * window_steps)
-        steps[name] = 0
-    rates: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name in variants:
-            rates[name].append(window(name, window_steps))
-    first = rates[next(iter(variants))]
-    return {name: {"tokens_per_s": statistics.median(windows), "windows": windows,
-                   "speedup": statistics.median(a / b for a, b in zip(windows, first))}
-            for name, windows in rates.items()}
-
-
-def side_by_side_part(config: ModelConfig, vocab: int, optim: OptimConfig, batches: Batches,
-                      bf16_native: bool, rounds: int, window_steps: int) -> dict[str, Any]:
-    """The reference beside its variants (without native bf16, beside those without bf16)."""
-    variants = {name: v for name, v in SIDE_BY_SIDE.items()
-                if bf16_native or name in WITHOUT_NATIVE_BF16}
-    return measure_side_by_side(config, vocab, optim, batches, variants, rounds, window_steps)
+def new_training(config: ModelConfig, vocab: int, optim: OptimConfig
+                 ) -> tuple[TranslationTask, torch.optim.Optimizer]:
+    """A seeded model of ``config`` in train mode in the stage's task, and its optimiser."""
+    torch.manual_seed(0)
+    task = TranslationTask(build_model(config, vocab, vocab).train(), optim)
+    return task, task.configure_optimizers()
