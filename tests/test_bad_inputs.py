@@ -338,7 +338,10 @@ def test_cli_refuses_to_guess_the_languages(tmp_path):
     ("rnnsearch.experiments.synthetic", ["--lr", "fast"],
      "argument --lr: expected a number, got 'fast'"),
     ("rnnsearch.bench", ["--threads", "0"], "argument --threads: must be >= 1, got 0"),
-], ids=["compare-seconds", "compare-max-sentences", "compare-nan", "tiny", "synthetic", "bench"])
+    ("rnnsearch.bench.side_by_side", ["--against", "HEAD", "--rounds", "0"],
+     "argument --rounds: must be >= 1, got 0"),
+], ids=["compare-seconds", "compare-max-sentences", "compare-nan", "tiny", "synthetic", "bench",
+        "side-by-side"])
 def test_tool_commands_refuse_negative_and_malformed_numbers(tmp_path, monkeypatch, capsys,
                                                             module, args, refusal):
     """Was: a negative --seconds or --max-sentences silently changed what was compared (a

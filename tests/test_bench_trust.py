@@ -120,3 +120,11 @@ def test_two_checkouts_decode_side_by_side_with_the_same_weights_and_outputs():
                                  "command": "python -m rnnsearch.bench.side_by_side"},
                      "rows": {"default beam5": row}})
     assert "| default beam5 |" in page and "identical" in page
+
+
+def test_a_side_by_side_against_an_unknown_commit_is_refused_naming_it(tmp_path, capsys):
+    from rnnsearch.bench.side_by_side import main
+
+    assert main(["--against", "no-such-commit", "--out", str(tmp_path)]) == 2
+    assert "--against no-such-commit: no such commit" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

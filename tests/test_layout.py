@@ -12,10 +12,9 @@ those inside functions included):
   - ``data``: file formats, text I/O, vocabularies, corpora; the lowest layer of the design.
   - ``config``: the typed params of every section (using data's registries of corpora and
     vocabularies), with the repository's params files (``repo_root``, presets, merging).
-  - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``device``, ``allocator``,
-    ``experiment_files``: independent helpers (the machine's description, process groups, the
-    MLflow UI's app, how a command ends, the device a measurement runs on, the C library's
-    allocator settings, an experiment's outputs from the DVC cache), used by tracking, the
+  - ``environment``, ``procgroup``, ``ui_app``, ``command``, ``allocator``, ``dvc_outputs``:
+    independent helpers (the machine's description, process groups, the MLflow UI's app, how
+    a command ends, the C library's allocator settings, DVC's outputs), used by tracking, the
     stages and the tools alike.
   - ``tracking``: the MLflow store, runs and tags (uses the helpers above).
   - ``models``, ``alignment``, ``embeddings``, ``evaluation``, ``reporting``: independent
@@ -48,8 +47,7 @@ LAYERS = (
     ("errors", "code_graph"),
     ("data",),
     ("config",),
-    ("environment", "procgroup", "ui_app", "command", "device", "allocator",
-     "experiment_files", "dvc_outputs"),
+    ("environment", "procgroup", "ui_app", "command", "allocator", "dvc_outputs"),
     ("tracking",),
     ("models", "alignment", "embeddings", "evaluation", "reporting"),
     ("decoding",),

@@ -28,7 +28,7 @@ from rnnsearch.config.base import at_least
 from rnnsearch.config.repository import repo_root
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
-from rnnsearch.device import machine as device_machine
+from rnnsearch.bench.device import machine as device_machine
 from rnnsearch.environment import cpu_model
 
 MAX_GEMM_DRIFT = 0.20     # a larger change of the GEMM rate over a model's runs marks them noisy

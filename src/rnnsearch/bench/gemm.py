@@ -13,7 +13,7 @@ from typing import Any, Callable
 import torch
 
 from rnnsearch.bench.ops import Count, Product, count, roofline_seconds
-from rnnsearch.device import synchronize
+from rnnsearch.bench.device import synchronize
 
 KINDS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 

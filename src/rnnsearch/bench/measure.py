@@ -26,7 +26,7 @@ from rnnsearch.config.train import TrainConfig
 from rnnsearch.config.trees import merge
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
-from rnnsearch.device import failure, machine, peak_memory_mib, release, reset_peak_memory
+from rnnsearch.bench.device import failure, machine, peak_memory_mib, release, reset_peak_memory
 from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training.graphs import enable_cuda_graphs
 from rnnsearch.training.harness import shrink, train_step

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from rnnsearch.device import synchronize
+from rnnsearch.bench.device import synchronize
 
 CATEGORIES = {name: tuple(f"aten::{op}" for op in ops.split()) for name, ops in {
     "GEMM (mm, addmm, bmm)": "mm addmm addmm_ bmm baddbmm",

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rnnsearch.command import entry_point
+
 METHODS = {"greedy": 1, "beam5": 5}
 
 
@@ -99,18 +101,21 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@entry_point("python -m rnnsearch.bench.side_by_side")
 def main(argv: list[str] | None = None) -> int:
     from rnnsearch.bench.__main__ import shown_command
     from rnnsearch.bench.measure import PLANS, bench_models
+    from rnnsearch.config.base import at_least
     from rnnsearch.config.repository import repo_root
     from rnnsearch.data.textio import atomic_write_text, write_json
     from rnnsearch.environment import cpu_model
+    from rnnsearch.errors import ConfigError
 
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.bench.side_by_side",
                                      description=__doc__)
     parser.add_argument("--against", required=True, help="a commit of this repository")
     parser.add_argument("--models", nargs="+", default=["transformer", "search"])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=at_least(1), default=3)
     parser.add_argument("--out", type=Path, default=repo_root() / "reports")
     args = parser.parse_args(argv)
     root = repo_root()
@@ -118,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
               if m.kind in args.models]
     with tempfile.TemporaryDirectory(prefix="against-") as tmp:
         other = Path(tmp) / "checkout"
-        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(other),
-                        args.against], check=True, capture_output=True)
+        added = subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach",
+                                str(other), args.against], capture_output=True, text=True)
+        if added.returncode:
+            raise ConfigError(f"--against {args.against}: no such commit in {root} "
+                              f"({added.stderr.strip().splitlines()[-1]})")
         try:
             rows = {f"{m.kind} {method}": side_by_side(m, {"against": other, "this": root},
                                                         method, args.rounds)

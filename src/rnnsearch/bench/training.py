@@ -14,7 +14,7 @@ from pytorch_lightning.callbacks import TQDMProgressBar
 from rnnsearch.bench.data import MAX_LEN
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import OptimConfig
-from rnnsearch.device import failure, peak_memory_mib, release, reset_peak_memory, synchronize
+from rnnsearch.bench.device import failure, peak_memory_mib, release, reset_peak_memory, synchronize
 from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training import harness
 from rnnsearch.training.data import TranslationDataModule

@@ -74,8 +74,8 @@ def trained_cell(name: str, cell: str) -> tuple[Path, str]:
 
 def fetch_cell(root: Path, rev: str, cell: str, label: str) -> Path:
     """Fetch ``cell``'s model, vocabularies and params of revision ``rev`` from the DVC cache
-    into ``.cache/experiments/<label>/`` (:func:`rnnsearch.experiment_files.fetch`)."""
-    from rnnsearch.experiment_files import fetch
+    into ``.cache/experiments/<label>/`` (:func:`rnnsearch.presets.experiment_files.fetch`)."""
+    from rnnsearch.presets.experiment_files import fetch
 
     return fetch(root, yaml.safe_load(file_at(root, rev, "dvc.lock")),
                  file_at(root, rev, "params.yaml") + "\n", cell, label)

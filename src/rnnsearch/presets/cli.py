@@ -89,7 +89,7 @@ def translate(name: str, cell: str, options: list[str]) -> int:
     """Translate with ``cell`` of preset ``name``, fetched from the DVC cache; ``options``: the
     translation command line's (input file, --method, ...). The command line runs as a process
     of its own, so that the comparisons, which share this module, do not depend on decoding."""
-    from rnnsearch.experiment_files import TOKENIZED, model_path
+    from rnnsearch.presets.experiment_files import TOKENIZED, model_path
 
     root, ref = trained_cell(name, cell)
     folder = fetch_cell(root, ref, cell, name)

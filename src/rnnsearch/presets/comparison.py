@@ -158,7 +158,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     from rnnsearch.data.subword import TextUnits
     from rnnsearch.data.vocab import Vocabulary
     from rnnsearch.errors import DataError
-    from rnnsearch.experiment_files import TOKENIZED, model_path
+    from rnnsearch.presets.experiment_files import TOKENIZED, model_path
     from rnnsearch.models.seq2seq import load_model
 
     params = parse_params(file_at(root, rev, "params.yaml"), f"{rev}:params.yaml")
