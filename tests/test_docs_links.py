@@ -11,6 +11,9 @@ The committed documents are README.md, docs/*.md and every reports/**/README.md.
   each key path is resolved in the linked file (dots separate levels, a number indexes a list,
   a key that itself holds a dot, such as ``threshold 0.3``, is matched whole); a link followed
   by ", the same keys" cites the key paths of the citation before it in another file;
+- a number taken from a Markdown table of a committed report is cited the same way by its cell,
+  ``row | column`` (the row's first cell and the column's header, as the page shows them), or
+  ``heading :: row | column`` where two tables of the page share that cell's row and column;
 - a number quoted beside a citation is the cited value: every cited key whose value is a number
   must be quoted, at some rounding, in the paragraph (list item, table row) of its citation (see
   ``quotes_value``); a number the sentence derives from the cited keys (a ratio, a sum) is
@@ -40,9 +43,12 @@ README_MAX_BYTES = 20_000
 # (an optional "title" after a space is not part of it).
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+[^)]*)?\)")
 # A link to a JSON (or YAML: params.yaml) file, then the backquoted key paths cited from it.
-CITATION = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml))>?\)((?:\s*,?\s*`[^`\n]+`)+)")
+CITATION = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml|md))>?\)((?:\s*,?\s*`[^`\n]+`)+)")
 # ... or "[file](file), the same keys": the key paths of the citation before it, in another file.
-SAME_KEYS = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml))>?\),?\s+the same keys")
+SAME_KEYS = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+\.(?:json|yaml|md))>?\),?\s+the same keys")
+CELL = " | "            # a Markdown table cell's key: `row | column` (`heading :: row | column`)
+MARKUP = re.compile(r"\*\*|`|\[([^\]]*)\]\([^)]*\)")
+CELL_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
@@ -129,6 +135,10 @@ def citations(text: str) -> list[tuple[int, int, str, list[str]]]:
     found = sorted([(m.start(), m.end(), m.group(1), re.findall(r"`([^`\n]+)`", m.group(2)))
                     for m in CITATION.finditer(text)]
                    + [(m.start(), m.end(), m.group(1), None) for m in SAME_KEYS.finditer(text)])
+    # a Markdown page is cited by its cells only: other code after a link to it is no key
+    found = [(start, end, file, cited if not file.endswith(".md") or cited is None
+              else [key for key in cited if CELL in key]) for start, end, file, cited in found]
+    found = [c for c in found if c[3] is None or c[3] or not c[2].endswith(".md")]
     keys: list[str] = []
     for i, (start, end, file, cited) in enumerate(found):
         keys = cited if cited is not None else keys
@@ -148,10 +158,48 @@ def load_cited(path: Path, file: str, loaded: dict[str, object]) -> object:
     if file not in loaded:
         try:
             text = (path.parent / file).read_text(encoding="utf-8")
-            loaded[file] = json.loads(text) if file.endswith(".json") else yaml.safe_load(text)
+            loaded[file] = (json.loads(text) if file.endswith(".json") else markdown_cells(text)
+                            if file.endswith(".md") else yaml.safe_load(text))
         except (OSError, ValueError, yaml.YAMLError) as exc:
             loaded[file] = exc
     return loaded[file]
+
+
+def markdown_cells(text: str) -> dict[str, object]:
+    """The cells of a Markdown page's tables by ``row | column`` and ``heading :: row | column``
+    (the row's first cell, the column's header and the heading above the table, markup
+    dropped), each the first number the cell shows ("4,267" is 4267, "64.0%" 64.0) or its text
+    where it shows none; a ``row | column`` of two tables is kept only with its heading."""
+    cells: dict[str, object] = {}
+    shared: set[str] = set()
+    heading, lines, i = "", text.splitlines(), 0
+    while i < len(lines):
+        if (m := HEADING.match(lines[i])):
+            heading = _plain(m.group(1))
+        if not (TABLE_ROW.match(lines[i]) and i + 1 < len(lines)
+                and re.fullmatch(r"[|:\s-]+", lines[i + 1])):
+            i += 1
+            continue
+        header, i = _cells(lines[i]), i + 2
+        while i < len(lines) and TABLE_ROW.match(lines[i]):
+            row = _cells(lines[i])
+            for column, cell in zip(header[1:], row[1:]):
+                number = CELL_NUMBER.search(cell)
+                value = float(number.group(0).replace(",", "")) if number else cell
+                key = f"{row[0]}{CELL}{column}"
+                cells[f"{heading} :: {key}"] = value
+                shared |= {key} if key in cells else set()
+                cells[key] = value
+            i += 1
+    return {key: value for key, value in cells.items() if key not in shared}
+
+
+def _plain(text: str) -> str:
+    return MARKUP.sub(lambda m: m.group(1) or "", text).strip()
+
+
+def _cells(row: str) -> list[str]:
+    return [_plain(cell) for cell in row.strip().strip("|").split("|")]
 
 
 def citation_problems(path: Path) -> list[str]:
@@ -571,6 +619,31 @@ def test_checker_finds_a_planted_wrong_number(tmp_path):
         "bad.md:5: m.json `rate` is 5247.6, but the numbers it covers are none",
         "bad.md:8: n.json `speedup` is 1.5316, but the numbers it covers are ['1.07']"]
     assert len(number_problems(bad, {("bad.md", "m.json", "rate"): "a sum of two keys"})) == 2
+
+
+def test_a_number_from_a_markdown_table_is_checked_against_the_cell_it_cites(tmp_path):
+    """Was: a number cited to a report's Markdown table was checked by no one. A cell is cited
+    as `row | column`, or with its heading where two tables share it; other code after a link
+    to a Markdown page is no citation."""
+    (tmp_path / "t.md").write_text(
+        "# Report\n\n### Table 1\n\n| model | BLEU | speed |\n|---|---:|---:|\n"
+        "| **RNNsearch-50** | 12.19 (1.117) | 4,267 |\n| RNNencdec-50 | 5.01 | 64.0% |\n\n"
+        "### Again\n\n| model | BLEU |\n|---|---|\n| RNNencdec-50 | 4.99 |\n", encoding="utf-8")
+    good = tmp_path / "good.md"
+    good.write_text(
+        "RNNsearch-50 scores 12.19 at 4,267 words/s ([t](t.md) `RNNsearch-50 | BLEU`,\n"
+        "`RNNsearch-50 | speed`); RNNencdec-50 5.01 and 4.99 ([t](t.md)\n"
+        "`Table 1 :: RNNencdec-50 | BLEU`, `Again :: RNNencdec-50 | BLEU`), at 64.0%\n"
+        "([t](t.md) `RNNencdec-50 | speed`). See [t](t.md) `make report`.\n", encoding="utf-8")
+    assert number_problems(good) == [] and citation_problems(good) == []
+    assert len(numeric_citations(good)) == 5 and len(mutations(good)) == 5
+    bad = tmp_path / "bad.md"
+    bad.write_text("RNNsearch-50 scores 12.18 ([t](t.md) `RNNsearch-50 | BLEU`), RNNencdec-50\n"
+                   "4.99 ([t](t.md) `RNNencdec-50 | BLEU`).\n", encoding="utf-8")
+    assert number_problems(bad) == [
+        "bad.md:1: t.md `RNNsearch-50 | BLEU` is 12.19, but the numbers it covers are ['12.18']"]
+    assert citation_problems(bad) == [
+        "t.md: no key `RNNencdec-50 | BLEU` (nothing at 'RNNencdec-50 | BLEU')"]
 
 
 def test_a_number_another_number_also_quotes_is_refused_so_no_one_digit_edit_passes(tmp_path):
