@@ -12,8 +12,9 @@ The committed documents are README.md, docs/*.md and every reports/**/README.md.
   a key that itself holds a dot, such as ``threshold 0.3``, is matched whole); a link followed
   by ", the same keys" cites the key paths of the citation before it in another file;
 - a number taken from a Markdown table of a committed report is cited the same way by its cell,
-  ``row | column`` (the row's first cell and the column's header, as the page shows them), or
-  ``heading :: row | column`` where two tables of the page share that cell's row and column;
+  ``row | column`` (the row's first cell, or its first two as ``first / second`` where the first
+  repeats, and the column's header, as the page shows them), or ``heading :: row | column``
+  where two tables of the page share that cell's row and column;
 - a number quoted beside a citation is the cited value: every cited key whose value is a number
   must be quoted, at some rounding, in the paragraph (list item, table row) of its citation (see
   ``quotes_value``); a number the sentence derives from the cited keys (a ratio, a sum) is
@@ -167,8 +168,8 @@ def load_cited(path: Path, file: str, loaded: dict[str, object]) -> object:
 
 def markdown_cells(text: str) -> dict[str, object]:
     """The cells of a Markdown page's tables by ``row | column`` and ``heading :: row | column``
-    (the row's first cell, the column's header and the heading above the table, markup
-    dropped), each the first number the cell shows ("4,267" is 4267, "64.0%" 64.0) or its text
+    (the row's first cell or first two, ``first / second``, the column's header and the heading
+    above the table, markup dropped), each the first number the cell shows ("4,267" is 4267, "64.0%" 64.0) or its text
     where it shows none; a ``row | column`` of two tables is kept only with its heading."""
     cells: dict[str, object] = {}
     shared: set[str] = set()
@@ -183,13 +184,13 @@ def markdown_cells(text: str) -> dict[str, object]:
         header, i = _cells(lines[i]), i + 2
         while i < len(lines) and TABLE_ROW.match(lines[i]):
             row = _cells(lines[i])
-            for column, cell in zip(header[1:], row[1:]):
-                number = CELL_NUMBER.search(cell)
-                value = float(number.group(0).replace(",", "")) if number else cell
-                key = f"{row[0]}{CELL}{column}"
-                cells[f"{heading} :: {key}"] = value
-                shared |= {key} if key in cells else set()
-                cells[key] = value
+            for label, first in ((row[0], 1), (" / ".join(row[:2]), 2)):
+                for column, cell in zip(header[first:], row[first:]):
+                    number = CELL_NUMBER.search(cell)
+                    value = float(number.group(0).replace(",", "")) if number else cell
+                    key = f"{label}{CELL}{column}"
+                    shared |= {key} if key in cells else set()
+                    cells[key] = cells[f"{heading} :: {key}"] = value
             i += 1
     return {key: value for key, value in cells.items() if key not in shared}
 
