@@ -196,7 +196,27 @@ def test_a_change_to_a_models_params_reaches_its_cells_through_its_record(tmp_pa
     assert record(edited, "search") == before
     train = STAGES_OF_DVC_YAML["train"]
     assert "data/code/models/${item.model}.json" in train["deps"]
-    assert not any(key.startswith(("train.base_model", "train.models")) for key in train["params"])
+    assert "params" not in train and "params" not in STAGES_OF_DVC_YAML["train_seed"]
+
+
+def test_a_change_to_a_training_setting_reaches_the_cells_through_the_stages_record(tmp_path):
+    """The train cells declare no params: the code stage declares the training settings and
+    records them in train.json and train_seed.json (train.seed in train's alone), so a change
+    to one changes those records only, and a train cell's lock entry lists no params."""
+    from rnnsearch.config.base import from_dict
+    from rnnsearch.config.train import TrainConfig
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    graph, records = package_graph(code.SRC), {}
+    for lr in (params["train"]["optim"]["lr"], params["train"]["optim"]["lr"] * 2):
+        edited = {**params["train"], "optim": {**params["train"]["optim"], "lr": lr}}
+        train = from_dict(TrainConfig, edited, "train")
+        records[lr] = {name: code.stage_record(name, graph, train) for name in code.STAGES}
+    before, after = records.values()
+    assert {n for n in code.STAGES if before[n] != after[n]} == {"train", "train_seed"}
+    assert "seed" in before["train"]["settings"] and "seed" not in before["train_seed"]["settings"]
+    declared = {key.removeprefix("train.") for key in STAGES_OF_DVC_YAML["code"]["params"]}
+    assert declared == set(code.TRAINING_SETTINGS["train"])
 
 
 def test_senses_declares_every_embed_setting_its_word2vec_reads(monkeypatch):

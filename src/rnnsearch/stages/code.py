@@ -10,9 +10,11 @@ and reruns nothing). ``code`` writes one record per stage of :data:`STAGES` into
 (:data:`RUN_A_MODEL`) leave the architectures' registry out: they also depend on the record
 ``--model NAME`` writes, of that model's resolved settings, its registry entry and the modules
 its encoder and decoder import, so a new architecture, or an edit to another one, retrains no
-model, and a change to the model's params reaches its cells through the record. Both stages
-rerun, in seconds, on every edit below ``src/``; the stages behind them only when a record
-changed."""
+model, and a change to the model's params reaches its cells through the record. The training
+stages' records also carry the training settings they read (:data:`TRAINING_SETTINGS`, the
+params ``code`` declares for them), so a train cell's lock entry lists no params. Both stages
+rerun, in seconds, on every edit below ``src/`` (``code`` also on a change to those settings);
+the stages behind them only when a record changed."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +35,11 @@ STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "tra
 RUN_A_MODEL = ("train", "train_seed", "translate", "search_error", "align_attention")
 SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
 MODULES = {"compare": "rnnsearch.presets.comparison"}  # a stage run as `python -m <module>`
+# the sections of train each training stage reads, recorded with its code (train_seed's seed
+# is its own: --seed)
+TRAINING_SETTINGS = {"train": ("data", "optim", "budget", "trainer", "init",
+                               "supervised_attention", "seed")}
+TRAINING_SETTINGS["train_seed"] = TRAINING_SETTINGS["train"][:-1]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,15 +54,25 @@ def digests(graph: Graph, modules: set[str]) -> dict[str, str]:
     return {path: code_digest(SRC / path) for path in files}
 
 
-def stage_record(name: str, graph: Graph | None = None) -> dict[str, object]:
-    """The record of the code stage ``name`` runs (``graph``: the package's, read once)."""
+def stage_record(name: str, graph: Graph | None = None, train: TrainConfig | None = None
+                 ) -> dict[str, object]:
+    """The record of the code stage ``name`` runs (``graph``: the package's, read once), with
+    the training settings it reads from ``train`` for a training stage."""
     graph = graph or package_graph(SRC)
     modules = code_modules(graph, [MODULES.get(name, f"rnnsearch.stages.{name}")])
     if name in RUN_A_MODEL:
         modules -= {ARCHITECTURES_MODULE}
     scripts = [] if name in MODULES else [f"{SCRIPTS.get(name, name)}.py", "_entry.py"]
-    return {"stage": name, "modules": digests(graph, modules),
-            "scripts": {script: code_digest(PIPELINE / script) for script in scripts}}
+    record: dict[str, object] = {
+        "stage": name, "modules": digests(graph, modules),
+        "scripts": {script: code_digest(PIPELINE / script) for script in scripts}}
+    if name in TRAINING_SETTINGS and train is not None:
+        record["settings"] = {key: _plain(getattr(train, key)) for key in TRAINING_SETTINGS[name]}
+    return record
+
+
+def _plain(value: object) -> object:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
 def architecture_modules(architecture: Architecture, graph: Graph | None = None
@@ -83,9 +100,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
         ctx.write_json(args.out, record)
         print(f"code {args.model}: {len(record['modules'])} modules")
         return
-    graph = package_graph(SRC)
+    graph, train = package_graph(SRC), ctx.section(TrainConfig, "train")
     for name in STAGES:
-        ctx.write_json(args.out / f"{name}.json", stage_record(name, graph))
+        ctx.write_json(args.out / f"{name}.json", stage_record(name, graph, train))
     print(f"code: {len(STAGES)} stage records in {args.out}")
 
 
