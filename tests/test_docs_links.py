@@ -137,8 +137,10 @@ def citations(text: str) -> list[tuple[int, int, str, list[str]]]:
                     for m in CITATION.finditer(text)]
                    + [(m.start(), m.end(), m.group(1), None) for m in SAME_KEYS.finditer(text)])
     # a Markdown page is cited by its cells only: other code after a link to it is no key
+    # (a cell's key written in a Markdown table row escapes its bar: `row \| column`)
     found = [(start, end, file, cited if not file.endswith(".md") or cited is None
-              else [key for key in cited if CELL in key]) for start, end, file, cited in found]
+              else [key.replace("\\|", "|") for key in cited if CELL in key.replace("\\|", "|")])
+             for start, end, file, cited in found]
     found = [c for c in found if c[3] is None or c[3] or not c[2].endswith(".md")]
     keys: list[str] = []
     for i, (start, end, file, cited) in enumerate(found):
@@ -624,8 +626,8 @@ def test_checker_finds_a_planted_wrong_number(tmp_path):
 
 def test_a_number_from_a_markdown_table_is_checked_against_the_cell_it_cites(tmp_path):
     """Was: a number cited to a report's Markdown table was checked by no one. A cell is cited
-    as `row | column`, or with its heading where two tables share it; other code after a link
-    to a Markdown page is no citation."""
+    as `row | column` (in a table row `row \\| column`), or with its heading where two tables
+    share it; other code after a link to a Markdown page is no citation."""
     (tmp_path / "t.md").write_text(
         "# Report\n\n### Table 1\n\n| model | BLEU | speed |\n|---|---:|---:|\n"
         "| **RNNsearch-50** | 12.19 (1.117) | 4,267 |\n| RNNencdec-50 | 5.01 | 64.0% |\n\n"
@@ -635,9 +637,10 @@ def test_a_number_from_a_markdown_table_is_checked_against_the_cell_it_cites(tmp
         "RNNsearch-50 scores 12.19 at 4,267 words/s ([t](t.md) `RNNsearch-50 | BLEU`,\n"
         "`RNNsearch-50 | speed`); RNNencdec-50 5.01 and 4.99 ([t](t.md)\n"
         "`Table 1 :: RNNencdec-50 | BLEU`, `Again :: RNNencdec-50 | BLEU`), at 64.0%\n"
-        "([t](t.md) `RNNencdec-50 | speed`). See [t](t.md) `make report`.\n", encoding="utf-8")
+        "([t](t.md) `RNNencdec-50 | speed`). See [t](t.md) `make report`.\n\n"
+        "| in a table row | 12.19 ([t](t.md) `RNNsearch-50 \\| BLEU`) |\n", encoding="utf-8")
     assert number_problems(good) == [] and citation_problems(good) == []
-    assert len(numeric_citations(good)) == 5 and len(mutations(good)) == 5
+    assert len(numeric_citations(good)) == 6 and len(mutations(good)) == 6
     bad = tmp_path / "bad.md"
     bad.write_text("RNNsearch-50 scores 12.18 ([t](t.md) `RNNsearch-50 | BLEU`), RNNencdec-50\n"
                    "4.99 ([t](t.md) `RNNencdec-50 | BLEU`).\n", encoding="utf-8")
