@@ -53,8 +53,9 @@ class TransformerState(NamedTuple):
         """Rows ``index`` (:func:`rnnsearch.decoding.steps.select_rows`): the decoded positions
         gathered into new buffers with room for one more, which the next step fills, so that
         its products read whole contiguous buffers (a beam reorders every step)."""
-        keys = tuple(_gather(k, index, self.length, -1) for k in self.keys)
-        values = tuple(_gather(v, index, self.length, -2) for v in self.values)
+        size = self.length + 1
+        keys = tuple(_moved(k, self.length, size, -1, index) for k in self.keys)
+        values = tuple(_moved(v, self.length, size, -2, index) for v in self.values)
         return TransformerState(keys, values, self.length, [self.length])
 
     def with_room(self) -> TransformerState:
@@ -64,32 +65,28 @@ class TransformerState(NamedTuple):
             self.written[0] += 1
             return self
         grown = max(2 * capacity, FIRST_CAPACITY) if self.length == capacity else capacity
-        keys = tuple(_regrown(k, self.length, grown, -1) for k in self.keys)
-        values = tuple(_regrown(v, self.length, grown, -2) for v in self.values)
+        keys = tuple(_moved(k, self.length, grown, -1) for k in self.keys)
+        values = tuple(_moved(v, self.length, grown, -2) for v in self.values)
         return TransformerState(keys, values, self.length, [self.length + 1])
 
 
-def _gather(buffer: Tensor, index: Tensor, length: int, axis: int) -> Tensor:
-    """Rows ``index`` of ``buffer``'s first ``length`` positions along ``axis`` into a new
-    buffer of ``length + 1`` positions."""
-    shape = list(buffer.shape)
-    shape[0], shape[axis] = index.numel(), length + 1
-    gathered = buffer.new_empty(shape)
-    front, into = buffer.narrow(axis, 0, length), gathered.narrow(axis, 0, length)
-    if buffer.requires_grad:             # autograd takes no out=: gather, then copy
-        into.copy_(front.index_select(0, index))
-    else:
-        torch.index_select(front, 0, index, out=into)
-    return gathered
-
-
-def _regrown(buffer: Tensor, length: int, capacity: int, axis: int) -> Tensor:
-    """``buffer``'s first ``length`` positions along ``axis`` in a new buffer of ``capacity``."""
+def _moved(buffer: Tensor, length: int, capacity: int, axis: int,
+           rows: Tensor | None = None) -> Tensor:
+    """``buffer``'s first ``length`` positions along ``axis`` (of its rows ``rows``, default
+    all) at the front of a new buffer of ``capacity`` positions."""
     shape = list(buffer.shape)
     shape[axis] = capacity
-    grown = buffer.new_empty(shape)
-    grown.narrow(axis, 0, length).copy_(buffer.narrow(axis, 0, length))
-    return grown
+    if rows is not None:
+        shape[0] = rows.numel()
+    moved = buffer.new_empty(shape)
+    front, into = buffer.narrow(axis, 0, length), moved.narrow(axis, 0, length)
+    if rows is None:
+        into.copy_(front)
+    elif buffer.requires_grad:           # autograd takes no out=: gather, then copy
+        into.copy_(front.index_select(0, rows))
+    else:
+        torch.index_select(front, 0, rows, out=into)
+    return moved
 
 
 def sinusoids(positions: Tensor, size: int) -> Tensor:
