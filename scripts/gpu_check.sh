@@ -107,7 +107,7 @@ compare_test() {
   local limit=$1 left=$((DEADLINE - (SECONDS - START)))
   ((limit > left)) && limit=$left
   if [[ -f $COMPARE_MODEL && -f $COMPARE_DATA/test.src ]]; then
-    step compare-test "$limit" "$PYTHON" -m rnnsearch.decoding.compare \
+    step compare-test "$limit" "$PYTHON" -m rnnsearch.decoding.device_agreement \
       --model "$COMPARE_MODEL" --vocab-dir "$COMPARE_DATA" \
       --sources "$COMPARE_DATA/test.src" --max-sentences "$COMPARE_SENTENCES" \
       --seconds $((limit > 30 ? limit - 20 : 10)) --devices cpu "$DEVICE" \
@@ -124,7 +124,7 @@ if ((STATUS == 0)); then
   step bench 400 "$PYTHON" -m rnnsearch.bench --device "$DEVICE" "${TINY_ARGS[@]}" --out "$OUT"
   step tiny-model 90 "$PYTHON" -m rnnsearch.experiments.tiny --out "$WORK/tiny" \
     --steps "$TINY_STEPS" --sentences "$TINY_SENTENCES"
-  step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.compare --model "$WORK/tiny/model.pt" \
+  step compare-tiny 60 "$PYTHON" -m rnnsearch.decoding.device_agreement --model "$WORK/tiny/model.pt" \
     --vocab-dir "$WORK/tiny" --sources "$WORK/tiny/test.src" --devices cpu "$DEVICE" \
     --out "$OUT/compare_tiny.json"
   compare_test 120

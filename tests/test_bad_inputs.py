@@ -330,10 +330,10 @@ def test_cli_refuses_to_guess_the_languages(tmp_path):
 
 
 @pytest.mark.parametrize("module, args, refusal", [
-    ("rnnsearch.decoding.compare", ["--seconds", "-3"], "argument --seconds: must be >= 0, got -3.0"),
-    ("rnnsearch.decoding.compare", ["--max-sentences", "-1"],
+    ("rnnsearch.decoding.device_agreement", ["--seconds", "-3"], "argument --seconds: must be >= 0, got -3.0"),
+    ("rnnsearch.decoding.device_agreement", ["--max-sentences", "-1"],
      "argument --max-sentences: must be >= 0, got -1"),
-    ("rnnsearch.decoding.compare", ["--seconds", "nan"], "argument --seconds: must be >= 0, got nan"),
+    ("rnnsearch.decoding.device_agreement", ["--seconds", "nan"], "argument --seconds: must be >= 0, got nan"),
     ("rnnsearch.experiments.tiny", ["--sentences", "0"], "argument --sentences: must be >= 1, got 0"),
     ("rnnsearch.experiments.synthetic", ["--lr", "fast"],
      "argument --lr: expected a number, got 'fast'"),

@@ -9,7 +9,7 @@ import torch
 
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
 from rnnsearch.decoding.beam import beam_search
-from rnnsearch.decoding.corpus import pad_batch, translate_corpus
+from rnnsearch.decoding.corpus import pad_sources, translate_corpus
 from rnnsearch.decoding.greedy import greedy
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise, reachable
 from rnnsearch.decoding.steps import next_log_probs
@@ -37,7 +37,7 @@ WORKED = {
 
 
 def _one(model, options, source=(4, 5, 6)):
-    src, src_len = pad_batch([list(source)])
+    src, src_len = pad_sources([list(source)])
     return beam_search(model, src, src_len, options)[0]
 
 
@@ -83,7 +83,7 @@ def test_greedy_cannot_take_back_a():
              ("he", "hit", "me", "with", "a", "pie"): {"</s>": -0.1}}
     model = ScriptedModel(WORDS, table)
     options = SearchOptions(beam_size=2, length_penalty="none")
-    src, src_len = pad_batch([[4, 5, 6]])
+    src, src_len = pad_sources([[4, 5, 6]])
     greedy_out = greedy(model, src, src_len, options)[0].best
     beam_out = beam_search(model, src, src_len, options)[0].best
     assert model.text(greedy_out.tokens) == "he hit a"
@@ -116,7 +116,7 @@ def _tiny_sources(count: int = 9, seed: int = 1) -> list[list[int]]:
 @pytest.mark.parametrize("attention", [True, False])
 def test_beam_width_one_equals_greedy(attention):
     model = TinyAttentionModel(attention=attention)
-    src, src_len = pad_batch(_tiny_sources())
+    src, src_len = pad_sources(_tiny_sources())
     options = SearchOptions(beam_size=1, nbest=1, max_len_a=1.0, max_len_b=5)
     for g, b in zip(greedy(model, src, src_len, options), beam_search(model, src, src_len, options)):
         assert g.best.tokens == b.best.tokens
@@ -149,7 +149,7 @@ def test_nbest_and_length_limit():
     model = TinyAttentionModel()
     sources = _tiny_sources()
     options = SearchOptions(beam_size=5, nbest=5, max_len_a=0.5, max_len_b=2, max_len_cap=6)
-    src, src_len = pad_batch(sources)
+    src, src_len = pad_sources(sources)
     for source, translation in zip(sources, beam_search(model, src, src_len, options)):
         limit = min(6, int(0.5 * len(source) + 2))
         scores = [h.norm_score for h in translation.hypotheses]
@@ -163,7 +163,7 @@ def test_nbest_and_length_limit():
 def exhaustive_best(model, source: list[int], options: SearchOptions) -> tuple[float, tuple]:
     """The best finished output (normalised score, tokens) over every output the length limit
     allows, found by enumerating them all through the searches' own masked distributions."""
-    src, src_len = pad_batch([source])
+    src, src_len = pad_sources([source])
     memory = model.encode(src, src_len)
     limit = int(max_output_lengths(src_len, options)[0])
     best: tuple[float, tuple] = (-math.inf, ())

@@ -24,7 +24,7 @@ from decoding_workspace import SRC, make_workspace
 from minimal_install import run_with_minimal_install
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.translate import TranslateConfig, resolve_device
-from rnnsearch.decoding.compare import compare_devices, differences, summary
+from rnnsearch.decoding.device_agreement import compare_devices, differences, summary
 from rnnsearch.decoding.translator import Translator
 from rnnsearch.experiments.tiny import make_tiny
 
@@ -175,12 +175,12 @@ def test_differences_counts_changed_hypotheses(tmp_path):
 
 
 def test_compare_command_writes_its_report(tmp_path):
-    """``python -m rnnsearch.decoding.compare`` on the tiny model (CPU against CPU here), as
+    """``python -m rnnsearch.decoding.device_agreement`` on the tiny model (CPU against CPU here), as
     the GPU check runs it, with a minimal install: without mlflow, dvc, gensim and sacremoses."""
     make_tiny(tmp_path / "tiny", steps=2, sentences=6)
     out = tmp_path / "compare.json"
     done = run_with_minimal_install(
-        tmp_path / "site", "rnnsearch.decoding.compare", "--model", str(tmp_path / "tiny/model.pt"),
+        tmp_path / "site", "rnnsearch.decoding.device_agreement", "--model", str(tmp_path / "tiny/model.pt"),
         "--vocab-dir", str(tmp_path / "tiny"), "--sources", str(tmp_path / "tiny/test.src"),
         "--devices", "cpu", "cpu", "--beam-size", "2", "--out", str(out), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -17,7 +17,7 @@ from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.errors import ConfigError, DataError
 from rnnsearch.models.seq2seq import load_model
 from rnnsearch.stages.align import pharaoh_lines
-from rnnsearch.training.data import collate_linked, pad_batch, read_pairs
+from rnnsearch.training.data import collate_linked, pad_to_shape, read_pairs
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.run import train_cell
 from rnnsearch.training.supervision import (link_distribution, read_links, supervision_loss,
@@ -62,7 +62,7 @@ def test_batches_carry_each_pairs_links_padded_with_the_batch():
     assert batch.links.shape == (2, 4, 3)
     assert batch.links[0, 1, 0] == 1 and batch.links[0, 0, 2] == 1 and batch.links[1, 2, 0] == 1
     assert float(batch.links.sum()) == 3
-    padded = pad_batch(batch, rows=4, multiple=8)
+    padded = pad_to_shape(batch, rows=4, multiple=8)
     assert padded.links.shape == (4, 8, 8) and torch.equal(padded.links[:2, :4, :3], batch.links)
 
 

@@ -30,7 +30,7 @@ from rnnsearch.bench.device import failure, machine, peak_memory_mib, release, r
 from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training.graphs import enable_cuda_graphs
 from rnnsearch.training.harness import shrink, train_step
-from rnnsearch.training.data import pad_batch
+from rnnsearch.training.data import pad_to_shape
 
 # name -> beam size and translate.search.stop; beam5_bound, the exact stopping rule beside the
 # first-k one, is timed batched only (one sentence at a time says nothing more of it)
@@ -148,7 +148,7 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
         task.to(device)
         if graphs:
             enable_cuda_graphs(task.model)
-        on_device = (pad_batch(batch, model.train.data.batch_size,
+        on_device = (pad_to_shape(batch, model.train.data.batch_size,
                                model.train.trainer.graph_length_multiple)
                      if graphs else batch).to(device)
         row = {"model": model.name, "batch": batch.src.size(0), "cuda_graphs": graphs,

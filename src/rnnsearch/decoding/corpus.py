@@ -33,7 +33,7 @@ def encode_source(tokens: Sequence[str], vocab: Vocabulary, add_eos: bool) -> li
     return ids or [EOS_ID if add_eos else UNK_ID]
 
 
-def pad_batch(sources: Sequence[Sequence[int]], device: str | torch.device = "cpu"
+def pad_sources(sources: Sequence[Sequence[int]], device: str | torch.device = "cpu"
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """``sources`` as a padded batch: (batch x max_len ids, batch lengths)."""
     lengths = torch.tensor([len(s) for s in sources], dtype=torch.long)
@@ -68,7 +68,7 @@ def translate_corpus(model: Any, sources: Sequence[Sequence[int]], method: str,
     with tqdm(total=len(sources), desc=method, unit="sent", disable=not progress) as bar:
         for first in range(0, len(order), batch_size):
             chunk = order[first: first + batch_size]
-            src, src_len = pad_batch([sources[i] for i in chunk], device)
+            src, src_len = pad_sources([sources[i] for i in chunk], device)
             for index, translation in zip(chunk, decode(model, src, src_len, options)):
                 results[index] = translation
             bar.update(len(chunk))

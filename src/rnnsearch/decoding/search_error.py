@@ -18,7 +18,7 @@ import torch
 from rnnsearch.config.evaluate import SEARCH_ERROR_SHARES
 from rnnsearch.data.textio import read_lines
 from rnnsearch.data.vocab import BOS_ID, EOS_ID
-from rnnsearch.decoding.corpus import encode_source, pad_batch
+from rnnsearch.decoding.corpus import encode_source, pad_sources
 from rnnsearch.decoding.options import SearchOptions, max_output_lengths, normalise
 from rnnsearch.decoding.steps import next_log_probs
 from rnnsearch.decoding.translator import Translator
@@ -63,7 +63,7 @@ def search_errors(translator: Translator, sources: Sequence[Sequence[str]],
     with torch.inference_mode():
         for first in range(0, len(sources), batch_size):
             chunk = range(first, min(first + batch_size, len(sources)))
-            src, src_len = pad_batch([encode_source(sources[i], translator.src_vocab,
+            src, src_len = pad_sources([encode_source(sources[i], translator.src_vocab,
                                                     translator.source_eos) for i in chunk],
                                      translator.device)
             forced += forced_scores(translator.model, src, src_len, targets[first:chunk.stop],

@@ -38,7 +38,7 @@ def check_shapes(name: str, lm_shape: tuple[int, ...], decoder_shape: tuple[int,
                         f"has {tuple(decoder_shape)}{' (' + hint + ')' if hint else ''}")
 
 
-def cell_name(rnn: nn.Module) -> str:
+def rnn_kind(rnn: nn.Module) -> str:
     """``lstm``/``gru``/``rnn`` for an ``nn.LSTM``/``nn.GRU``/``nn.RNN``."""
     for name, cls in RNN_CLASSES.items():
         if type(rnn) is cls:
@@ -49,7 +49,7 @@ def cell_name(rnn: nn.Module) -> str:
 def check_compatible(meta: dict, state: dict[str, torch.Tensor], decoder: nn.Module) -> None:
     """Cell type, vocabulary size, E and H of the LM must be the decoder's (errors name shapes)."""
     hh = "rnn.weight_hh_l0"
-    ours = cell_name(decoder.rnn)
+    ours = rnn_kind(decoder.rnn)
     if meta["cell"] != ours:
         raise DataError(f"cell type: the language model is an {meta['cell'].upper()} "
                         f"({hh} shape {tuple(state[hh].shape)}) but the decoder is a "

@@ -22,7 +22,7 @@ def _row(name: str, links: str, scores: Mapping[str, Any], published: str = "–
             fmt(scores["recall"], 3), published)
 
 
-def cell_name(cell: str) -> str:
+def cell_title(cell: str) -> str:
     """``search-50`` -> ``RNNsearch-50``."""
     model, _, max_len = cell.rpartition("-")
     return display_name(model, int(max_len)) if max_len.isdigit() else cell
@@ -42,7 +42,7 @@ def alignment_table(align: Mapping[str, Any] | None, attention: Mapping[str, Any
             rows.append(_row(ALIGNERS.get(model, model), LINKS.get(links, links), scores))
     for cell, entry in (attention or {}).get("cells", {}).items():
         for variant, scores in entry.get("scores", {}).items():
-            rows.append(_row(cell_name(cell), f"attention, {variant}", scores))
+            rows.append(_row(cell_title(cell), f"attention, {variant}", scores))
     if not rows:
         return None
     rows += [(f"{name} (paper only)", data, "–", "–", "–", value)
@@ -100,6 +100,6 @@ def overlay_figures(attention: Mapping[str, Any] | None) -> dict[str, Figure]:
         record = entry.get("figure")
         if record:
             figures[cell] = gold_overlay_figure(
-                record, f"{cell_name(cell)}: attention on gold sentence {record['id']} "
+                record, f"{cell_title(cell)}: attention on gold sentence {record['id']} "
                         f"(□ Sure, · Possible links)")
     return figures

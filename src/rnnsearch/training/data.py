@@ -168,7 +168,7 @@ def round_up(length: int, multiple: int) -> int:
     return max(multiple, -(-length // multiple) * multiple)
 
 
-def pad_batch(batch: Batch, rows: int, multiple: int) -> Batch:
+def pad_to_shape(batch: Batch, rows: int, multiple: int) -> Batch:
     """``batch`` padded to ``rows`` sentences and lengths rounded up to ``multiple`` (src rows x
     S', tgt_in/tgt_out rows x T'); added rows have an empty source and no target words."""
     count, src_len, tgt_len = batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1)

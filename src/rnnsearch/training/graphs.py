@@ -3,7 +3,7 @@
 Why: teacher forcing through RNNsearch's decoder (and Luong's with input feeding) is a few
 dozen small kernels per target word, bound by Python launches. ``attention_loop`` is captured
 once per batch shape, forward and backward (:func:`torch.cuda.make_graphed_callables`).
-Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_batch`; padding is
+Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_to_shape`; padding is
 masked or ignored by the loss). All shapes share one memory pool: a step replays one shape's
 forward then its backward. The first capture is checked against the eager loop on halved inputs
 (outputs and gradients, to :data:`CHECK_TOLERANCE`; not with dropout inside the loop), else a

@@ -19,7 +19,7 @@ from torch.profiler import record_function
 from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.train import TrainConfig
 from rnnsearch.models.seq2seq import Seq2Seq
-from rnnsearch.training.data import Batch, pad_batch
+from rnnsearch.training.data import Batch, pad_to_shape
 from rnnsearch.training.graphs import GraphedLoops
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.run import graph_padding, make_trainer, use_cuda_graphs
@@ -81,7 +81,7 @@ def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: B
     its region ends. Phases are marked for the profiler."""
     with record_function("forward"), forward_context or nullcontext():
         if task.pad_to is not None:
-            batch = pad_batch(batch, *task.pad_to)
+            batch = pad_to_shape(batch, *task.pad_to)
         total, tokens = task.training_losses(batch)
         loss = total / max(tokens, 1)
     optimizer.zero_grad(set_to_none=True)

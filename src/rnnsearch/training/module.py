@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from rnnsearch.config.train import OptimConfig, SupervisedAttentionConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models.seq2seq import Seq2Seq
-from rnnsearch.training.data import Batch, pad_batch
+from rnnsearch.training.data import Batch, pad_to_shape
 from rnnsearch.training.fused_loss import linear_cross_entropy
 from rnnsearch.training.supervision import supervision_loss, supervision_weight
 
@@ -75,7 +75,7 @@ class TranslationTask(pl.LightningModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         if self.pad_to is not None:
-            batch = pad_batch(batch, *self.pad_to)
+            batch = pad_to_shape(batch, *self.pad_to)
         total, tokens, attention = self.losses_and_attention(batch, self.bf16_cross_entropy,
                                                              self.fused_loss)
         loss = total / max(tokens, 1)

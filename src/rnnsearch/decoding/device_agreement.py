@@ -1,6 +1,6 @@
 """Do the hypotheses depend on the device? Decode the same sentences on two devices and compare.
 
-    python -m rnnsearch.decoding.compare --model data/models/search-50/model.pt \
+    python -m rnnsearch.decoding.device_agreement --model data/models/search-50/model.pt \
         --vocab-dir data/tokenized --sources data/tokenized/test.src --out compare.json
 
 Greedy and beam search (params.yaml's ``translate.search`` when present) decode the tokenised
@@ -164,7 +164,7 @@ def shown_path(path: Path) -> str:
 
 @entry_point("compare")
 def main(argv: list[str] | None = None) -> int:
-    parser = model_parser("rnnsearch.decoding.compare", __doc__)
+    parser = model_parser("rnnsearch.decoding.device_agreement", __doc__)
     parser.add_argument("--devices", nargs=2, choices=DEVICES, default=["cpu", "cuda"])
     parser.add_argument("--methods", nargs="+", choices=method_names(),
                         default=list(method_names()))
