@@ -190,7 +190,7 @@ def test_the_checks_test_files_run_with_a_minimal_install(tmp_path):
     """The files whose ``cuda`` tests the check runs set up with a minimal install (no MLflow
     there for the test fixtures to make a store with): one CPU test of each file, since on a
     machine without a GPU the ``cuda`` ones skip before any fixture is set up."""
-    cpu_tests = ["tests/test_cuda_graphs.py::test_round_up_and_pad_batch_shapes",
+    cpu_tests = ["tests/test_cuda_graphs.py::test_round_up_and_pad_to_shape",
                  "tests/test_decoding_device.py::test_batch_size_follows_the_device",
                  "tests/test_bench_device.py::test_make_gpu_check_runs_the_script_into_the_named_folder"]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -22,7 +22,7 @@ from rnnsearch.config.train import OptimConfig, TrainConfig, TrainerConfig
 from rnnsearch.data.vocab import PAD_ID
 from rnnsearch.models.seq2seq import build_model
 from rnnsearch.training import run as run_module
-from rnnsearch.training.data import collate, pad_batch, round_up
+from rnnsearch.training.data import collate, pad_to_shape, round_up
 from rnnsearch.training.graphs import (GraphedLoops, LoopModule, enable_cuda_graphs,
                                        relative_difference)
 from rnnsearch.training.module import TranslationTask
@@ -65,17 +65,17 @@ def loss_and_grads(model: torch.nn.Module, batch) -> tuple[float, dict[str, torc
                           if p.grad is not None}
 
 
-def test_round_up_and_pad_batch_shapes():
+def test_round_up_and_pad_to_shape():
     assert [round_up(n, 8) for n in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 24]
     batch = collate(random_pairs(5))
-    padded = pad_batch(batch, rows=8, multiple=8)
+    padded = pad_to_shape(batch, rows=8, multiple=8)
     assert padded.src.shape == (8, round_up(batch.src.size(1), 8))
     assert padded.tgt_in.shape == padded.tgt_out.shape == (8, round_up(batch.tgt_in.size(1), 8))
     assert padded.src_len.tolist() == batch.src_len.tolist() + [0, 0, 0]
     assert padded.target_tokens == batch.target_tokens == int((batch.tgt_out != PAD_ID).sum())
     assert (padded.tgt_out[5:] == PAD_ID).all() and (padded.src[5:] == PAD_ID).all()
     with pytest.raises(ValueError, match="does not fit the 4 rows"):
-        pad_batch(batch, rows=4, multiple=8)
+        pad_to_shape(batch, rows=4, multiple=8)
 
 
 @pytest.mark.parametrize("variant", LOOPED)
@@ -85,7 +85,7 @@ def test_padding_to_graph_shapes_changes_no_loss_and_no_gradient(variant):
     model = small_model(name, **changes).train()       # dropout 0: the two passes compare
     batch = collate(random_pairs(6))
     loss, grads = loss_and_grads(model, batch)
-    padded_loss, padded_grads = loss_and_grads(model, pad_batch(batch, rows=9, multiple=8))
+    padded_loss, padded_grads = loss_and_grads(model, pad_to_shape(batch, rows=9, multiple=8))
     assert padded_loss == pytest.approx(loss, rel=1e-5)
     assert padded_grads.keys() == grads.keys()
     for name, grad in grads.items():
@@ -139,7 +139,7 @@ def eager_then_graphed(monkeypatch, capture):
     gradients, then the model's CUDA-graph runner: (model, batch, loss, grads, runner)."""
     fake_capture(monkeypatch, capture)
     model = small_model().train()
-    batch = pad_batch(collate(random_pairs(5)), rows=8, multiple=8)
+    batch = pad_to_shape(collate(random_pairs(5)), rows=8, multiple=8)
     loss, grads = loss_and_grads(model, batch)
     return model, batch, loss, grads, enable_cuda_graphs(model)
 
@@ -162,7 +162,7 @@ def test_runner_captures_once_per_shape_and_replays_the_loop(monkeypatch, varian
     runner = enable_cuda_graphs(model)
     pairs = {8: random_pairs(5, 1, longest=6), 16: random_pairs(5, 2, longest=14)}
     for padded in (8, 16, 8):
-        batch = pad_batch(collate(pairs[padded]), rows=8, multiple=8)
+        batch = pad_to_shape(collate(pairs[padded]), rows=8, multiple=8)
         model.decoder.loop_runner = None
         loss, grads = loss_and_grads(model, batch)
         model.decoder.loop_runner = runner
@@ -211,7 +211,7 @@ def test_a_failed_capture_gives_back_the_graphs_already_captured(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
     for longest in (6, 14):
-        batch = pad_batch(collate(random_pairs(5, longest, longest=longest)), rows=8, multiple=8)
+        batch = pad_to_shape(collate(random_pairs(5, longest, longest=longest)), rows=8, multiple=8)
         loss_and_grads(model, batch)
         assert override() is False
     assert seen == [True, True] and runner.error == "CUDA out of memory"
@@ -257,7 +257,7 @@ def test_a_graph_that_agrees_is_used_and_its_check_recorded(monkeypatch):
     fake_capture(monkeypatch)
     model = small_model().train()
     runner = enable_cuda_graphs(model)
-    loss_and_grads(model, pad_batch(collate(random_pairs(5)), rows=8, multiple=8))
+    loss_and_grads(model, pad_to_shape(collate(random_pairs(5)), rows=8, multiple=8))
     assert runner.captured == 1 and "cuda_graph_error" not in runner.stats()
     assert runner.stats()["cuda_graph_check_difference"] == 0.0
 
@@ -320,7 +320,7 @@ def test_graphed_loop_gives_the_eager_loss_and_gradients(precision, variant):
     runner = GraphedLoops(model.decoder)
     pairs = {8: random_pairs(6, 1, longest=6), 16: random_pairs(6, 2, longest=14)}
     for padded in (8, 16, 8, 16):
-        batch = pad_batch(collate(pairs[padded]), rows=8, multiple=8).to("cuda")
+        batch = pad_to_shape(collate(pairs[padded]), rows=8, multiple=8).to("cuda")
         assert batch.src.size(1) == batch.tgt_in.size(1) == padded
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == torch.bfloat16):
             model.decoder.loop_runner = None
@@ -349,7 +349,7 @@ def test_training_steps_with_graphs_follow_the_eager_ones():
         task = TranslationTask(model, OptimConfig())
         losses[graphs] = []
         for step in range(20):
-            batch = pad_batch(collate(random_pairs(6, step % 5)), rows=8, multiple=8).to("cuda")
+            batch = pad_to_shape(collate(random_pairs(6, step % 5)), rows=8, multiple=8).to("cuda")
             optimizer.zero_grad(set_to_none=True)
             total, tokens = task.token_losses(batch)
             (total / tokens).backward()

@@ -11,7 +11,7 @@ import torch
 
 from rnnsearch.data.vocab import EOS_ID, SPECIALS, Vocabulary
 from rnnsearch.decoding.beam import beam_search
-from rnnsearch.decoding.corpus import pad_batch
+from rnnsearch.decoding.corpus import pad_sources
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.decoding.search_error import forced_scores, search_errors
 from rnnsearch.decoding.translator import Translator
@@ -36,7 +36,7 @@ def test_forcing_the_beams_outputs_gives_their_scores(penalty):
     options = SearchOptions(beam_size=3, nbest=3, length_penalty=penalty, max_len_a=1.0,
                             max_len_b=2)
     sources = [VOCAB.encode(words) for words in sentences(6)]
-    src, src_len = pad_batch(sources)
+    src, src_len = pad_sources(sources)
     with torch.inference_mode():
         found = beam_search(model, src, src_len, options)
         for rank in range(3):
@@ -50,7 +50,7 @@ def test_forcing_the_beams_outputs_gives_their_scores(penalty):
 def test_a_reference_past_the_length_limit_scores_minus_infinity():
     model = TinyAttentionModel()
     options = SearchOptions(max_len_a=0.0, max_len_b=3)          # 3 tokens, </s> included
-    src, src_len = pad_batch([[5, 6]])
+    src, src_len = pad_sources([[5, 6]])
     assert forced_scores(model, src, src_len, [[7, 8, 9]], options) == [-float("inf")]
     assert forced_scores(model, src, src_len, [[7, 8]], options)[0] > -float("inf")
 
