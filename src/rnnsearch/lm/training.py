@@ -27,7 +27,6 @@ from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perp
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
 from rnnsearch.training.checkpoints import SameDiskCheckpointIO, load_checkpoint
-from rnnsearch.training.resume import LastCheckpoint, RngState
 from rnnsearch.training.session import Session, fingerprint
 
 NOT_IN_RESULT = ("gradient_flow",)   # a diagnostic measured after training
@@ -76,20 +75,19 @@ def build_model(cfg: PretrainLMConfig, vocab_size: int,
                                  embed_dir / "tgt.mask.npy")
 
 
-def build_trainer(cfg: PretrainLMConfig, ckpt_dir: Path, logger: Logger | bool,
+def build_trainer(cfg: PretrainLMConfig, session: Session, logger: Logger | bool,
                   callbacks: Sequence[Callback]) -> tuple[pl.Trainer, ModelCheckpoint]:
-    """The Trainer with the step/time budget, clipping, dev checks and both checkpoints."""
-    best = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/ppl", mode="min",
+    """The Trainer with the step/time budget, clipping, dev checks, ``best.ckpt`` and the
+    session's resume state (``last.ckpt`` after the validation of its step: best.ckpt has seen
+    it)."""
+    best = ModelCheckpoint(dirpath=session.folder, filename="best", monitor="val/ppl", mode="min",
                            auto_insert_metric_name=False, enable_version_counter=False)
-    # last.ckpt after the validation of its step, if any (best.ckpt has seen it), with the RNG
-    # states: a killed run resumes to the same weights (rnnsearch.training.resume)
-    last = LastCheckpoint(ckpt_dir / "last.ckpt", cfg.checkpoint_every)
     max_time = timedelta(minutes=cfg.max_minutes) if cfg.max_minutes is not None else None
     trainer = pl.Trainer(max_steps=cfg.max_steps, max_epochs=-1, max_time=max_time,
                          gradient_clip_val=cfg.clip_norm, gradient_clip_algorithm="norm",
                          val_check_interval=cfg.val_every, check_val_every_n_epoch=None,
                          num_sanity_val_steps=0, log_every_n_steps=10, logger=logger,
-                         callbacks=[best, last, RngState(), *callbacks],
+                         callbacks=[best, *callbacks],
                          enable_model_summary=False, plugins=[SameDiskCheckpointIO()])
     return trainer, best
 
@@ -118,17 +116,20 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
     model, coverage = build_model(cfg, len(data.vocab), embed_dir)  # shape errors before MLflow
     train = SegmentLoader(batchify(data.train, cfg.batch_size), cfg.bptt)
     dev = SegmentLoader(batchify(data.dev, cfg.eval_batch_size), cfg.bptt)
-    logger: Logger | bool = (make_logger(previous.get("run_id")) if make_logger else False)
+    logger: Logger | bool = (make_logger(previous.get("mlflow_run_id")) if make_logger
+                             else False)
     run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
-    trainer, best = build_trainer(cfg, session.folder, logger, [RewindStream(train), *callbacks])
-    session.start(bool(previous), run_id=run_id)
+    trainer, best = build_trainer(cfg, session, logger,
+                                  [RewindStream(train), *callbacks,
+                                   *session.callbacks(cfg.checkpoint_every)])
+    session.start(bool(previous), mlflow_run_id=run_id)
     if isinstance(logger, MLFlowLogger) and not previous:
         logger.log_hyperparams(flatten(cfg))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         # (RewindStream makes a mid-epoch restore exact)
-        trainer.fit(LMTask(model, cfg.lr), train, dev, weights_only=True,  # never run a pickle
-                    ckpt_path=str(session.last) if previous else None)
+        session.fit(trainer, LMTask(model, cfg.lr), bool(previous), train_dataloaders=train,
+                    val_dataloaders=dev)
     select_best(model, dev, best)
     session.discard()                # finished: the caller writes the result
     return LMRun(model, trainer.global_step, coverage, bool(previous), run_id)

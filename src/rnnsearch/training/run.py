@@ -35,7 +35,6 @@ from rnnsearch.training.data import TranslationDataModule
 from rnnsearch.training.graphs import GraphedLoops, enable_cuda_graphs, has_attention_loop
 from rnnsearch.training.module import TranslationTask
 from rnnsearch.training.precision import set_matmul_precision, with_weight_cache
-from rnnsearch.training.resume import LastCheckpoint, RngState
 from rnnsearch.training.session import Session, fingerprint
 from rnnsearch.training.supervision import META_FILE, links_file
 
@@ -140,9 +139,8 @@ def make_callbacks(config: TrainConfig, session: Session) -> tuple[BestModelSave
     saver = BestModelSaver(session.folder / PARTIAL, monitor, mode)
     timer = Timer(duration=timedelta(minutes=b.max_minutes) if b.max_minutes > 0 else None,
                   interval="step", verbose=False)
-    # last.ckpt after each validation (BestModelSaver and EarlyStopping have seen it), with the
-    # RNG states: a killed run resumes to the same weights (rnnsearch.training.resume)
-    callbacks = [saver, timer, RngState(), LastCheckpoint(session.last, b.val_every_steps)]
+    # last.ckpt after each validation (BestModelSaver and EarlyStopping have seen it)
+    callbacks = [saver, timer, *session.callbacks(b.val_every_steps)]
     if b.early_stopping_patience:
         callbacks.append(EarlyStopping(monitor, patience=b.early_stopping_patience, mode=mode,
                                        check_on_train_epoch_end=False))
@@ -324,10 +322,7 @@ def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: 
                    resume: bool) -> dict[str, Any]:
     """Train (from the session's ``last.ckpt`` when ``resume``), score the final weights on dev when the last
     step had no validation, and refuse a diverged run; returns the run's metrics."""
-    # weights_only=True: Lightning's default (None) follows torch's, which an environment
-    # variable (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD) turns off; resumable_run has read it this way
-    trainer.fit(task, datamodule=data, weights_only=True,
-                ckpt_path=str(session.last) if resume else None)
+    session.fit(trainer, task, resume, datamodule=data)
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score
     best = {k.replace("/", "_"): v for k, v in saver.best_metrics.items()}

@@ -2,7 +2,7 @@
 
 Resume state lives outside a stage's outputs, one folder per fingerprint (a hash of every
 setting and input file the result depends on): ``<root>/<fingerprint[:16]>/`` holds the run
-record (``run.json``: the fingerprint and the MLflow run), ``last.ckpt`` and the run's own
+record (``run.json``: the fingerprint and the MLflow run, ``mlflow_run_id``), ``last.ckpt`` and the run's own
 best-model files. A run resumes from the folder of its fingerprint when it holds a readable
 ``last.ckpt``; a run with other settings uses another folder and touches nothing here, so going
 back to the old settings resumes the old run, also after the new one failed. A finished run's
@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_info
 
 from rnnsearch.data.textio import write_json
 from rnnsearch.environment import is_main_process
 from rnnsearch.training.checkpoints import log, resume_point
+from rnnsearch.training.resume import LastCheckpoint, RngState
 
 RUN_FILE, LAST = "run.json", "last.ckpt"
 FOLDER_DIGITS = 16      # of the fingerprint, as the folder's name
@@ -85,6 +87,20 @@ class Session:
         for leftover in self.folder.glob(".*.tmp-*"):    # a write killed half-way
             shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink(missing_ok=True)
         write_json(self.folder / RUN_FILE, {"fingerprint": self.fingerprint, **info})
+
+    def callbacks(self, every_n_steps: int) -> list[pl.Callback]:
+        """What the Trainer needs for a killed run to resume to the same weights: the RNG
+        states in every checkpoint, and ``last.ckpt`` every ``every_n_steps`` steps (after the
+        validation of its step, if any: :mod:`rnnsearch.training.resume`)."""
+        return [RngState(), LastCheckpoint(self.last, every_n_steps)]
+
+    def fit(self, trainer: pl.Trainer, task: pl.LightningModule, resume: bool,
+            **data: Any) -> None:
+        """``trainer.fit(task, **data)``, from ``last.ckpt`` when ``resume``. Checkpoints load
+        with ``weights_only=True`` (Lightning's default follows torch's, which an environment
+        variable, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD, turns off): a checkpoint runs no pickle."""
+        trainer.fit(task, **data, weights_only=True,
+                    ckpt_path=str(self.last) if resume else None)
 
     def discard(self) -> None:
         """Delete the folder: after the run finished (its result is in the outputs), or when
