@@ -141,13 +141,14 @@ def checkpoint_interval(root: Path, ready: str, proc: subprocess.Popen) -> float
 def kill_stage_at_random(root: Path, script: str, ready: str | None, lifetime: float,
                          rng: random.Random) -> str:
     """Run ``dvc repro``; once ``script`` runs, kill -9 it after a random delay: within the
-    first half of its ``lifetime`` in the unbroken run or, for a stage that writes the
-    checkpoint ``ready``, once it has written it twice, within three of its checkpoint
-    intervals (so the kill lands while the stage runs on a machine of any speed). Returns what
-    happened; fails unless the kill landed while the stage ran."""
+    first third of its ``lifetime`` in the unbroken run (a margin for a machine busier then
+    than now) or, for a stage that writes the checkpoint ``ready``, once it has written it
+    twice, within three of its checkpoint intervals (so the kill lands while the stage runs on
+    a machine of any speed). Returns what happened; fails unless the kill landed while the
+    stage ran."""
     proc = start_repro(root, TARGET)
     wait_for(lambda: stage_pids(root, script) or proc.poll() is not None, what=script)
-    window = lifetime / 2 if ready is None else 3 * checkpoint_interval(root, ready, proc)
+    window = lifetime / 3 if ready is None else 3 * checkpoint_interval(root, ready, proc)
     delay = rng.uniform(0.0, window)
     time.sleep(delay)
     killed = [pid for pid in stage_pids(root, script) if not os.kill(pid, signal.SIGKILL)]
