@@ -4,16 +4,20 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import mlflow
 import pytest
 import yaml
 
 from conftest import make_project, run_in, run_script
 from rnnsearch.reporting.write import REGENERATE, regenerate_line
 from test_own_corpus import mirror_lines, sha256, write_text
+from test_replicates import resampled_p
 
 pytestmark = pytest.mark.slow
 
@@ -81,6 +85,75 @@ def test_repro_whole_pipeline_then_up_to_date(default_run):
     plots = run_in(["dvc", "plots", "show", "--json"], project).stdout
     assert "bleu_by_length" in plots
 
+
+
+@pytest.fixture(scope="module")
+def replicated(default_run, tmp_path_factory) -> tuple[Path, str]:
+    """A copy of the committed tiny run (its DVC cache and MLflow store too) given two
+    replicates per system (``replicates.seeds: [2]``) for the two recurrent cells, after
+    ``dvc repro report``: the copy and what the repro printed. Taken before the tests below
+    train anything else."""
+    project = tmp_path_factory.mktemp("replicated") / "project"
+    shutil.copytree(default_run, project, symlinks=True)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["train"]["grid"]["models"] = ["encdec", "search"]
+    params["replicates"] = {"seeds": [2]}
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return project, run_in(["dvc", "repro", "report"], project).stdout
+
+
+def test_replicates_are_trained_evaluated_and_reported(replicated):
+    """Only the replicates are trained (the grid's cells come from the run being extended);
+    the summary's spread and replicate-aware p, Table 1's mean ± sd, the per-seed table and
+    MLflow's tags are each checked against values computed another way."""
+    project, ran = replicated
+    trained = sorted(line.split("'")[1] for line in ran.splitlines()
+                     if line.startswith("Running stage 'train"))
+    assert trained == ["train_seed@encdec-20-2", "train_seed@search-20-2"], ran
+    trained = json.loads((project / "metrics/train/search-20-seed2.json").read_text())
+    assert (trained["cell"], trained["system"], trained["seed"]) == ("search-20-seed2",
+                                                                    "search-20", 2)
+    first = json.loads((project / "metrics/eval/search-20.json").read_text())
+    second = json.loads((project / "metrics/eval/replicates/search-20-seed2.json").read_text())
+    summary = json.loads((project / "metrics/eval/replicates/summary.json").read_text())
+    assert summary["seeds"] == [1234, 2]
+    system = summary["systems"]["search-20"]
+    assert system["cells"] == ["search-20", "search-20-seed2"]
+    assert system["baseline"] == "encdec-20"
+    values = [first["systems"]["beam"]["all"]["bleu"], second["systems"]["beam"]["all"]["bleu"]]
+    beam = system["methods"]["beam"]
+    assert beam["all"] == {"mean": round(statistics.fmean(values), 2),
+                           "sd": round(statistics.stdev(values), 2), "n": 2, "values": values}
+    table = (project / "reports/results/table1.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| RNNsearch-20 |"))
+    assert f"| {beam['all']['mean']:.2f} ± {beam['all']['sd']:.2f} |" in row
+    seeds_table = (project / "reports/results/table1_seeds.md").read_text()
+    assert "| RNNsearch-20 | 2 | search-20-seed2 |" in seeds_table
+    check_replicate_p(project, beam["vs_baseline"]["all"])
+    check_mlflow_tags(project)
+
+
+def check_replicate_p(project: Path, test: dict) -> None:
+    """The summary's p recomputed the slow way from the translation files."""
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    refs = (project / "data/prepared/test.tgt").read_text().splitlines()
+
+    def hyps(cell: str) -> list[str]:
+        return (project / f"data/translations/{cell}/beam.detok.txt").read_text().splitlines()
+    expected = resampled_p([hyps("search-20"), hyps("search-20-seed2")],
+                           [hyps("encdec-20"), hyps("encdec-20-seed2")], refs,
+                           params["evaluate"]["bootstrap_samples"],
+                           params["evaluate"]["bootstrap_seed"])
+    assert test["p_value"] == expected and test["replicates"] == 2
+
+
+def check_mlflow_tags(project: Path) -> None:
+    """Each replicate's training run: named after it, tagged with its system and seed."""
+    client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                              "tags.system = 'search-20' and tags.stage = 'train'")
+    assert sorted((r.data.tags["seed"], r.data.tags["mlflow.runName"]) for r in runs) == \
+        [("1234", "search-20"), ("2", "search-20-seed2")]
 
 def test_a_decoding_only_experiment_trains_nothing(default_run):
     """``dvc exp run -S translate.search.beam_size=4`` after the committed run (a temporary

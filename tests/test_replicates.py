@@ -1,28 +1,22 @@
 """Replicates (replicates.seeds): the spread over seeds and the replicate-aware paired
-bootstrap, checked against values computed another way, then the tiny pipeline with two
-replicates per system, end to end."""
+bootstrap, checked against values computed another way. The tiny pipeline with two replicates
+per system runs end to end in test_pipeline_e2e.py, on a copy of its committed tiny run."""
 from __future__ import annotations
 
-import copy
 import itertools
-import json
 import statistics
 from fractions import Fraction
-from pathlib import Path
 
-import mlflow
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from conftest import make_project, run_in
 from rnnsearch import tracking
-from rnnsearch.config.base import check_params, from_dict, parse_params
+from rnnsearch.config.base import check_params, from_dict
 from rnnsearch.config.replicates import ReplicatesConfig
 from rnnsearch.errors import ConfigError
 from rnnsearch.evaluation.replicates import bleu_statistics, replicate_bootstrap, spread
 from rnnsearch.evaluation.scores import paired_bootstrap
-from test_pipeline_e2e import TINY
 
 
 def test_spread_is_the_mean_and_sample_sd():
@@ -146,68 +140,3 @@ def test_runs_of_a_replicate_are_tagged_with_its_system_and_seed(monkeypatch):
         tags = tracking.run_tags("train", {"cell": "search-50"})
         assert tracking.experiment_run_name("search-50") == "search-50-seed3"
     assert (tags["cell"], tags["system"], tags["seed"]) == ("search-50-seed3", "search-50", "3")
-
-
-# ---- the tiny pipeline with two replicates per system ---------------------------------------
-
-REPLICATED = copy.deepcopy(TINY)
-REPLICATED["train"]["grid"]["models"] = ["encdec", "search"]
-REPLICATED["replicates"] = {"seeds": [2]}
-
-
-@pytest.fixture(scope="module")
-def replicated(tmp_path_factory) -> Path:
-    project = make_project(tmp_path_factory.mktemp("replicated"), REPLICATED)
-    run_in(["dvc", "repro", "report"], project)
-    return project
-
-
-@pytest.mark.slow
-def test_replicates_are_trained_evaluated_and_reported(replicated):
-    project = replicated
-    stages = run_in(["dvc", "stage", "list", "--name-only"], project).stdout.split()
-    assert {"train_seed@search-20-2", "translate_seed@encdec-20-2"} <= set(stages)
-    trained = json.loads((project / "metrics/train/search-20-seed2.json").read_text())
-    assert (trained["cell"], trained["system"], trained["seed"]) == ("search-20-seed2",
-                                                                    "search-20", 2)
-    first = json.loads((project / "metrics/eval/search-20.json").read_text())
-    second = json.loads((project / "metrics/eval/replicates/search-20-seed2.json").read_text())
-    summary = json.loads((project / "metrics/eval/replicates/summary.json").read_text())
-    assert summary["seeds"] == [1234, 2]
-    system = summary["systems"]["search-20"]
-    assert system["cells"] == ["search-20", "search-20-seed2"]
-    assert system["baseline"] == "encdec-20"
-    values = [first["systems"]["beam"]["all"]["bleu"], second["systems"]["beam"]["all"]["bleu"]]
-    beam = system["methods"]["beam"]
-    assert beam["all"] == {"mean": round(statistics.fmean(values), 2),
-                           "sd": round(statistics.stdev(values), 2), "n": 2, "values": values}
-    table = (project / "reports/results/table1.md").read_text()
-    row = next(line for line in table.splitlines() if line.startswith("| RNNsearch-20 |"))
-    assert f"| {beam['all']['mean']:.2f} ± {beam['all']['sd']:.2f} |" in row
-    seeds_table = (project / "reports/results/table1_seeds.md").read_text()
-    assert "| RNNsearch-20 | 2 | search-20-seed2 |" in seeds_table
-    check_replicate_p(project, beam["vs_baseline"]["all"])
-    check_mlflow_tags(project)
-
-
-def check_replicate_p(project: Path, test: dict) -> None:
-    """The summary's p recomputed the slow way from the translation files."""
-    params = parse_params((project / "params.yaml").read_text(), "params.yaml")
-    refs = (project / "data/prepared/test.tgt").read_text().splitlines()
-
-    def hyps(cell: str) -> list[str]:
-        return (project / f"data/translations/{cell}/beam.detok.txt").read_text().splitlines()
-    expected = resampled_p([hyps("search-20"), hyps("search-20-seed2")],
-                           [hyps("encdec-20"), hyps("encdec-20-seed2")], refs,
-                           params["evaluate"]["bootstrap_samples"],
-                           params["evaluate"]["bootstrap_seed"])
-    assert test["p_value"] == expected and test["replicates"] == 2
-
-
-def check_mlflow_tags(project: Path) -> None:
-    """Each replicate's training run: named after it, tagged with its system and seed."""
-    client = mlflow.MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
-    runs = client.search_runs([e.experiment_id for e in client.search_experiments()],
-                              "tags.system = 'search-20' and tags.stage = 'train'")
-    assert sorted((r.data.tags["seed"], r.data.tags["mlflow.runName"]) for r in runs) == \
-        [("1234", "search-20"), ("2", "search-20-seed2")]
