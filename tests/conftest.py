@@ -30,9 +30,8 @@ SHARED_CORPORA = (REPO.parent / "shared" / "corpora").resolve()
 # collection order (pytest-xdist ``--dist loadfile --no-loadscope-reorder``), so these start
 # first and the short files fill the other worker meanwhile, instead of one of them starting
 # last and running alone at the end. (Approximate minutes on 2 cores: 6, 3, 2, 1, 1, 1.)
-SLOW_FILES = ("test_pipeline_e2e.py", "test_faults.py", "test_replicates.py",
-              "test_resume_exact.py", "test_bench_device.py", "test_mlflow_ui_browser.py",
-              "test_report.py")
+SLOW_FILES = ("test_pipeline_e2e.py", "test_faults.py", "test_resume_exact.py",
+              "test_bench_device.py", "test_mlflow_ui_browser.py", "test_report.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -26,7 +26,7 @@ from rnnsearch.config.model import ModelConfig
 from rnnsearch.config.report import ReportConfig
 from rnnsearch.config.translate import TranslateConfig, method_options
 from rnnsearch.data.vocab import EOS_ID
-from rnnsearch.decoding import cli, compare
+from rnnsearch.decoding import cli, device_agreement
 from rnnsearch.decoding.translator import Translator
 from rnnsearch.errors import ConfigError
 from rnnsearch.models.encoder import Encoder
@@ -119,9 +119,9 @@ def test_a_registered_decoder_decodes_in_the_stage_and_both_commands(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"The cat sat.\nA dog\n")))
     assert cli.main(["--model", model, "--method", "sample"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
-    assert compare.main(["--model", model, "--vocab-dir", vocab, "--sources",
-                         f"{vocab}/test.src", "--devices", "cpu", "cpu",
-                         "--methods", "sample"]) == 0
+    assert device_agreement.main(["--model", model, "--vocab-dir", vocab, "--sources",
+                                  f"{vocab}/test.src", "--devices", "cpu", "cpu",
+                                  "--methods", "sample"]) == 0
     assert capsys.readouterr().out.startswith(f"sample: 0 of {len(SRC)} best hypotheses differ")
 
 
