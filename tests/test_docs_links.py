@@ -156,16 +156,33 @@ def cited_keys(path: Path) -> list[tuple[str, str]]:
 
 
 def load_cited(path: Path, file: str, loaded: dict[str, object]) -> object:
-    """The parsed JSON or YAML ``file`` linked from ``path`` (cached in ``loaded``), or the
-    exception that reading it raised."""
+    """The parsed JSON, YAML or Markdown ``file`` linked from ``path`` (cached in ``loaded``),
+    or the exception that reading it raised."""
     if file not in loaded:
-        try:
-            text = (path.parent / file).read_text(encoding="utf-8")
-            loaded[file] = (json.loads(text) if file.endswith(".json") else markdown_cells(text)
-                            if file.endswith(".md") else yaml.safe_load(text))
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            loaded[file] = exc
+        loaded[file] = parsed(path.parent / file)
     return loaded[file]
+
+
+_PARSED: dict[tuple[Path, int, int], object] = {}   # by (file, mtime, size): the mutation
+                                                    # test checks a page once per number
+
+
+def parsed(file: Path) -> object:
+    """``file`` parsed by its kind (:func:`markdown_cells` for Markdown), or the exception that
+    reading it raised; kept while the file is unchanged."""
+    try:
+        stat = file.stat()
+    except OSError as exc:
+        return exc
+    key = (file.resolve(), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        try:
+            text = file.read_text(encoding="utf-8")
+            _PARSED[key] = (json.loads(text) if file.suffix == ".json" else markdown_cells(text)
+                            if file.suffix == ".md" else yaml.safe_load(text))
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            _PARSED[key] = exc
+    return _PARSED[key]
 
 
 def markdown_cells(text: str) -> dict[str, object]:
@@ -277,10 +294,10 @@ def scoped_citations(text: str) -> list[tuple[int, int, str, list[str]]]:
     links with no number between them counting as one; so a number is bound to the citation
     that follows it, not to any other number of the paragraph that rounds alike."""
     links = sorted((m.start(), m.end()) for m in LINK.finditer(text))
+    every = citations(text)
     found = []
     for block_start, block_end in blocks(text):
-        for start, _, file, keys in (c for c in citations(text)
-                                     if block_start <= c[0] < block_end):
+        for start, _, file, keys in (c for c in every if block_start <= c[0] < block_end):
             scope, pos = block_start, start
             for link_start, link_end in reversed([(a, b) for a, b in links
                                                   if block_start <= a and b <= start]):
