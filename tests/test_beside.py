@@ -140,6 +140,17 @@ def test_a_cell_with_the_same_numbers_in_both_runs_is_left_out(runs):
     assert not beside_files(preset_folder(runs))        # the earlier files are gone
 
 
+def test_a_preset_on_another_corpus_gets_no_page_and_one_line_saying_so(runs):
+    """A corpus of one's own (another corpus or language pair) has nothing to put beside the
+    default run: no page, and the outcome names both corpora."""
+    write_prepare(runs / "reports/presets/subword/metrics",
+                  {**HANSARD, "name": "custom", "src_lang": "de", "tgt_lang": "en"})
+    outcome = comparison.compare("subword")
+    assert not outcome.written and not beside_files(preset_folder(runs))
+    assert outcome.message == ("not compared with the default run: it translates another corpus "
+                               "(custom de->en; the default run: hansard36 en->fr)")
+
+
 @pytest.mark.parametrize("change, reason", [
     (lambda m: write_prepare(m, {**HANSARD, "test_set": "another test set"}),
      "the 'corpus' blocks of metrics/prepare.json and reports/presets/subword/metrics/prepare.json"),

@@ -366,6 +366,9 @@ def test_own_corpus_experiment_leaves_the_default_run_and_says_what_it_is(defaul
     first_table = report[report.index("### The run"):report.index("### Table 1")]
     assert "de->en" in first_table and "held out of the training files (30 pairs)" in first_table
     assert "Paper All" not in report and "Moses (paper only)" not in report
+    assert not (exported / "beside_default.md").exists()       # nothing to compare it with
+    assert "not compared with the default run: it translates another corpus (custom de->en; " \
+           "the default run: multi30k en->fr)" in ran.stdout
     check_own_files_only(root, exported, ["search-20"])
     check_translate_with_the_experiment(root, tmp_path)
     check_run_names(root, "own")

@@ -87,6 +87,17 @@ def units_of(path: Path) -> str:
             f"{sizes.get('src', '?')}/{sizes.get('tgt', '?')}")
 
 
+def another_corpus(default: Run, preset: Run) -> str | None:
+    """What the preset translates when it is another corpus or language pair than the default
+    run's (``prepare.json``'s corpus blocks), else None."""
+    corpora = [(run.inputs.prepare or {}).get("corpus") for run in (default, preset)]
+    if not all(isinstance(corpus, dict) for corpus in corpora):
+        return None
+    shown = [f"{c.get('name')} {c.get('src_lang')}->{c.get('tgt_lang')}" for c in corpora]
+    return (f"it translates another corpus ({shown[1]}; {default.title}: {shown[0]})"
+            if shown[0] != shown[1] else None)
+
+
 def unshared_test_set(default: Run, preset: Run) -> str | None:
     """Why the two runs' test sets may differ (None: they agree), from ``prepare.json``'s corpus
     block and test split statistics and, where both have them, the ``prepare`` params (but for
@@ -94,6 +105,8 @@ def unshared_test_set(default: Run, preset: Run) -> str | None:
     for run in (default, preset):
         if run.inputs.prepare is None:
             return f"{run.shown}prepare.json is missing, so the test sets cannot be compared"
+    if (corpus := another_corpus(default, preset)) is not None:
+        return corpus
     for block in ("corpus", "test"):
         for run in (default, preset):
             if not isinstance(run.inputs.prepare.get(block), dict):
@@ -311,8 +324,9 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
                  min_sentences: int = 1, tests: dict[str, Any] | None = None,
                  stem: str = BESIDE) -> Outcome:
     """Replace ``<out>/<stem>.{md,tex,png}``: table and figure of the :func:`differing_cells`,
-    with ``tests`` (significance.json's cells) their p-values. No differing cell: nothing
-    written; test sets that may differ: only the Markdown file, with the reason."""
+    with ``tests`` (significance.json's cells) their p-values. No differing cell, or another
+    corpus (:func:`another_corpus`): nothing written; test sets of the same corpus that may
+    differ: only the Markdown file, with the reason."""
     files = [out / f"{stem}.{ext}" for ext in ("md", "tex", "png")]
     for path in files:
         path.unlink(missing_ok=True)
@@ -326,6 +340,8 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
     reason = unshared_test_set(default, preset)
     if reason is not None:
         message = f"not compared with {default.title}: {reason}"
+        if another_corpus(default, preset):
+            return Outcome([], message)           # nothing to put beside it: no page
         atomic_write_text(files[0], f"# The preset '{preset.label}' beside {default.title}\n\n"
                                     f"{message[0].upper()}{message[1:]}.\n")
         return Outcome(files[:1], message)
