@@ -159,8 +159,11 @@ def test_a_decoding_only_experiment_trains_nothing(default_run):
     """``dvc exp run -S translate.search.beam_size=4`` after the committed run (a temporary
     copy, the workspace left alone): every train cell, the language model and the data stages
     are reused from DVC's cache; translate and what reads it run."""
-    ran = run_in(["dvc", "exp", "run", "--temp", "-n", "beam3", "-S",
-                  "translate.search.beam_size=4"], default_run).stdout
+    done = run_in(["dvc", "exp", "run", "--temp", "-n", "beam3", "-S",
+                   "translate.search.beam_size=4"], default_run)
+    ran = done.stdout
+    # each stage kept its uncached outputs for a later restore, in the experiment's copy
+    assert "could not keep a copy" not in done.stdout + done.stderr, done.stderr[-3000:]
     running = {line.split("'")[1] for line in ran.splitlines() if line.startswith("Running")}
     assert {"translate@search-20", "evaluate"} <= running, ran
     assert not {stage for stage in running if stage.startswith(

@@ -72,9 +72,17 @@ def keep_uncached_outputs(addressing: str, root: Path) -> None:
 
 
 def under_dvc() -> tuple[str, Path] | None:
-    """(stage addressing, repository root) under ``dvc repro``, else None."""
-    addressing, root = os.environ.get("DVC_STAGE"), os.environ.get("DVC_ROOT")
-    return (addressing, Path(root)) if addressing and root else None
+    """(stage addressing, the repository the stage runs in) under ``dvc repro`` or ``dvc exp
+    run``, else None. That repository is the nearest folder holding ``.dvc`` from the stage's
+    working directory up: ``DVC_ROOT`` names the user's repository also when ``dvc exp run
+    --temp`` runs the stage in a copy of it (under ``.dvc/tmp/exps/``), whose outputs are the
+    copy's."""
+    addressing = os.environ.get("DVC_STAGE")
+    if not addressing or not os.environ.get("DVC_ROOT"):
+        return None
+    here = Path.cwd()
+    root = next((folder for folder in (here, *here.parents) if (folder / ".dvc").is_dir()), None)
+    return (addressing, root) if root is not None else None
 
 
 def keep_after_success(stage: str) -> None:
