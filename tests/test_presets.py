@@ -405,11 +405,13 @@ time.sleep(300)
 
 
 @pytest.mark.parametrize("sent, received, status", [(signal.SIGINT, "SIGINT", 130),
-                                                    (signal.SIGTERM, "SIGTERM", 130)])
+                                                    (signal.SIGTERM, "SIGINT", 130),
+                                                    (signal.SIGHUP, "SIGINT", 130)])
 def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, received, status,
                                                                   tmp_path):
-    """Ctrl-C reaches the running ``dvc exp run`` as SIGINT (as in a terminal: DVC cleans up
-    its temporary copy), SIGTERM as SIGTERM; the chain stops there with status 130."""
+    """Ctrl-C, SIGTERM or a closed terminal reach the running ``dvc exp run`` as SIGINT (as
+    Ctrl-C in a terminal: DVC removes its temporary copy, which a SIGTERM left behind); the
+    chain stops there with status 130."""
     marker = tmp_path / "signal"
     script = (f"from rnnsearch.config.base import read_params\n"
               f"from rnnsearch.presets import cli\n"
@@ -427,6 +429,67 @@ def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, received,
     _, err = chain.communicate(timeout=60)
     assert chain.returncode == status, err
     assert marker.read_text() == received and "preset 'first': stopped" in err
+
+
+def test_kill_9_of_a_chain_stops_its_dvc_exp_run_by_ctrl_c_too(tmp_path):
+    """After a ``kill -9`` of the chain its watcher stops the ``dvc exp run`` as Ctrl-C does
+    (SIGINT: DVC removes its temporary copy), not by SIGTERM (which leaves it behind)."""
+    marker = tmp_path / "signal"
+    script = (f"from rnnsearch.config.base import read_params\n"
+              f"from rnnsearch.presets import cli\n"
+              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
+              f"{A_STEP_THAT_NAMES_ITS_SIGNAL!r}, {str(marker)!r}]\n"
+              f"params = read_params('params.yaml')\n"
+              f"raise SystemExit(cli.run(['first'], [params]))\n")
+    chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (tmp_path / "signal.started").exists():
+        time.sleep(0.1)
+    chain.kill()
+    chain.wait()
+    deadline = time.time() + 60
+    while time.time() < deadline and not marker.exists():
+        time.sleep(0.1)
+    assert marker.read_text() == "SIGINT"
+
+
+A_STEP_THAT_STOPS_ON_CTRL_C = """
+import sys, time
+open(sys.argv[1] + ".started", "w").close()
+try:
+    time.sleep(300)
+except KeyboardInterrupt:
+    open(sys.argv[1], "w").write("KeyboardInterrupt")
+"""
+
+
+def test_a_chain_started_in_the_background_still_stops_dvc_by_ctrl_c(tmp_path):
+    """A chain started in the background (``make preset ... &``: Ctrl-C ignored) still stops
+    its ``dvc exp run`` with Ctrl-C's KeyboardInterrupt, on which DVC removes its temporary
+    copy, not after the grace period by SIGKILL: the chain's own stop handlers, not an
+    ignored SIGINT, are what the command inherits (as Ctrl-C's default action)."""
+    marker = tmp_path / "signal"
+    script = (f"from rnnsearch.config.base import read_params\n"
+              f"from rnnsearch.presets import cli\n"
+              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
+              f"{A_STEP_THAT_STOPS_ON_CTRL_C!r}, {str(marker)!r}]\n"
+              f"params = read_params('params.yaml')\n"
+              f"raise SystemExit(cli.run(['first'], [params]))\n")
+    chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.time() + 60
+    while time.time() < deadline and not (tmp_path / "signal.started").exists():
+        time.sleep(0.1)
+    started = time.monotonic()
+    chain.send_signal(signal.SIGTERM)
+    _, err = chain.communicate(timeout=90)
+    assert chain.returncode == 130, err
+    assert marker.read_text() == "KeyboardInterrupt", err
+    assert time.monotonic() - started < cli.STOP_GRACE       # not the SIGKILL after it
 
 
 def dvc_row(rev: str, name: str | None, params: dict, cells: dict[str, dict],

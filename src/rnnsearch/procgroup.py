@@ -1,8 +1,9 @@
 """Run a command as its own process group that ends when this process is stopped.
 
 ``mlflow server`` is a process tree that a SIGTERM to ``make ui`` used to leave serving.
-:func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (SIGKILL after a
-grace period), and stops the group when the command ends. A SIGKILL of this process (or any
+:func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (or SIGINT, for a
+command that cleans up only on Ctrl-C; SIGKILL after a grace period), and stops the group when
+the command ends. A SIGKILL of this process (or any
 other end that runs no code of it) is the job of a watcher (:func:`start_watcher`): a small
 process outside the group that holds the read end of a pipe only this process writes to, and
 stops the group when the pipe ends. ``PR_SET_PDEATHSIG`` (Linux) on the command is not enough
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -79,27 +81,29 @@ def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: Non
             time.sleep(POLL_SECONDS)
 
 
-def watch_group(pgid: int, grace: float) -> None:
+def watch_group(pgid: int, grace: float, first: int = signal.SIGTERM) -> None:
     """The watcher's body (:func:`start_watcher`): read standard input to its end, which comes
     when the process holding the pipe's other end closed it or ended however it ended
-    (SIGKILL included), then stop group ``pgid`` (:func:`kill_group`) if it still runs.
-    Terminal signals (SIGINT, SIGHUP) are ignored: they are for the process it watches."""
+    (SIGKILL included), then stop group ``pgid`` (:func:`kill_group`, by ``first``) if it still
+    runs. Terminal signals (SIGINT, SIGHUP) are ignored: they are for the process it watches."""
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     while os.read(sys.stdin.fileno(), 4096):
         pass
     if group_running(pgid):
-        kill_group(pgid, grace)
+        kill_group(pgid, grace, first=first)
 
 
-def start_watcher(pgid: int, grace: float) -> tuple[subprocess.Popen, int]:
+def start_watcher(pgid: int, grace: float, first: int = signal.SIGTERM
+                  ) -> tuple[subprocess.Popen, int]:
     """Start a watcher of process group ``pgid``, in a process group of its own so that
     signals to this process's group or to ``pgid`` miss it; return it and the write end of its
     standard input, which this process alone holds (the descriptor is not inherited). Closing
-    that end, or the end of this process, has the watcher stop the group (:func:`watch_group`)
-    and exit."""
+    that end, or the end of this process, has the watcher stop the group (:func:`watch_group`,
+    by ``first``) and exit."""
     read_end, write_end = os.pipe()
-    code = f"from rnnsearch.procgroup import watch_group; watch_group({pgid}, {grace!r})"
+    code = (f"from rnnsearch.procgroup import watch_group; "
+            f"watch_group({pgid}, {grace!r}, {int(first)})")
     source = str(Path(__file__).resolve().parents[1])       # where this package is imported from
     path = os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))
     try:
@@ -125,28 +129,30 @@ class _StopRequest:
 
 def run_group(cmd: Sequence[str], env: Mapping[str, str] | None = None,
               grace: float = 5.0, cwd: str | Path | None = None,
-              forward_sigint: bool = False) -> int | None:
+              interrupt: bool = False) -> int | None:
     """Run ``cmd`` as its own process group until it ends or a stop signal arrives, then stop
-    the whole group (:func:`stop_group`: SIGTERM, or SIGINT for a SIGINT when
-    ``forward_sigint``, as Ctrl-C in a terminal would reach it); a watcher
-    (:func:`start_watcher`) stops it should this process end without doing so (SIGKILL).
+    the whole group (:func:`stop_group`: SIGTERM, or with ``interrupt`` SIGINT, as Ctrl-C in a
+    terminal reaches it, whichever stop signal came: for a command that cleans up on Ctrl-C
+    but ends at once on SIGTERM, as ``dvc exp run`` leaves its temporary copy); a watcher
+    (:func:`start_watcher`) stops it alike should this process end without doing so
+    (SIGKILL).
     Returns the command's exit status when it ended by itself, or None when a signal stopped
     it."""
-    request = _StopRequest()
+    request, stop_signal = _StopRequest(), signal.SIGINT if interrupt else signal.SIGTERM
     previous = {signum: signal.signal(signum, request) for signum in STOP_SIGNALS}
     child = watcher = None
     pipe = -1
     try:
         child = subprocess.Popen(list(cmd), env=None if env is None else dict(env), cwd=cwd,
-                                 process_group=0, preexec_fn=set_parent_death_signal)
-        watcher, pipe = start_watcher(child.pid, grace)
+                                 process_group=0,
+                                 preexec_fn=partial(set_parent_death_signal, stop_signal))
+        watcher, pipe = start_watcher(child.pid, grace, stop_signal)
         while child.poll() is None and request.signum is None:
             time.sleep(POLL_SECONDS)
         return None if request.signum else child.returncode
     finally:
         if child is not None:
-            interrupted = forward_sigint and request.signum == signal.SIGINT
-            stop_group(child, grace, signal.SIGINT if interrupted else signal.SIGTERM)
+            stop_group(child, grace, stop_signal)
         if watcher is not None:
             os.close(pipe)                  # the group is gone: the watcher just exits
             watcher.wait()

@@ -53,10 +53,11 @@ def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = Fals
             print(shell_line(step), flush=True)
             if dry or (step[1] == "branch" and not has_branch(root, branch(name))):
                 continue
-            # its own process group, stopped with this one (even by SIGKILL): an interrupted
-            # chain leaves no `dvc exp run` behind
+            # its own process group, stopped with this one (even by SIGKILL) by SIGINT, on
+            # which DVC removes its temporary copy: a stopped chain leaves no `dvc exp run`
+            # and no copy behind
             status = run_group(step, env=run_environment(merged), grace=STOP_GRACE, cwd=root,
-                               forward_sigint=True)
+                               interrupt=True)
             if status is None:
                 print(f"preset '{name}': stopped", file=sys.stderr)
                 return INTERRUPTED
