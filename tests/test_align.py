@@ -2,6 +2,9 @@
 gold-to-pipeline token mapping and attention links from forced decoding."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -391,3 +394,39 @@ def test_a_figure_sentence_missing_from_the_gold_set_is_refused_naming_the_key(t
     with pytest.raises(StageError, match=r"^align\.figure_sentence: .*gold\.json has no "
                                          r"sentence '109' \(its ids: 1 \.\.\. 3; null"):
         check_figure_sentence(gold, "109", tmp_path / "gold.json")
+
+
+A_STAGE_WITH_A_POOL = """
+import signal, threading, time
+from rnnsearch.alignment.corpus import worker_pool
+
+def interrupt(signum, frame):          # the stage runner's handler: SIGTERM as Ctrl-C
+    raise KeyboardInterrupt
+
+def task():
+    # a second thread, as tqdm's monitor in an aligner's worker, takes the SIGTERM (the kernel
+    # may give a signal to any thread); the main thread waits, as an idle worker for a task
+    threading.Thread(target=time.sleep, args=(120,), daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    threading.Event().wait()
+
+signal.signal(signal.SIGTERM, interrupt)
+pool = worker_pool(1)
+pool.apply_async(task)
+time.sleep(2)
+pool.terminate()                       # SIGTERM to the worker, then wait for it
+pool.join()
+print("pool ended", flush=True)
+"""
+
+
+def test_the_aligners_pool_ends_whichever_thread_takes_its_sigterm():
+    """The end of the aligners' pool (``Pool.terminate``: SIGTERM to the idle workers) ends
+    workers forked from a stage (whose SIGTERM handler only the main thread runs) also when
+    another thread takes the signal: the align stage once hung for ever there."""
+    from conftest import REPO
+
+    done = subprocess.run([sys.executable, "-c", A_STAGE_WITH_A_POOL], capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["pool ended"]

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import time
 from dataclasses import dataclass
+from multiprocessing.pool import Pool
 from typing import Any, Sequence
 
 import numpy as np
@@ -101,8 +103,19 @@ def run_jobs(jobs: Sequence[EMJob], processes: int) -> list[dict[str, Any]]:
     """Every job, ``processes`` at a time (forked workers share the corpus copy-on-write)."""
     if processes <= 1 or len(jobs) <= 1:
         return [run_job(job) for job in jobs]
-    with mp.get_context("fork").Pool(min(processes, len(jobs))) as pool:
+    with worker_pool(min(processes, len(jobs))) as pool:
         return pool.map(run_job, jobs, chunksize=1)
+
+
+def worker_pool(processes: int) -> Pool:
+    """``processes`` forked workers (they share the corpus copy-on-write) that end on the
+    SIGTERM with which ``Pool.terminate`` (the end of a ``with`` block) ends them, whichever
+    of their threads takes it: a worker forked from a stage would inherit the stage runner's
+    handler, which only the main thread runs, and with the signal taken by another thread
+    (tqdm's monitor) while the main one waited for a task the worker never ended, nor the
+    stage waiting for it."""
+    return mp.get_context("fork").Pool(processes, initializer=signal.signal,
+                                       initargs=(signal.SIGTERM, signal.SIG_DFL))
 
 
 def symmetrised(choices: Sequence[Sequence[Sequence[int]]], directions: Sequence[str],
