@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -404,51 +406,46 @@ time.sleep(300)
 """
 
 
-@pytest.mark.parametrize("sent, received, status", [(signal.SIGINT, "SIGINT", 130),
-                                                    (signal.SIGTERM, "SIGINT", 130),
-                                                    (signal.SIGHUP, "SIGINT", 130)])
-def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, received, status,
-                                                                  tmp_path):
-    """Ctrl-C, SIGTERM or a closed terminal reach the running ``dvc exp run`` as SIGINT (as
-    Ctrl-C in a terminal: DVC removes its temporary copy, which a SIGTERM left behind); the
-    chain stops there with status 130."""
+def start_chain(tmp_path: Path, step: str, presets: list[str],
+                **popen: Any) -> tuple[subprocess.Popen, Path]:
+    """``presets run`` of ``presets`` (default params) whose every ``dvc exp run`` is the
+    Python code ``step`` (given a marker path), once the first has started; returns the chain
+    and the marker."""
     marker = tmp_path / "signal"
     script = (f"from rnnsearch.config.base import read_params\n"
               f"from rnnsearch.presets import cli\n"
-              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
-              f"{A_STEP_THAT_NAMES_ITS_SIGNAL!r}, {str(marker)!r}]\n"
+              f"cli.command = lambda name: [{sys.executable!r}, '-c', {step!r}, "
+              f"{str(marker)!r}]\n"
               f"params = read_params('params.yaml')\n"
-              f"raise SystemExit(cli.run(['first', 'second'], [params, params]))\n")
+              f"raise SystemExit(cli.run({presets!r}, [params] * {len(presets)}))\n")
     chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
                              env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             **popen)
     deadline = time.time() + 60
     while time.time() < deadline and not (tmp_path / "signal.started").exists():
         time.sleep(0.1)
+    return chain, marker
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stopped_chain_passes_ctrl_c_on_to_dvc_and_stops_there(sent, tmp_path):
+    """Ctrl-C, SIGTERM or a closed terminal reach the running ``dvc exp run`` as SIGINT (as
+    Ctrl-C in a terminal: DVC removes its temporary copy, which a SIGTERM left behind); the
+    chain stops there with status 130."""
+    chain, marker = start_chain(tmp_path, A_STEP_THAT_NAMES_ITS_SIGNAL, ["first", "second"])
     chain.send_signal(sent)
     _, err = chain.communicate(timeout=60)
-    assert chain.returncode == status, err
-    assert marker.read_text() == received and "preset 'first': stopped" in err
+    assert chain.returncode == 130, err
+    assert marker.read_text() == "SIGINT" and "preset 'first': stopped" in err
 
 
 def test_kill_9_of_a_chain_stops_its_dvc_exp_run_by_ctrl_c_too(tmp_path):
     """After a ``kill -9`` of the chain its watcher stops the ``dvc exp run`` as Ctrl-C does
     (SIGINT: DVC removes its temporary copy), not by SIGTERM (which leaves it behind)."""
-    marker = tmp_path / "signal"
-    script = (f"from rnnsearch.config.base import read_params\n"
-              f"from rnnsearch.presets import cli\n"
-              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
-              f"{A_STEP_THAT_NAMES_ITS_SIGNAL!r}, {str(marker)!r}]\n"
-              f"params = read_params('params.yaml')\n"
-              f"raise SystemExit(cli.run(['first'], [params]))\n")
-    chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
-                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline and not (tmp_path / "signal.started").exists():
-        time.sleep(0.1)
+    chain, marker = start_chain(tmp_path, A_STEP_THAT_NAMES_ITS_SIGNAL, ["first"])
     chain.kill()
-    chain.wait()
+    chain.communicate()
     deadline = time.time() + 60
     while time.time() < deadline and not marker.exists():
         time.sleep(0.1)
@@ -470,20 +467,9 @@ def test_a_chain_started_in_the_background_still_stops_dvc_by_ctrl_c(tmp_path):
     its ``dvc exp run`` with Ctrl-C's KeyboardInterrupt, on which DVC removes its temporary
     copy, not after the grace period by SIGKILL: the chain's own stop handlers, not an
     ignored SIGINT, are what the command inherits (as Ctrl-C's default action)."""
-    marker = tmp_path / "signal"
-    script = (f"from rnnsearch.config.base import read_params\n"
-              f"from rnnsearch.presets import cli\n"
-              f"cli.command = lambda name: [{sys.executable!r}, '-c', "
-              f"{A_STEP_THAT_STOPS_ON_CTRL_C!r}, {str(marker)!r}]\n"
-              f"params = read_params('params.yaml')\n"
-              f"raise SystemExit(cli.run(['first'], [params]))\n")
-    chain = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
-                             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    deadline = time.time() + 60
-    while time.time() < deadline and not (tmp_path / "signal.started").exists():
-        time.sleep(0.1)
+    chain, marker = start_chain(
+        tmp_path, A_STEP_THAT_STOPS_ON_CTRL_C, ["first"],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     started = time.monotonic()
     chain.send_signal(signal.SIGTERM)
     _, err = chain.communicate(timeout=90)
