@@ -73,11 +73,16 @@ def unbroken(unbroken_run) -> Path:
     return unbroken_run.root
 
 
+HUNG_AFTER = 600.0     # seconds: the tiny run takes one or two minutes, also on a busy machine
+
+
 def watch_stages(root: Path, proc: subprocess.Popen, scripts: list[str]
                  ) -> tuple[dict[str, float], str]:
     """Until ``proc`` ends: the seconds each of ``scripts`` ran (seen every 50 ms), and
-    ``proc``'s stderr."""
+    ``proc``'s stderr. A run still going after :data:`HUNG_AFTER` seconds is stopped and
+    fails the test naming the stage processes it left (the align stage once hung there)."""
     seen: dict[str, tuple[float, float]] = {}
+    deadline = time.monotonic() + HUNG_AFTER
     while True:
         try:
             _, stderr = proc.communicate(timeout=0.05)
@@ -87,12 +92,18 @@ def watch_stages(root: Path, proc: subprocess.Popen, scripts: list[str]
             for script in scripts:
                 if stage_pids(root, script):
                     seen[script] = (seen.get(script, (now, now))[0], now)
+            if now > deadline:
+                running = [f"{pid}: " + b" ".join(cmdline).decode(errors="replace").strip()
+                           for pid, cmdline in project_processes(root).items()]
+                os.killpg(proc.pid, signal.SIGKILL)
+                pytest.fail(f"dvc repro still running after {HUNG_AFTER:.0f} s; the "
+                            f"project's processes: {running}")
     return {script: last - first for script, (first, last) in seen.items()}, stderr
 
 
-def stage_pids(root: Path, script: str) -> list[int]:
-    """Processes running ``pipeline/<script>`` in the project copy ``root``."""
-    pids = []
+def project_processes(root: Path) -> dict[int, list[bytes]]:
+    """The command lines of the processes working in the project copy ``root``, by pid."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -101,9 +112,15 @@ def stage_pids(root: Path, script: str) -> list[int]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if cwd == str(root) and any(part.endswith(f"pipeline/{script}".encode()) for part in cmdline):
-            pids.append(int(entry.name))
-    return pids
+        if cwd == str(root):
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def stage_pids(root: Path, script: str) -> list[int]:
+    """Processes running ``pipeline/<script>`` in the project copy ``root``."""
+    return [pid for pid, cmdline in project_processes(root).items()
+            if any(part.endswith(f"pipeline/{script}".encode()) for part in cmdline)]
 
 
 def start_repro(root: Path, *targets: str) -> subprocess.Popen:
