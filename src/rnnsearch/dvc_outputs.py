@@ -80,9 +80,13 @@ def under_dvc() -> tuple[str, Path] | None:
     addressing = os.environ.get("DVC_STAGE")
     if not addressing or not os.environ.get("DVC_ROOT"):
         return None
-    here = Path.cwd()
-    root = next((folder for folder in (here, *here.parents) if (folder / ".dvc").is_dir()), None)
-    return (addressing, root) if root is not None else None
+    from dvc.exceptions import NotDvcRepoError       # under DVC: it is installed
+    from dvc.repo import Repo
+
+    try:
+        return addressing, Path(Repo.find_root())
+    except NotDvcRepoError:
+        return None
 
 
 def keep_after_success(stage: str) -> None:
