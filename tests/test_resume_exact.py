@@ -183,8 +183,11 @@ def validations(workdir: Path, tag: str) -> list[int]:
 
 
 def last_checkpoint(workdir: Path) -> Path | None:
-    """The ``last.ckpt`` of the run's resume folder in ``workdir`` (None before it exists)."""
-    return next(workdir.glob("*/**/last.ckpt"), None)
+    """The ``last.ckpt`` of the run's resume folder in ``workdir`` (None before it exists); not
+    the one a kill left half-written in its hidden ``.last.ckpt.tmp-<pid>/`` beside it."""
+    return next((path for path in workdir.glob("*/**/last.ckpt")
+                 if not path.parent.name.startswith(".last.ckpt.tmp-")),
+                None)
 
 
 def modified(path: Path | None) -> int | None:
