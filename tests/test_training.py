@@ -385,3 +385,22 @@ def test_local_p_trace_refuses_a_model_without_a_window_predictor(corpus, tmp_pa
             "--data", str(corpus), "--steps", "2"]
     assert local_p_trace.main(args) == 2
     assert "train.models.search: not a local-p model" in capsys.readouterr().err
+
+
+def test_the_best_model_saver_keeps_the_strictly_best_and_any_number_beats_a_nan(tmp_path):
+    """One saver for the translation models and the language model: a tie is not an
+    improvement, a NaN never is, and a NaN kept as the first score is beaten by any number."""
+    from types import SimpleNamespace
+
+    from rnnsearch.training.callbacks import BestModelSaver
+
+    saved: list[int] = []
+    saver = BestModelSaver(tmp_path / "best.pt", "val/ppl", "min",
+                           save=lambda model, path: saved.append(model))
+    nan = float("nan")
+    for step, value in enumerate([nan, 5.0, 5.0, 4.0, nan, 6.0], start=1):
+        trainer = SimpleNamespace(sanity_checking=False, global_step=step, is_global_zero=True,
+                                  callback_metrics={"val/ppl": torch.tensor(value)})
+        saver.on_validation_end(trainer, SimpleNamespace(model=step))
+    assert saved == [1, 2, 4]
+    assert (saver.best, saver.best_step) == (4.0, 4)

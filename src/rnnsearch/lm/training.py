@@ -1,6 +1,7 @@
 """Train the language model with Lightning: budget, checkpoints, resuming, MLflow, metrics.
 
-``best.ckpt`` (best dev perplexity) and ``last.ckpt`` (every ``checkpoint_every`` steps) live in
+``best.pt`` (the weights of best dev perplexity, by the translation models' saver) and
+``last.ckpt`` (every ``checkpoint_every`` steps) live in
 the run's resume folder (:mod:`rnnsearch.training.session`), named by its fingerprint (every
 setting that changes the result, budget and thread count included: a run continued to a larger
 ``max_steps`` does not end where a fresh one does): a run resumes from the ``last.ckpt`` (and
@@ -16,17 +17,20 @@ from typing import Any, Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback, ModelCheckpoint
+from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.loggers import Logger, MLFlowLogger
 
 from rnnsearch.config.pretrain_lm import PretrainLMConfig
 from rnnsearch.config.trees import flatten
+from rnnsearch.data.savefile import save_atomically
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
 from rnnsearch.lm.task import LMTask, RewindStream, perplexity
-from rnnsearch.training.checkpoints import SameDiskCheckpointIO, load_checkpoint
+from rnnsearch.models.files import read_torch_dict
+from rnnsearch.training.callbacks import BestModelSaver
+from rnnsearch.training.checkpoints import SameDiskCheckpointIO
 from rnnsearch.training.session import Session, fingerprint
 
 NOT_IN_RESULT = ("gradient_flow",)   # a diagnostic measured after training
@@ -76,12 +80,11 @@ def build_model(cfg: PretrainLMConfig, vocab_size: int,
 
 
 def build_trainer(cfg: PretrainLMConfig, session: Session, logger: Logger | bool,
-                  callbacks: Sequence[Callback]) -> tuple[pl.Trainer, ModelCheckpoint]:
-    """The Trainer with the step/time budget, clipping, dev checks, ``best.ckpt`` and the
-    session's resume state (``last.ckpt`` after the validation of its step: best.ckpt has seen
+                  callbacks: Sequence[Callback]) -> tuple[pl.Trainer, BestModelSaver]:
+    """The Trainer with the step/time budget, clipping, dev checks, ``best.pt`` and the
+    session's resume state (``last.ckpt`` after the validation of its step: best.pt has seen
     it)."""
-    best = ModelCheckpoint(dirpath=session.folder, filename="best", monitor="val/ppl", mode="min",
-                           auto_insert_metric_name=False, enable_version_counter=False)
+    best = BestModelSaver(session.folder / "best.pt", "val/ppl", "min", save=save_weights)
     max_time = timedelta(minutes=cfg.max_minutes) if cfg.max_minutes is not None else None
     trainer = pl.Trainer(max_steps=cfg.max_steps, max_epochs=-1, max_time=max_time,
                          gradient_clip_val=cfg.clip_norm, gradient_clip_algorithm="norm",
@@ -135,13 +138,20 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
     return LMRun(model, trainer.global_step, coverage, bool(previous), run_id)
 
 
-def select_best(model: LanguageModel, dev: SegmentLoader, best: ModelCheckpoint) -> None:
-    """Keep the final weights or load the best checkpoint's, whichever has lower dev perplexity."""
-    if not best.best_model_path or best.best_model_score is None:
+def save_weights(model: LanguageModel, path: Path) -> None:
+    """``{"state_dict"}`` of ``model`` (CPU tensors), written whole or not at all."""
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    save_atomically(path, lambda file: torch.save({"state_dict": state}, file))
+
+
+def select_best(model: LanguageModel, dev: SegmentLoader, best: BestModelSaver) -> None:
+    """Keep the final weights or load the best saved ones, whichever has lower dev perplexity."""
+    if best.best is None:
         return
-    if perplexity(model, dev) > float(best.best_model_score):
-        state = load_checkpoint(best.best_model_path)
-        model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
+    if perplexity(model, dev) > best.best:
+        model.load_state_dict(read_torch_dict(best.path, ("state_dict",), "the language "
+                                              "model's best weights", "delete the run's resume "
+                                              "folder to train afresh")["state_dict"])
 
 
 def lm_metrics(cfg: PretrainLMConfig, run: LMRun, data: LMData) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""Callbacks: keep the best dev model as weights-only ``model.pt``; dev BLEU with greedy search."""
+"""Callbacks: keep the best dev model's weights (a translation model's ``model.pt``, the language
+model's ``best.pt``); dev BLEU with greedy search."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pytorch_lightning as pl
 import sacrebleu
@@ -15,17 +17,19 @@ from rnnsearch.training.module import BleuScorer
 
 
 class BestModelSaver(pl.Callback):
-    """After each validation, write ``path`` (see ``save_model``) when ``monitor`` improved;
-    the best score is checkpointed, so a resumed run never overwrites a better model."""
+    """After each validation, ``save(pl_module.model, path)`` when ``monitor`` improved
+    (strictly); the best score is checkpointed, so a resumed run never overwrites a better
+    model."""
 
-    def __init__(self, path: str | Path, monitor: str = "val/loss", mode: str = "min") -> None:
-        self.path, self.monitor, self.mode = Path(path), monitor, mode
+    def __init__(self, path: str | Path, monitor: str = "val/loss", mode: str = "min",
+                 save: Callable[[Any, Path], None] = save_model) -> None:
+        self.path, self.monitor, self.mode, self.save = Path(path), monitor, mode, save
         self.best: float | None = None
         self.best_step = -1
         self.best_metrics: dict[str, float] = {}
 
     def _improved(self, value: float) -> bool:
-        if self.best is None:
+        if self.best is None or math.isnan(self.best):   # a NaN is beaten by any number
             return True
         return value < self.best if self.mode == "min" else value > self.best
 
@@ -39,7 +43,7 @@ class BestModelSaver(pl.Callback):
         self.best_metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
                              if k.startswith("val/")}
         if trainer.is_global_zero:
-            save_model(pl_module.model, self.path)
+            self.save(pl_module.model, self.path)
 
     def state_dict(self) -> dict[str, Any]:
         return {"best": self.best, "best_step": self.best_step, "best_metrics": self.best_metrics}
