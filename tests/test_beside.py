@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from rnnsearch.presets import cli, comparison, export
+from rnnsearch.presets import cli, export
+from rnnsearch.runs import comparison
 from rnnsearch.data.vocab import Vocabulary
-from conftest import REPO
+from conftest import REPO, run_script
 from test_report import HANSARD, _eval, write_prepare
 
 F1 = {"all": 40.0, "in_vocabulary": 45.5, "rare": 12.25, "unseen": 3.0}
@@ -340,7 +341,9 @@ def test_compare_against_another_preset_tests_the_two_branches_translations(runs
         commit_run(runs, lines, f"{name} run")
     git(runs, "checkout", "-q", "main")
 
-    assert comparison.main(["supervised_cond", "--against", "conditional"]) == 0
+    done = run_script("compare.py", "--preset", "supervised_cond", "--against", "conditional",
+                      cwd=runs)
+    assert done.returncode == 0, done.stderr
     folder = runs / "reports/presets/supervised_cond"
     tests = json.loads((folder / "significance_conditional.json").read_text())
     assert tests["baseline"] == "conditional" and not (folder / "significance.json").exists()

@@ -71,8 +71,7 @@ def script_stage(cmd: str) -> str:
     """The stage whose code ``cmd`` runs: ``python pipeline/tokenize_text.py ...`` ->
     ``tokenize``."""
     script = cmd.split()[1]
-    if not script.startswith("pipeline/"):          # python -m rnnsearch.presets (compare)
-        return next(name for name, module in code.MODULES.items() if module == cmd.split()[2])
+    assert script.startswith("pipeline/"), cmd
     stem = Path(script).stem
     return next((name for name, file in code.SCRIPTS.items() if file == stem), stem)
 

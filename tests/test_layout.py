@@ -23,6 +23,8 @@ those inside functions included):
   - ``training``: trains a model, its dev BLEU by greedy decoding (``decoding``), its init from
     word vectors (``embeddings``) and a language model (``models.lm_transfer``).
   - ``lm``: the language model, trained with training's checkpoint and resume machinery.
+  - ``runs``: finished runs kept apart from the workspace (an experiment's git branch and DVC
+    cache) and the comparison of two runs, shared by the ``compare`` stage and the presets tool.
   - ``stages``, ``bench``, ``experiments``, ``presets``: the commands, each on the library,
     none on another: a stage runs only its own stage, and a tool runs the library, not a stage
     module.
@@ -53,6 +55,7 @@ LAYERS = (
     ("decoding",),
     ("training",),
     ("lm",),
+    ("runs",),
     ("stages", "bench", "experiments", "presets"),
 )
 STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "code", "train",

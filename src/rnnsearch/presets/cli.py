@@ -22,8 +22,8 @@ from rnnsearch.command import entry_point
 from rnnsearch.config.base import parse_params
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import repo_root
-from rnnsearch.presets.branches import branch, fetch_cell, file_at, has_branch, trained_cell
-from rnnsearch.presets.comparison import attention_counts_at
+from rnnsearch.runs.branches import branch, fetch_cell, file_at, has_branch, trained_cell
+from rnnsearch.runs.comparison import attention_counts_at
 from rnnsearch.presets.definition import adopt, check_adoptable, command, resolve, run_environment
 from rnnsearch.presets.export import export, exported
 from rnnsearch.presets.tracked import dispatch
@@ -90,7 +90,7 @@ def translate(name: str, cell: str, options: list[str]) -> int:
     """Translate with ``cell`` of preset ``name``, fetched from the DVC cache; ``options``: the
     translation command line's (input file, --method, ...). The command line runs as a process
     of its own, so that the comparisons, which share this module, do not depend on decoding."""
-    from rnnsearch.presets.experiment_files import TOKENIZED, model_path
+    from rnnsearch.runs.cache import TOKENIZED, model_path
 
     root, ref = trained_cell(name, cell)
     folder = fetch_cell(root, ref, cell, name)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "translate", "layers"],
                         help="compare NAME [--against OTHER]: its comparison's DVC stage "
                              "(reports/presets/dvc.yaml, running python -m "
-                             "rnnsearch.presets.comparison); "
+                             "rnnsearch.runs.comparison); "
                              "translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
                              "translate with that cell of the experiment's branch; layers NAME "
                              "CELL: a Transformer cell's attention AER read from each decoder "

@@ -7,13 +7,14 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from rnnsearch.config.base import read_params
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import check_name, load_preset, preset_path, repo_root
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import merge
+from rnnsearch.runs.branches import section
 
 
 
@@ -22,8 +23,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an o
 
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
 
-
-T = TypeVar("T")
 
 
 def preset_overrides(name: str, seen: tuple[str, ...] = (),
@@ -109,21 +108,6 @@ def run_environment(params: dict[str, Any]) -> dict[str, str]:
     if mirror and not env.get(MIRROR_ENV) and not Path(mirror).expanduser().is_absolute():
         env[MIRROR_ENV] = str((repo_root() / mirror).resolve())
     return env
-
-
-def section(params: dict[str, Any], cls: type[T], key: str) -> T:
-    """Section ``key`` of ``params`` as its validated dataclass (absent: its defaults); a bad
-    value is a :class:`ConfigError` naming the key."""
-    from rnnsearch.config.base import from_dict
-
-    return from_dict(cls, params.get(key) or {}, key)
-
-
-def report_method(params: dict[str, Any]) -> str:
-    """The system the report's tables show (``report.method``), as params.yaml sets it."""
-    from rnnsearch.config.report import ReportConfig
-
-    return section(params, ReportConfig, "report").method
 
 
 def check_adoptable(name: str, source: str | Path) -> None:

@@ -13,8 +13,8 @@ import yaml
 from rnnsearch.config.base import parse_params
 from rnnsearch.config.repository import check_name, repo_root
 from rnnsearch.config.trees import flatten
-from rnnsearch.presets.branches import branch, branch_cells, export_folder, git, require_branch
-from rnnsearch.presets.comparison import tested_comparison
+from rnnsearch.runs.branches import branch, branch_cells, export_folder, git, require_branch
+from rnnsearch.runs.comparison import tested_comparison
 from rnnsearch.presets.definition import override_argument
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import yaml
 from rnnsearch.config.base import read_params
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import check_name, repo_root
-from rnnsearch.presets.branches import exported_run
-from rnnsearch.presets.definition import report_method
+from rnnsearch.runs.branches import exported_run
+from rnnsearch.runs.branches import report_method
 
 
 

@@ -1,7 +1,7 @@
 """A preset's cells beside the default run's (or another preset's): for each cell both grids
 share by name, one table row per run (BLEU, with ``<unk>`` replaced, No-UNK, chrF, unigram F1,
 attention AER) and Figure 2 with both runs' curves; with ``significance.json``
-(:func:`rnnsearch.presets.comparison.significance`) the preset rows get p-values and a per-bucket table.
+(:func:`rnnsearch.runs.comparison.significance`) the preset rows get p-values and a per-bucket table.
 
 Reads two metrics folders as the report stage does (and the ``prepare`` params beside them);
 runs that may have different test sets are refused with the reason (:func:`unshared_test_set`)."""

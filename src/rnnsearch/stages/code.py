@@ -34,7 +34,6 @@ STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "tra
           "translate", "search_error", "evaluate", "align", "align_attention", "report", "compare")
 RUN_A_MODEL = ("train", "train_seed", "translate", "search_error", "align_attention")
 SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
-MODULES = {"compare": "rnnsearch.presets.comparison"}  # a stage run as `python -m <module>`
 # the sections of train each training stage reads, recorded with its code (train_seed's seed
 # is its own: --seed)
 TRAINING_SETTINGS = {"train": ("data", "optim", "budget", "trainer", "init",
@@ -59,10 +58,10 @@ def stage_record(name: str, graph: Graph | None = None, train: TrainConfig | Non
     """The record of the code stage ``name`` runs (``graph``: the package's, read once), with
     the training settings it reads from ``train`` for a training stage."""
     graph = graph or package_graph(SRC)
-    modules = code_modules(graph, [MODULES.get(name, f"rnnsearch.stages.{name}")])
+    modules = code_modules(graph, [f"rnnsearch.stages.{name}"])
     if name in RUN_A_MODEL:
         modules -= {ARCHITECTURES_MODULE}
-    scripts = [] if name in MODULES else [f"{SCRIPTS.get(name, name)}.py", "_entry.py"]
+    scripts = [f"{SCRIPTS.get(name, name)}.py", "_entry.py"]
     record: dict[str, object] = {
         "stage": name, "modules": digests(graph, modules),
         "scripts": {script: code_digest(PIPELINE / script) for script in scripts}}

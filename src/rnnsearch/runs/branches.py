@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -74,8 +74,8 @@ def trained_cell(name: str, cell: str) -> tuple[Path, str]:
 
 def fetch_cell(root: Path, rev: str, cell: str, label: str) -> Path:
     """Fetch ``cell``'s model, vocabularies and params of revision ``rev`` from the DVC cache
-    into ``.cache/experiments/<label>/`` (:func:`rnnsearch.presets.experiment_files.fetch`)."""
-    from rnnsearch.presets.experiment_files import fetch
+    into ``.cache/experiments/<label>/`` (:func:`rnnsearch.runs.cache.fetch`)."""
+    from rnnsearch.runs.cache import fetch
 
     return fetch(root, yaml.safe_load(file_at(root, rev, "dvc.lock")),
                  file_at(root, rev, "params.yaml") + "\n", cell, label)
@@ -98,3 +98,21 @@ def exported_run(label: str, root: Path, folder: Path | None = None) -> Run:
         raise ConfigError(f"{shown}/metrics: not found; export the preset first "
                           f"(python -m rnnsearch.presets export {label})")
     return Run.load(label, folder / "metrics", f"{shown}/metrics/")
+
+
+T = TypeVar("T")
+
+
+def section(params: dict[str, Any], cls: type[T], key: str) -> T:
+    """Section ``key`` of ``params`` as its validated dataclass (absent: its defaults); a bad
+    value is a :class:`ConfigError` naming the key."""
+    from rnnsearch.config.base import from_dict
+
+    return from_dict(cls, params.get(key) or {}, key)
+
+
+def report_method(params: dict[str, Any]) -> str:
+    """The system the report's tables show (``report.method``), as params.yaml sets it."""
+    from rnnsearch.config.report import ReportConfig
+
+    return section(params, ReportConfig, "report").method

@@ -1,22 +1,17 @@
-"""The DVC stage ``compare@<preset>-vs-<other>`` (reports/presets/dvc.yaml), run as
-``python -m rnnsearch.presets.comparison NAME [--against OTHER]``: the paired bootstraps of two
-runs' committed translations (with their replicates, and attention AER where both attend),
-written to ``significance*.json``, then the beside page. Its code record holds this module and
-what it imports, not the presets' runner or export: an edit to those stales no comparison."""
+"""Two runs compared: the paired bootstraps of their committed translations (with their
+replicates, and attention AER where both attend), written to ``significance*.json``
+(:func:`significance`), then the beside page (:func:`compare`). The ``compare`` stage
+(:mod:`rnnsearch.stages.compare`) runs both; the presets tool's export too."""
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from rnnsearch.command import entry_point
 from rnnsearch.config.base import parse_params, read_params
 from rnnsearch.config.repository import check_name, repo_root
-from rnnsearch.presets.branches import (branch, export_folder, exported_run, fetch_cell, file_at,
-                                        git, require_branch)
-from rnnsearch.presets.definition import report_method, section
+from rnnsearch.runs.branches import (branch, export_folder, exported_run, fetch_cell, file_at,
+                                     git, report_method, require_branch, section)
 
 if TYPE_CHECKING:
     from rnnsearch.reporting.beside import Outcome, Run
@@ -158,7 +153,7 @@ def attention_counts_at(root: Path, rev: str, label: str, cells: Sequence[str],
     from rnnsearch.data.subword import TextUnits
     from rnnsearch.data.vocab import Vocabulary
     from rnnsearch.errors import DataError
-    from rnnsearch.presets.experiment_files import TOKENIZED, model_path
+    from rnnsearch.runs.cache import TOKENIZED, model_path
     from rnnsearch.models.seq2seq import load_model
 
     params = parse_params(file_at(root, rev, "params.yaml"), f"{rev}:params.yaml")
@@ -230,20 +225,3 @@ def compare(name: str, folder: Path | None = None, against: str | None = None) -
     tests = read_json(tests)["cells"] if tests.is_file() else None
     return write_beside(baseline, preset, folder, method, fewest, tests,
                         f"beside_{against}" if against else BESIDE)
-
-
-@entry_point("compare")
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets.comparison",
-                                     description=__doc__)
-    parser.add_argument("name", help="an exported preset (reports/presets/<name>/)")
-    parser.add_argument("--against", metavar="PRESET", default="default",
-                        help="an exported preset, or default: the workspace's default run")
-    args = parser.parse_args(argv)
-    against = None if args.against == "default" else args.against
-    tested_comparison(args.name, export_folder(check_name(args.name)), against, strict=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
