@@ -69,7 +69,7 @@ experiment: $(STAMP)
 ## perplexity (metrics/summary/; plain dvc exp show has every param and metric, some 300
 ## columns). Their curves beside the workspace's: dvc plots diff <experiment> (works offline).
 exps: $(STAMP)
-	@$(PY) -m rnnsearch.presets.exps
+	@$(PY) -m rnnsearch.runs.exps
 
 ## Translate with an experiment's model, the workspace left alone: make translate NAME=deen
 ## CELL=search-50 [INPUT=file] (stdin by default; python -m rnnsearch.presets translate NAME CELL

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from rnnsearch.presets import cli, export
-from rnnsearch.runs import comparison
+from rnnsearch.presets import cli
+from rnnsearch.runs import cells, comparison, export
 from rnnsearch.data.vocab import Vocabulary
 from conftest import REPO, run_script
 from test_report import HANSARD, _eval, write_prepare
@@ -396,7 +396,7 @@ def test_layers_scores_a_transformer_cells_attention_from_each_decoder_layer(run
         read.append((rev, label, cells, layer))
         return {cells[0]: {"argmax": np.array([perfect] * layer + [wrong] * (4 - layer))}}
 
-    monkeypatch.setattr(cli, "attention_counts_at", counts_at)
+    monkeypatch.setattr(cells, "attention_counts_at", counts_at)
     assert cli.main(["layers", "transformer", "transformer-50"]) == 0
     assert read == [("preset/transformer", "transformer", ["transformer-50"], layer)
                     for layer in range(3)]

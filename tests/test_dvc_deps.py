@@ -104,7 +104,7 @@ def test_an_edit_to_the_presets_runner_export_or_report_stales_no_comparison(sou
     """Was: the comparisons ran ``python -m rnnsearch.presets bootstrap``, so their record held
     the whole presets command (runner, export) and through export the report's writer."""
     def edit():
-        for module in ("presets/cli.py", "presets/export.py", "presets/tracked.py",
+        for module in ("presets/cli.py", "runs/export.py", "runs/registry.py",
                        "reporting/write.py"):
             append(sources / module, "\nEDITED = 1\n")
     assert changed_after(edit) == {"report"}

@@ -427,7 +427,7 @@ def check_exps_view(root: Path) -> None:
     lines = shown.splitlines()
     own_params = next(line for line in lines if line.startswith("own "))
     assert "prepare.custom" in own_params or "prepare.corpus" in own_params, own_params
-    from rnnsearch.presets.exps import number
+    from rnnsearch.runs.exps import number
 
     summary = json.loads(run_in(["git", "show", "preset/own:metrics/summary/search-20.json"],
                                 root).stdout)

@@ -18,7 +18,8 @@ from conftest import REPO, make_project, run_in
 from rnnsearch.config.base import read_params
 from rnnsearch.config.repository import load_preset
 from rnnsearch.config.sections import grid_cells
-from rnnsearch.presets import cli, definition, export
+from rnnsearch.presets import cli, definition
+from rnnsearch.runs import export, overrides
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.sections import validate_params
 
@@ -118,11 +119,11 @@ def test_preset_with_a_bad_value_fails_naming_the_key(tmp_path, monkeypatch):
 
 
 def test_override_arguments_use_dvc_syntax():
-    assert definition.override_argument("a.b", [30, 50]) == "a.b=[30,50]"
-    assert definition.override_argument("a.m", ["search"]) == 'a.m=["search"]'
-    assert definition.override_argument("a.flag", False) == "a.flag=false"
-    assert definition.override_argument("a.p", "32-true") == "a.p=32-true"
-    assert definition.override_argument("a.x", None) == "a.x=null"
+    assert overrides.override_argument("a.b", [30, 50]) == "a.b=[30,50]"
+    assert overrides.override_argument("a.m", ["search"]) == 'a.m=["search"]'
+    assert overrides.override_argument("a.flag", False) == "a.flag=false"
+    assert overrides.override_argument("a.p", "32-true") == "a.p=32-true"
+    assert overrides.override_argument("a.x", None) == "a.x=null"
     cmd = definition.command("quick")
     assert cmd[:6] == ["dvc", "exp", "run", "--temp", "-n", "quick"]
     assert "prepare.corpus=multi30k" in cmd
@@ -491,7 +492,7 @@ def dvc_row(rev: str, name: str | None, params: dict, cells: dict[str, dict],
 def test_make_exps_shows_each_experiments_changed_params_and_cell_numbers_in_80_columns():
     """Was: ``make exps`` printed dvc exp show's wide table, whose columns an experiment's
     numbers fell off at 200 columns (and piped, at 32)."""
-    from rnnsearch.presets.exps import tables
+    from rnnsearch.runs.exps import tables
 
     base = {"train": {"seed": 1234, "grid": {"max_lens": [30, 50]}}, "report": {"method": "beam"}}
     default = {"search-50": {"bleu": 12.19, "bleu_no_unk": 21.57, "dev_ppl": 14.4827}}

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import subprocess
 import sys
 from typing import Any, Sequence
 
 from rnnsearch.command import entry_point
-from rnnsearch.config.base import parse_params
-from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import repo_root
-from rnnsearch.runs.branches import branch, fetch_cell, file_at, has_branch, trained_cell
-from rnnsearch.runs.comparison import attention_counts_at
+from rnnsearch.runs.branches import branch, has_branch
+from rnnsearch.runs.cells import layer_aers, translate
 from rnnsearch.presets.definition import adopt, check_adoptable, command, resolve, run_environment
-from rnnsearch.presets.export import export, exported
-from rnnsearch.presets.tracked import dispatch
+from rnnsearch.runs.export import export, exported
+from rnnsearch.runs.registry import dispatch
 from rnnsearch.procgroup import run_group
 
 STOP_GRACE = 30.0       # seconds DVC gets to clean up its temporary copy when the chain is stopped
@@ -68,38 +65,6 @@ def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = Fals
     return 0
 
 
-def layer_aers(name: str, cell: str) -> list[dict[str, float]]:
-    """Per decoder layer, first first: the AER of Transformer ``cell``'s cross-attention."""
-    from rnnsearch.alignment.aer import aer_of_counts
-    from rnnsearch.config.base import from_dict
-    from rnnsearch.config.train import TrainConfig
-
-    root, ref = trained_cell(name, cell)
-    params = parse_params(file_at(root, ref, "params.yaml"), f"{ref}:params.yaml")
-    model = from_dict(TrainConfig, params.get("train", {}), "train").model_config(
-        cell.rpartition("-")[0])
-    if model.model != "transformer":
-        raise ConfigError(f"{cell} of {ref} is a '{model.model}' model: only a Transformer has "
-                          f"layers of attention to choose from")
-    return [{variant: float(aer_of_counts(counts.sum(0))) for variant, counts in
-             attention_counts_at(root, ref, name, [cell], layer)[cell].items()}
-            for layer in range(model.decoder_layers)]
-
-
-def translate(name: str, cell: str, options: list[str]) -> int:
-    """Translate with ``cell`` of preset ``name``, fetched from the DVC cache; ``options``: the
-    translation command line's (input file, --method, ...). The command line runs as a process
-    of its own, so that the comparisons, which share this module, do not depend on decoding."""
-    from rnnsearch.runs.cache import TOKENIZED, model_path
-
-    root, ref = trained_cell(name, cell)
-    folder = fetch_cell(root, ref, cell, name)
-    return subprocess.call([sys.executable, "-m", "rnnsearch.decoding.cli", *options,
-                            "--model", str(folder / model_path(cell)),
-                            "--vocab-dir", str(folder / TOKENIZED),
-                            "--params", str(folder / "params.yaml")])
-
-
 @entry_point("presets")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rnnsearch.presets", description=__doc__,
@@ -107,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["check", "show", "run", "export", "compare",
                                            "translate", "layers"],
                         help="compare NAME [--against OTHER]: its comparison's DVC stage "
-                             "(reports/presets/dvc.yaml, running python -m "
-                             "rnnsearch.runs.comparison); "
+                             "(reports/presets/dvc.yaml, running "
+                             "pipeline/compare.py); "
                              "translate NAME CELL [options of python -m rnnsearch.decoding.cli]: "
                              "translate with that cell of the experiment's branch; layers NAME "
                              "CELL: a Transformer cell's attention AER read from each decoder "

@@ -3,9 +3,7 @@ merged over params.yaml and validated, the ``dvc exp run --temp -S ...`` command
 and a user's own overrides file adopted as a preset (``--from``)."""
 from __future__ import annotations
 
-import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +13,8 @@ from rnnsearch.config.repository import check_name, load_preset, preset_path, re
 from rnnsearch.config.sections import grid_cells, validate_params
 from rnnsearch.config.trees import merge
 from rnnsearch.runs.branches import section
+from rnnsearch.runs.overrides import override_argument
 
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")  # strings that need no quoting in an override
 
 
 EXTENDS = "extends"                       # a preset's key naming the preset it starts from
@@ -38,27 +34,6 @@ def preset_overrides(name: str, seen: tuple[str, ...] = (),
         raise ConfigError(f"{preset_path(name)}: {EXTENDS}: must name another preset, not one "
                           f"that leads back to it, got {base!r}")
     return merge(preset_overrides(base, seen + (name,)), own)
-
-
-def hydra_value(value: Any, in_list: bool = False) -> str:
-    """``value`` in DVC's (Hydra's) override syntax: null, true/false, numbers, strings (plain
-    when they can be, else quoted; always quoted inside a list), ``[...]`` and ``{key:...}``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, str):
-        return value if _PLAIN.fullmatch(value) and not in_list else json.dumps(value)
-    if isinstance(value, list):
-        return f"[{','.join(hydra_value(v, in_list=True) for v in value)}]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def override_argument(key: str, value: Any) -> str:
-    """One ``dvc exp run -S`` override in DVC's (Hydra's) syntax."""
-    return f"{key}={hydra_value(value)}"
 
 
 def override_arguments(base: dict[str, Any], preset: dict[str, Any],

@@ -15,7 +15,7 @@ from rnnsearch.config.repository import check_name, repo_root
 from rnnsearch.config.trees import flatten
 from rnnsearch.runs.branches import branch, branch_cells, export_folder, git, require_branch
 from rnnsearch.runs.comparison import tested_comparison
-from rnnsearch.presets.definition import override_argument
+from rnnsearch.runs.overrides import override_argument
 
 if TYPE_CHECKING:
     from rnnsearch.reporting.beside import Outcome

@@ -1,7 +1,8 @@
-"""``make exps``: the experiments beside the workspace in two narrow tables that fit any
-terminal: the params each one changed, then one row per experiment and grid cell with its
-headline numbers (``metrics/summary/<cell>.json``). ``dvc exp show`` has a column per param
-and metric (some 300), so at any width most of an experiment's numbers are cut off."""
+"""``make exps`` (``python -m rnnsearch.runs.exps``): the experiments beside the workspace in
+two narrow tables that fit any terminal: the params each one changed, then one row per
+experiment and grid cell with its headline numbers (``metrics/summary/<cell>.json``). ``dvc exp
+show`` has a column per param and metric (some 300), so at any width most of an experiment's
+numbers are cut off."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ from typing import Any, Iterator
 from rnnsearch.command import entry_point
 from rnnsearch.config.repository import repo_root
 from rnnsearch.config.trees import flatten
-from rnnsearch.presets.definition import override_argument
+from rnnsearch.runs.overrides import override_argument
 
 SUMMARY = "metrics/summary/"
 NUMBERS = (("bleu", "BLEU", 2), ("bleu_no_unk", "No UNK", 2), ("dev_ppl", "Dev ppl", 2))
@@ -75,7 +76,7 @@ def tables(shown: list[dict[str, Any]]) -> str:
 
 @entry_point("exps")
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m rnnsearch.presets.exps", description=__doc__
+    argparse.ArgumentParser(prog="python -m rnnsearch.runs.exps", description=__doc__
                             ).parse_args(argv)
     shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo_root(), check=True,
                            capture_output=True, text=True).stdout
