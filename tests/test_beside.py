@@ -181,7 +181,7 @@ def test_against_another_preset_puts_the_cells_beside_that_presets(runs):
                                                             "luong_general-50": 7.25}, {},
               aer=0.3125)
     outcome = comparison.compare("supervised", against="luong")
-    assert "beside the preset 'luong''s in supervised/beside_luong.md" in outcome.message
+    assert "beside the preset 'luong''s in reports/presets/supervised/beside_luong.md" in outcome.message
     folder = runs / "reports/presets/supervised"
     assert beside_files(folder) == ["beside_luong.md", "beside_luong.png", "beside_luong.tex"]
     page = (folder / "beside_luong.md").read_text()
@@ -206,9 +206,10 @@ def git(root: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs):
+def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs, capsys):
     """``make preset``'s last step: the branch's report copied, the comparison written from its
-    metrics and the workspace's, and the copied report's heading links it."""
+    metrics and the workspace's, and the copied report's heading links it; its line names the
+    page where it ends up (was: the temporary folder export writes it in)."""
     preset = runs / "reports/presets/subword"
     git(runs, "init", "-q", "-b", "main")
     git(runs, "add", "metrics", "params.yaml")
@@ -222,6 +223,8 @@ def test_export_puts_the_preset_beside_the_default_run_and_links_it(runs):
     git(runs, "commit", "-q", "-m", "preset run")
     git(runs, "checkout", "-q", "main")
     export.export("subword")
+    assert "beside the default run's in reports/presets/subword/beside_default.md" in \
+        capsys.readouterr().out
     readme = (preset / "README.md").read_text()
     assert "Beside the default run: [beside_default.md]" in readme
     assert readme.endswith("# Results\n")

@@ -8,7 +8,7 @@ runs that may have different test sets are refused with the reason (:func:`unsha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from matplotlib.figure import Figure
@@ -357,8 +357,10 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
     save_figure(paired(figure), files[2])
     atomic_write_text(files[0], page(default, preset, tables, files[2].name, files[1].name))
     atomic_write_text(files[1], "\n".join(table.latex() for table in tables))
-    return Outcome(files, f"{', '.join(cells)} beside {default.title}'s in "
-                          f"{out.name}/{files[0].name}")
+    # named where the preset's folder is shown, not where it is written (export writes a
+    # temporary copy of the folder, renamed into place at the end)
+    page_shown = PurePosixPath(preset.shown).parent / files[0].name
+    return Outcome(files, f"{', '.join(cells)} beside {default.title}'s in {page_shown}")
 
 
 def paired(figure: Figure) -> Figure:
