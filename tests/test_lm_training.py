@@ -61,6 +61,21 @@ def test_segments_read_each_stream_left_to_right():
     assert torch.equal(torch.cat([s[1] for s in segments], 1).reshape(-1), loader.targets())
 
 
+def test_a_restored_loader_starts_its_next_pass_at_the_first_segment_not_handed_out():
+    """The state Lightning checkpoints with the loop: a pass cut after 2 of 3 segments resumes
+    at the third, and only that pass does."""
+    streams = batchify(torch.arange(23), 2)
+    first = SegmentLoader(streams, bptt=4)
+    reading = iter(first)
+    next(reading), next(reading)
+    state = first.state_dict()
+    assert state == {"segments": 2}
+    restored = SegmentLoader(streams, bptt=4)
+    restored.load_state_dict(state)
+    assert [x[0, 0].item() for x, _ in restored] == [8]
+    assert [x[0, 0].item() for x, _ in restored] == [0, 4, 8]
+
+
 def test_unigram_perplexity_add_one():
     train = torch.tensor([0, 1, 1, 1])  # counts + 1 over V = 2: [2, 4] / 6
     assert unigram_perplexity(train, torch.tensor([1, 1]), 2) == pytest.approx(1.5)

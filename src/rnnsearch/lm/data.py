@@ -42,13 +42,17 @@ def batchify(stream: torch.Tensor, n_streams: int) -> torch.Tensor:
 
 class SegmentLoader:
     """Iterates the segments of ``[B, L]`` streams in order, one ``(inputs, targets)`` per step.
-    Resumable: :meth:`resume_at` makes the next pass start at segment ``n`` (later passes start at
-    0), so a run restored mid-epoch continues with the segment it had not yet trained on."""
+    Stateful as the translation models' :class:`~rnnsearch.training.resume.ResumableLoader`:
+    Lightning checkpoints :meth:`state_dict` (the segments this pass handed out) with the loop,
+    and a run restored mid-epoch continues with the first segment it had not trained on (only
+    that pass starts there). Lightning reads a sized loader without fetching ahead, so what was
+    handed out is what was trained on."""
 
     def __init__(self, streams: torch.Tensor, bptt: int) -> None:
         self.streams = streams  # batch x length
         self.bptt = bptt
-        self._start = 0
+        self._start = 0         # where the next pass starts (load_state_dict)
+        self._served = 0        # segments of the current pass handed out
 
     def __len__(self) -> int:
         return math.ceil((self.streams.shape[1] - 1) / self.bptt)
@@ -59,9 +63,11 @@ class SegmentLoader:
         end = min(begin + self.bptt, self.streams.shape[1] - 1)
         return self.streams[:, begin:end], self.streams[:, begin + 1: end + 1]
 
-    def resume_at(self, n: int) -> None:
-        """Start the next pass at segment ``n``."""
-        self._start = n
+    def state_dict(self) -> dict[str, int]:
+        return {"segments": self._served}
+
+    def load_state_dict(self, state_dict: dict[str, int]) -> None:
+        self._start = int(state_dict["segments"])
 
     def __iter__(self) -> Iterator[Segment]:
         # A generator: the start is read at the first next(), not when Lightning calls iter()
@@ -69,6 +75,7 @@ class SegmentLoader:
         # reading a sized loader after its len() batches, so code after the loop never runs.
         start, self._start = self._start, 0
         for i in range(start, len(self)):
+            self._served = i + 1
             yield self.segment(i)
 
     def targets(self) -> torch.Tensor:

@@ -48,18 +48,16 @@ class LMTask(pl.LightningModule):
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self.carry: State | None = None  # final state of the last training segment, detached
-        self.segments_done = 0  # training segments read in the current epoch
         self._val_carry: State | None = None
         self._val_sum, self._val_count = 0.0, 0
 
     def on_train_epoch_start(self) -> None:
-        self.carry, self.segments_done = None, 0
+        self.carry = None
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         x, y = batch  # batch x steps
         nll, count, state = segment_nll(self.model, x, y, self.carry)
         self.carry = detach_state(state)
-        self.segments_done += 1
         loss = nll / count
         self.log("train/loss", loss, prog_bar=True)
         self.log("train/ppl", loss.detach().exp())
@@ -81,24 +79,9 @@ class LMTask(pl.LightningModule):
         return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["tbptt"] = {"segments_done": self.segments_done, "carry": self.carry}
+        checkpoint["tbptt"] = {"carry": self.carry}
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         saved = checkpoint.get("tbptt")
         if saved is not None:
-            self.segments_done, self.carry = saved["segments_done"], saved["carry"]
-
-
-class RewindStream(pl.Callback):
-    """On restore, make ``loader`` start at the first segment the checkpointed run had not read.
-    Lightning restores a mid-epoch run but restarts a plain iterable from its beginning; this
-    callback rewinds the stream to where ``LMTask`` says it was (``checkpoint["tbptt"]``)."""
-
-    def __init__(self, loader: SegmentLoader) -> None:
-        self.loader = loader
-
-    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                           checkpoint: dict[str, Any]) -> None:
-        saved = checkpoint.get("tbptt")
-        if saved is not None:
-            self.loader.resume_at(saved["segments_done"])
+            self.carry = saved["carry"]

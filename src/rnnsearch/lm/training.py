@@ -9,7 +9,6 @@ the MLflow run) of its own fingerprint only."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +26,7 @@ from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.embeddings.loading import init_embedding
 from rnnsearch.lm.data import SegmentLoader, batchify, read_stream, unigram_perplexity
 from rnnsearch.lm.model import LanguageModel
-from rnnsearch.lm.task import LMTask, RewindStream, perplexity
+from rnnsearch.lm.task import LMTask, perplexity
 from rnnsearch.models.files import read_torch_dict
 from rnnsearch.training.callbacks import BestModelSaver
 from rnnsearch.training.checkpoints import SameDiskCheckpointIO
@@ -123,16 +122,13 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
                              else False)
     run_id = logger.run_id if isinstance(logger, MLFlowLogger) else None
     trainer, best = build_trainer(cfg, session, logger,
-                                  [RewindStream(train), *callbacks,
+                                  [*callbacks,
                                    *session.callbacks(cfg.checkpoint_every)])
     session.start(bool(previous), mlflow_run_id=run_id)
     if isinstance(logger, MLFlowLogger) and not previous:
         logger.log_hyperparams(flatten(cfg))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
-        # (RewindStream makes a mid-epoch restore exact)
-        session.fit(trainer, LMTask(model, cfg.lr), bool(previous), train_dataloaders=train,
-                    val_dataloaders=dev)
+    session.fit(trainer, LMTask(model, cfg.lr), bool(previous), train_dataloaders=train,
+                val_dataloaders=dev)
     select_best(model, dev, best)
     session.discard()                # finished: the caller writes the result
     return LMRun(model, trainer.global_step, coverage, bool(previous), run_id)
