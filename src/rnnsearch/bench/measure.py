@@ -1,9 +1,9 @@
 """Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
 per model training the train stage's way, the arithmetic (FLOPs and products counted by torch,
 :mod:`rnnsearch.bench.ops`), decoding at each batch size with its own roofline and, in the full
-plans, the profiler's accounts. Data are synthetic; untrained models rarely end a sentence, so outputs stop at
-the source length + 1.
-No mlflow, dvc, gensim or sacremoses: a minimal install runs it."""
+plans, the profiler's accounts. Data are synthetic; untrained models rarely end a sentence, so
+outputs stop at the source length + 1. No mlflow, dvc, gensim or sacremoses: a minimal install
+runs it."""
 from __future__ import annotations
 
 import dataclasses
@@ -58,29 +58,37 @@ class Plan:
 
 
 GPU_MODELS = (("default", "search"), ("paper", "search"))
+CPU_MODELS = (("default", "search"), ("default", "encdec"), ("default", "luong_general"),
+              ("default", "transformer"))
 PLANS = {
     # a GPU, about five minutes: every batch size in fp32, TF32 (the stage's default on a GPU)
     # and bf16, eager, and the last two graphed
-    "full": Plan(GPU_MODELS, (80, 256, 1024), ("32-true@highest", "32-true", "bf16-mixed"),
-                 ("32-true", "bf16-mixed"), 5, 5, 20, 40_000, 300, (64, 256, 512, 1024), 8192,
-                 0.05),
+    "full": Plan(models=GPU_MODELS, batches=(80, 256, 1024),
+                 precisions=("32-true@highest", "32-true", "bf16-mixed"),
+                 graph_precisions=("32-true", "bf16-mixed"), profile_steps=5, warmup_steps=5,
+                 steps=20, train_pairs=40_000, per_bucket=300, decode_batches=(64, 256, 512, 1024),
+                 gemm_size=8192, gemm_window_s=0.05),
     # a GPU, what the targets need: each model's own batch and 1024, bf16 graphed
-    "quick": Plan(GPU_MODELS, (1024,), ("32-true", "bf16-mixed"), ("bf16-mixed",), 3, 3, 12,
-                  20_000, 300, (512, 1024), 8192, 0.03),
+    "quick": Plan(models=GPU_MODELS, batches=(1024,), precisions=("32-true", "bf16-mixed"),
+                  graph_precisions=("bf16-mixed",), profile_steps=3, warmup_steps=3, steps=12,
+                  train_pairs=20_000, per_bucket=300, decode_batches=(512, 1024),
+                  gemm_size=8192, gemm_window_s=0.03),
     # a CPU, `make bench` (a few minutes on 2 cores): the default run's three kinds of recurrent
     # model and the Transformer, each trained at its own batch and decoded greedy and with a beam
     # of 5 at batch 64, with their rooflines; no profiles, no side by side
-    "cpu_quick": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
-                       ("default", "transformer")),
-                      (), ("32-true",), (), 0, 3, 15, 5_000, 10, (64,), 1024, 0.03,
-                      methods=("greedy", "beam5")),
+    "cpu_quick": Plan(models=CPU_MODELS, batches=(), precisions=("32-true",),
+                      graph_precisions=(), profile_steps=0, warmup_steps=3, steps=15,
+                      train_pairs=5_000, per_bucket=10, decode_batches=(64,), gemm_size=1024,
+                      gemm_window_s=0.03, methods=("greedy", "beam5")),
     # a CPU, `make bench-full`: the same models, decoding one at a time and batched, profiled
-    "cpu": Plan((("default", "search"), ("default", "encdec"), ("default", "luong_general"),
-                 ("default", "transformer")),
-                (), ("32-true",), (), 10, 5, 30, 20_000, 30, (1, 64), 1024, 0.05),
+    "cpu": Plan(models=CPU_MODELS, batches=(), precisions=("32-true",), graph_precisions=(),
+                profile_steps=10, warmup_steps=5, steps=30, train_pairs=20_000, per_bucket=30,
+                decode_batches=(1, 64), gemm_size=1024, gemm_window_s=0.05),
     # seconds, on either device (numbers mean nothing): the same code
-    "tiny": Plan(GPU_MODELS, (16,), ("32-true",), (), 1, 1, 2, 200, 2, (4, 16), 64, 0.002,
-                 tiny_width=16, tiny_vocab=64),
+    "tiny": Plan(models=GPU_MODELS, batches=(16,), precisions=("32-true",), graph_precisions=(),
+                 profile_steps=1, warmup_steps=1, steps=2, train_pairs=200, per_bucket=2,
+                 decode_batches=(4, 16), gemm_size=64, gemm_window_s=0.002, tiny_width=16,
+                 tiny_vocab=64),
 }
 
 
