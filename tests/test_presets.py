@@ -509,6 +509,26 @@ def test_make_exps_shows_each_experiments_changed_params_and_cell_numbers_in_80_
     assert "lm" not in shown.split() and max(len(line) for line in lines) <= 80
 
 
+def test_make_exps_shows_a_presets_branch_once_also_after_the_baseline_moved_on():
+    """Was: ``dvc exp show`` lists the experiments of HEAD only, so a preset run before the
+    last commit vanished from ``make exps``. With ``--all-branches`` its ``preset/<name>``
+    branch is a row; a branch made from an experiment of HEAD is the same commit, shown once."""
+    from rnnsearch.runs.exps import tables
+
+    base = {"translate": {"search": {"stop": "first_k"}}}
+    bound = {"translate": {"search": {"stop": "bound"}}}
+    numbers = {"search-50": {"bleu": 11.75}}
+    own = dvc_row("e1" * 20, "own", base, numbers)
+    shown = tables([dvc_row("workspace", None, base, numbers),
+                    dvc_row("ab" * 20, "main", base, numbers,
+                            [{"revs": [own], "executor": None, "name": "own"}]),
+                    dvc_row("e1" * 20, "preset/own", base, numbers),
+                    dvc_row("cd" * 20, "preset/stop_bound", bound, numbers)])
+    names = [line.split()[0] for line in shown.split("\n\n")[0].splitlines()[1:]]
+    assert names == ["workspace", "main", "own", "preset/stop_bound"]
+    assert "preset/stop_bound  translate.search.stop=bound" in shown
+
+
 def test_a_split_size_set_for_given_files_is_named_as_without_effect():
     """Was: an experiment that gave its own test file and set ``prepare.sizes.test: 1000`` was
     headed "Params changed: ..., prepare.sizes.test=1000", a param that did nothing."""

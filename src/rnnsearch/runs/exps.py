@@ -1,8 +1,8 @@
-"""``make exps`` (``python -m rnnsearch.runs.exps``): the experiments beside the workspace in
-two narrow tables that fit any terminal: the params each one changed, then one row per
-experiment and grid cell with its headline numbers (``metrics/summary/<cell>.json``). ``dvc exp
-show`` has a column per param and metric (some 300), so at any width most of an experiment's
-numbers are cut off."""
+"""``make exps`` (``python -m rnnsearch.runs.exps``): the experiments and the presets' branches
+beside the workspace in two narrow tables that fit any terminal: the params each one changed,
+then one row per experiment and grid cell with its headline numbers
+(``metrics/summary/<cell>.json``). ``dvc exp show`` has a column per param and metric (some
+300), so at any width most of an experiment's numbers are cut off."""
 from __future__ import annotations
 
 import argparse
@@ -21,16 +21,20 @@ SUMMARY = "metrics/summary/"
 NUMBERS = (("bleu", "BLEU", 2), ("bleu_no_unk", "No UNK", 2), ("dev_ppl", "Dev ppl", 2))
 
 
-def experiment_rows(shown: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, data) of every row of ``dvc exp show --json``: the workspace, the baseline
-    commit and each experiment of it, in DVC's order."""
+def experiment_rows(shown: list[dict[str, Any]], seen: set[str] | None = None
+                    ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, data) of every row of ``dvc exp show --all-branches --json``, in DVC's order: the
+    workspace, the baseline commit and each experiment of it, then the other branches (a
+    preset's ``preset/<name>``, made on an earlier commit too); a commit already shown (a
+    branch made from an experiment of the baseline) is shown once, by its first name."""
+    seen = set() if seen is None else seen
     for entry in shown:
-        if entry.get("data"):
-            rev = entry["rev"]
+        rev = entry["rev"]
+        if entry.get("data") and rev not in seen:
+            seen.add(rev)
             yield entry.get("name") or (rev if rev == "workspace" else rev[:7]), entry["data"]
         for experiment in entry.get("experiments") or []:
-            for rev in experiment.get("revs", [])[:1]:
-                yield from experiment_rows([rev])
+            yield from experiment_rows(experiment.get("revs", [])[:1], seen)
 
 
 def params_of(data: dict[str, Any]) -> dict[str, Any]:
@@ -78,8 +82,8 @@ def tables(shown: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(prog="python -m rnnsearch.runs.exps", description=__doc__
                             ).parse_args(argv)
-    shown = subprocess.run(["dvc", "exp", "show", "--json"], cwd=repo_root(), check=True,
-                           capture_output=True, text=True).stdout
+    shown = subprocess.run(["dvc", "exp", "show", "--all-branches", "--json"], cwd=repo_root(),
+                           check=True, capture_output=True, text=True).stdout
     sys.stdout.write(tables(json.loads(shown)))
     return 0
 
