@@ -33,6 +33,12 @@ HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (s
           "Decoding (s)")
 
 
+def significance_file(baseline: str) -> str:
+    """The file of a preset's paired bootstrap against ``baseline`` (a run's label):
+    ``significance.json`` against the default run, else ``significance_<baseline>.json``."""
+    return "significance.json" if baseline == "default" else f"significance_{baseline}.json"
+
+
 @dataclass(frozen=True)
 class Run:
     """One run as the comparison reads it: its metrics, the units it translated, and the
@@ -53,9 +59,8 @@ class Run:
 
     @property
     def significance_file(self) -> str:
-        """Where a preset's exported folder keeps its paired bootstrap against this run:
-        ``significance.json`` (the default run), else ``significance_<preset>.json``."""
-        return "significance.json" if self.label == "default" else f"significance_{self.label}.json"
+        """Where a preset's exported folder keeps its paired bootstrap against this run."""
+        return significance_file(self.label)
 
     @classmethod
     def load(cls, label: str, metrics: Path, shown: str) -> "Run":

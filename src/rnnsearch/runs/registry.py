@@ -11,8 +11,8 @@ import yaml
 from rnnsearch.config.base import read_params
 from rnnsearch.errors import ConfigError
 from rnnsearch.config.repository import check_name, repo_root
-from rnnsearch.runs.branches import exported_run
-from rnnsearch.runs.branches import report_method
+from rnnsearch.reporting.beside import significance_file
+from rnnsearch.runs.branches import exported_run, report_method
 
 
 
@@ -29,7 +29,7 @@ def comparison_entry(name: str, against: str | None) -> tuple[str, dict[str, str
     return f"{name}-vs-{baseline}", {
         "preset": name, "against": baseline,
         "baseline": "metrics" if against is None else f"reports/presets/{against}/metrics",
-        "tests": "significance.json" if against is None else f"significance_{against}.json"}
+        "tests": significance_file(baseline)}
 
 
 def track(name: str, against: str | None) -> tuple[str, str | None]:
@@ -65,17 +65,14 @@ def dispatch(name: str, against: str | None) -> int:
     """``compare NAME [--against OTHER]``: track the comparison, run its DVC stage
     ``compare@<key>``; on failure a new entry is taken out again."""
     from rnnsearch.data.textio import atomic_write_text
-    from rnnsearch.dvc_outputs import restore_outputs
 
     require_comparable(name, against)
     key, before = track(name, against)
     stage = f"{PIPELINE.as_posix()}:compare@{key}"
     status = subprocess.call(["dvc", "repro", "--force", "--single-item", stage], cwd=repo_root())
-    if status:
+    if status:              # the stage put its previous outputs back (the stage runner)
         if before is not None:
             atomic_write_text(repo_root() / COMPARISONS, before)
-        else:                   # DVC deleted the stage's outputs before it ran: put them back
-            restore_outputs(stage, repo_root())
         raise ConfigError(f"the comparison compare@{key} was not made (DVC's output above says "
                           f"why); every file under reports/presets/ is as it was")
     return 0

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from rnnsearch.config.repository import check_name
+from rnnsearch.reporting.beside import significance_file
 from rnnsearch.runs.branches import export_folder
 from rnnsearch.runs.comparison import tested_comparison
 from rnnsearch.stages.runner import Stage, StageContext
@@ -26,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def outputs(args: argparse.Namespace) -> list[Path]:
     """The significance file and the beside page's three files in the preset's folder."""
     folder = export_folder(check_name(args.preset))
-    tests = "significance.json" if args.against == DEFAULT else f"significance_{args.against}.json"
-    return [folder / tests, *(folder / f"beside_{args.against}.{ext}"
+    return [folder / significance_file(args.against), *(folder / f"beside_{args.against}.{ext}"
                               for ext in ("md", "tex", "png"))]
 
 
