@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rnnsearch.bench.__main__ as bench_main
-from rnnsearch.bench import gemm, report
+from rnnsearch.bench import ops, report
 from rnnsearch.bench.ops import Product
 
 
@@ -79,11 +79,11 @@ def test_a_machine_that_slows_down_during_the_run_is_measured_so(monkeypatch):
         return real_mm(a, b)
 
     monkeypatch.setattr(torch, "mm", product)
-    monkeypatch.setattr(gemm.time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(ops.time, "perf_counter", lambda: clock["now"])
     shape = Product(1, 64, 64, 64)
-    before = gemm.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
+    before = ops.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
     clock["cost"] = 1e-3              # each product now takes ten times as long
-    after = gemm.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
+    after = ops.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
     assert before == pytest.approx(2 * 64**3 / 1e-4 / 1e9)
     assert after == pytest.approx(before / 10)
     assert bench_main.noisy(results(before, after, 500.0)) == {"default": (

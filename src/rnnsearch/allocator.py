@@ -1,10 +1,9 @@
 """glibc's memory allocator set for training: freed memory is kept for reuse, not given back.
 
-A training step frees and reallocates the same 128 KB - 45 MB tensors; glibc's defaults map
-large blocks fresh and trim the heap, so each reuse faults zero-filled pages in (about 15,000 a
-reference step). :func:`keep_freed_memory` turns mmap (its largest threshold, 32 MB, is too
-small) and trimming off; results are bit for bit the same (docs/performance.md, "Memory
-allocator"). ``RNNSEARCH_MALLOC=system`` leaves glibc as it is."""
+A training step frees and reallocates the same 128 KB - 45 MB tensors; glibc's defaults map large
+blocks fresh and trim the heap, so each reuse faults zero-filled pages in (about 15,000 a reference
+step). :func:`keep_freed_memory` turns mmap (its largest threshold, 32 MB, is too small) and
+trimming off; results are bit for bit the same (docs/performance.md, "Memory allocator")."""
 from __future__ import annotations
 
 import ctypes
@@ -21,9 +20,8 @@ ENV = "RNNSEARCH_MALLOC"
 
 
 def keep_freed_memory() -> bool:
-    """Set glibc's mmap and trim settings as described above, unless ``RNNSEARCH_MALLOC`` is
-    ``system``; returns whether all were set (False: not glibc, or left as they are). Call it
-    first thing in a process: it applies to the allocations after it."""
+    """Apply the settings above unless ``RNNSEARCH_MALLOC=system``; returns whether all were set
+    (False: not glibc, or opted out). Call it first thing: it applies to later allocations only."""
     if os.environ.get(ENV, "").strip().lower() == "system":
         return False
     mallopt = _glibc_mallopt()

@@ -56,8 +56,7 @@ LOADER = "config.registry"      # the module of ``load``, below the package
 
 
 def references(path: Path, files: dict[str, Path]) -> set[str]:
-    """The modules of ``files`` that registry entries in ``path`` name: string constants
-    ``"module:attribute"``."""
+    """The modules of ``files`` named by registry entries (``"module:attribute"``) in ``path``."""
     return {match.group(1) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and (match := REFERENCE.fullmatch(node.value)) and match.group(1) in files}
@@ -65,16 +64,15 @@ def references(path: Path, files: dict[str, Path]) -> set[str]:
 
 def registry_imports(imports: dict[str, set[str]], named: dict[str, set[str]], loader: str
                      ) -> dict[str, set[str]]:
-    """``imports`` with, for every module that imports ``loader``, the modules named (``named``)
-    by the modules it imports."""
+    """``imports`` plus, for each module importing ``loader``, what its imports name (``named``)."""
     return {module: deps | {target for dep in deps for target in named[dep]}
                     if loader in deps else deps
             for module, deps in imports.items()}
 
 
 def read_graph(src: Path, package: str, opaque: Iterable[str] = ()) -> Graph:
-    """The import graph of ``src/<package>`` (every ``.py`` file below it), registry entries
-    included but those of the ``opaque`` registry modules."""
+    """The import graph of ``src/<package>`` (every ``.py`` below it), registry entries included
+    except the ``opaque`` registry modules'."""
     files = {module_name(p, src): p for p in sorted((src / package).rglob("*.py"))}
     imports = {name: file_imports(path, name, files) for name, path in files.items()}
     named = {name: set() if name in opaque else references(path, files)
@@ -134,16 +132,14 @@ def code_modules(graph: Graph, start: Iterable[str]) -> set[str]:
 
 
 def _is_docstring(node: ast.stmt) -> bool:
-    """A statement that is a bare string: a docstring (of a module, class, function or
-    attribute), which running the code never reads."""
+    """A bare string statement: a docstring (of a module, class, function or attribute)."""
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
         and isinstance(node.value.value, str)
 
 
 def code_digest(path: Path) -> str:
-    """SHA-256 of a module's code: its syntax tree without docstrings. Comments and layout
-    never reach the tree, so an edit to them, or to a docstring, leaves the digest as it was
-    (the tree's dump may differ between Python versions: an upgrade changes every digest)."""
+    """SHA-256 of a module's syntax tree without docstrings: edits to docstrings, comments or
+    layout keep it (the tree's dump may differ between Python versions: an upgrade changes all)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):

@@ -19,10 +19,8 @@ Main = Callable[[Optional[Sequence[str]]], int]
 
 
 def run_command(prog: str, body: Callable[[], object], interrupted: str = "interrupted") -> int:
-    """Run ``body`` and return its exit status (0 when it returns something else than an int,
-    such as None or a report); an expected failure prints ``<prog>: error: ...`` and returns 2,
-    Ctrl-C prints ``<prog>: <interrupted>`` and returns 130. Any other exception propagates with
-    its traceback."""
+    """Run ``body``; return its exit status (0 unless it returns an int), or print one line and
+    return 2 after an expected failure, 130 after Ctrl-C (``<prog>: <interrupted>``)."""
     try:
         status = body()
     except EXPECTED as err:

@@ -1,12 +1,11 @@
 """A failed stage's previous outputs, put back from DVC's cache (or git's HEAD).
 
-DVC deletes a stage's outputs before it runs the stage's command (no output is ``persist``, so
-DVC's run cache stays on). When the stage then fails, :func:`restore_outputs` checks out what its
-last successful run recorded in ``dvc.lock``: the cached outputs (data, models) and the uncached
-ones (metrics, plots, reports), of which :func:`keep_uncached_outputs` put a copy into DVC's
-cache when that run succeeded, as DVC's run cache does for the stages it caches. By hand, after
-a ``kill -9``: ``dvc checkout <stage>`` for the cached ones, ``git checkout -- <file>`` for a
-committed metrics file (docs/failures.md)."""
+DVC deletes a stage's outputs before running it (no output is ``persist``, so that DVC's run cache
+stays on). When the stage fails, :func:`restore_outputs` checks out what its last success recorded
+in ``dvc.lock``: the cached outputs (data, models) and the uncached ones (metrics, plots, reports),
+which :func:`keep_uncached_outputs` copied into DVC's cache on that success, as DVC's run cache
+does. By hand, after a ``kill -9``: ``dvc checkout <stage>`` for the cached ones,
+``git checkout -- <file>`` for a committed metrics file (docs/failures.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -20,9 +19,8 @@ from rnnsearch.data.savefile import save_atomically
 
 
 def restore_outputs(addressing: str, root: Path) -> list[str] | None:
-    """Check out the outputs ``dvc.lock`` records for stage ``addressing`` (e.g.
-    ``train@search-50``) in the repository ``root``; returns the outputs the cache could not
-    give back, or None when ``dvc.lock`` records none (nothing to do)."""
+    """Check out the outputs ``dvc.lock`` records for stage ``addressing`` (``train@search-50``)
+    in ``root``; returns those not restored, or None when ``dvc.lock`` records none."""
     from dvc.exceptions import CheckoutError
     from dvc.repo import Repo
     from dvc.stage.serialize import to_single_stage_lockfile
@@ -47,9 +45,8 @@ def restore_outputs(addressing: str, root: Path) -> list[str] | None:
 
 
 def from_git(root: Path, path: str, md5: str) -> bool:
-    """Put back the file ``path`` as git's HEAD holds it when that is the version ``dvc.lock``
-    records (its md5, as DVC hashes a file); True when done. (A clone's DVC cache lacks the
-    committed metrics and reports until a stage of its own has written them.)"""
+    """Put back ``path`` from git's HEAD if that is the version ``dvc.lock`` records (its md5);
+    True when done. For a clone, whose DVC cache lacks committed metrics until its stages run."""
     done = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=root, capture_output=True)
     if done.returncode or hashlib.md5(done.stdout).hexdigest() != md5:
         return False
@@ -72,11 +69,10 @@ def keep_uncached_outputs(addressing: str, root: Path) -> None:
 
 
 def under_dvc() -> tuple[str, Path] | None:
-    """(stage addressing, the repository the stage runs in) under ``dvc repro`` or ``dvc exp
-    run``, else None. That repository is the nearest folder holding ``.dvc`` from the stage's
-    working directory up: ``DVC_ROOT`` names the user's repository also when ``dvc exp run
-    --temp`` runs the stage in a copy of it (under ``.dvc/tmp/exps/``), whose outputs are the
-    copy's."""
+    """``(stage addressing, repository)`` under ``dvc repro`` or ``dvc exp run``, else None. The
+    repository is the nearest folder up holding ``.dvc``, not ``DVC_ROOT``: under ``dvc exp run
+    --temp`` that names the user's repository, but the stage runs (and writes) in a copy of it
+    under ``.dvc/tmp/exps/``."""
     addressing = os.environ.get("DVC_STAGE")
     if not addressing or not os.environ.get("DVC_ROOT"):
         return None
@@ -97,7 +93,7 @@ def keep_after_success(stage: str) -> None:
         return
     try:
         keep_uncached_outputs(*where)
-    except Exception as err:   # noqa: BLE001 - the outputs are written; only a later restore lacks them
+    except Exception as err:   # noqa: BLE001 - outputs written; only a later restore lacks them
         print(f"{stage}: warning: could not keep a copy of the uncached outputs for a later "
               f"restore ({err})", file=sys.stderr)
 

@@ -74,7 +74,6 @@ def describe_environment() -> dict[str, Any]:
 
 
 def is_main_process() -> bool:
-    """False in the extra processes of a multi-process (DDP) run, which Lightning starts by
-    re-running the stage script with ``LOCAL_RANK``/``NODE_RANK`` set: they train, and leave
-    writing the outputs (and holding their lock) to the main process."""
+    """False in the extra processes of a DDP run (the stage script rerun by Lightning with
+    ``LOCAL_RANK``/``NODE_RANK`` set): they train; the main one writes outputs, holds their lock."""
     return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"

@@ -19,8 +19,7 @@ class DataError(ExpectedError):
 
 
 class StageError(ExpectedError):
-    """A stage cannot do what it was asked (an input missing, its output locked by another
-    process); the message names the file or key at fault."""
+    """A stage cannot do what was asked (an input missing, its output locked by another process)."""
 
 
 class TrainingDiverged(StageError):

@@ -1,15 +1,13 @@
 """Run a command as its own process group that ends when this process is stopped.
 
-``mlflow server`` is a process tree that a SIGTERM to ``make ui`` used to leave serving.
 :func:`run_group` turns SIGTERM, SIGINT and SIGHUP into SIGTERM to the group (or SIGINT, for a
-command that cleans up only on Ctrl-C; SIGKILL after a grace period), and stops the group when
-the command ends. A SIGKILL of this process (or any
-other end that runs no code of it) is the job of a watcher (:func:`start_watcher`): a small
-process outside the group that holds the read end of a pipe only this process writes to, and
-stops the group when the pipe ends. ``PR_SET_PDEATHSIG`` (Linux) on the command is not enough
-alone: it reaches the command only, and ``mlflow server`` forwards it to uvicorn only, leaving
-its job runner's huey consumers to MLflow's own orphan checks, which start seconds (tens on a
-busy machine) after each consumer. ``exec`` would not do: the server's helpers would outlive it."""
+command that cleans up only on Ctrl-C; SIGKILL after a grace period), and stops the group when the
+command ends: ``mlflow server`` is a process tree that would outlive a SIGTERM to ``make ui``.
+Should this process end running no code of its own (SIGKILL), a watcher (:func:`start_watcher`)
+outside the group stops it when a pipe only this process writes to ends. ``PR_SET_PDEATHSIG``
+(Linux) on the command is not enough alone: it reaches the command only, which ``mlflow server``
+forwards to uvicorn only, leaving its job runner's huey consumers to MLflow's orphan checks,
+seconds (tens on a busy machine) late. Nor ``exec``: the server's helpers would outlive it."""
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +34,7 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> None:
 
 
 def proc_stat(pid: int) -> list[str]:
-    """Fields of ``/proc/<pid>/stat`` after the command name: state, ppid, process group, ...
-    start time (19)."""
+    """``/proc/<pid>/stat``'s fields after ``(comm)``: state, ppid, pgid, ... start time (19)."""
     text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     return text.rsplit(")", 1)[1].split()
 
@@ -59,17 +56,15 @@ def group_running(pgid: int) -> bool:
 
 
 def stop_group(child: subprocess.Popen, grace: float, first: int = signal.SIGTERM) -> None:
-    """Send ``first`` (SIGTERM) to the process group led by ``child``, SIGKILL it after
-    ``grace`` seconds; return once none of its processes runs (or after another ``grace``
-    seconds past the SIGKILL)."""
+    """:func:`kill_group` of the process group led by ``child``, reaping ``child`` meanwhile."""
     kill_group(child.pid, grace, reap=child.poll, first=first)   # reap the leader, our child
 
 
 def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: None,
                first: int = signal.SIGTERM) -> None:
     """Send ``first`` (SIGTERM) to process group ``pgid``, SIGKILL it after ``grace`` seconds;
-    return once none of its processes runs (or after another ``grace`` seconds past the
-    SIGKILL). ``reap`` is called while waiting (to reap a leader that is the caller's child)."""
+    return once none of its processes runs (or ``grace`` seconds after the SIGKILL). ``reap`` is
+    called while waiting (to reap a leader that is the caller's child)."""
     for signum in (first, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signum)
@@ -82,10 +77,9 @@ def kill_group(pgid: int, grace: float, reap: Callable[[], object] = lambda: Non
 
 
 def watch_group(pgid: int, grace: float, first: int = signal.SIGTERM) -> None:
-    """The watcher's body (:func:`start_watcher`): read standard input to its end, which comes
-    when the process holding the pipe's other end closed it or ended however it ended
-    (SIGKILL included), then stop group ``pgid`` (:func:`kill_group`, by ``first``) if it still
-    runs. Terminal signals (SIGINT, SIGHUP) are ignored: they are for the process it watches."""
+    """The watcher's body (:func:`start_watcher`): read stdin to its end (the writer closed it or
+    ended, SIGKILL included), then stop group ``pgid`` (:func:`kill_group`, by ``first``) if it
+    still runs. Ignores SIGINT and SIGHUP: terminal signals are for the process it watches."""
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     while os.read(sys.stdin.fileno(), 4096):
@@ -96,11 +90,10 @@ def watch_group(pgid: int, grace: float, first: int = signal.SIGTERM) -> None:
 
 def start_watcher(pgid: int, grace: float, first: int = signal.SIGTERM
                   ) -> tuple[subprocess.Popen, int]:
-    """Start a watcher of process group ``pgid``, in a process group of its own so that
-    signals to this process's group or to ``pgid`` miss it; return it and the write end of its
-    standard input, which this process alone holds (the descriptor is not inherited). Closing
-    that end, or the end of this process, has the watcher stop the group (:func:`watch_group`,
-    by ``first``) and exit."""
+    """Start a watcher of process group ``pgid`` in a group of its own (signals to this process's
+    group or to ``pgid`` miss it); return it and the write end of its stdin, held by this process
+    alone (not inherited). Closing that end, or this process ending, makes the watcher stop the
+    group (:func:`watch_group`, by ``first``) and exit."""
     read_end, write_end = os.pipe()
     code = (f"from rnnsearch.procgroup import watch_group; "
             f"watch_group({pgid}, {grace!r}, {int(first)})")
@@ -130,14 +123,11 @@ class _StopRequest:
 def run_group(cmd: Sequence[str], env: Mapping[str, str] | None = None,
               grace: float = 5.0, cwd: str | Path | None = None,
               interrupt: bool = False) -> int | None:
-    """Run ``cmd`` as its own process group until it ends or a stop signal arrives, then stop
-    the whole group (:func:`stop_group`: SIGTERM, or with ``interrupt`` SIGINT, as Ctrl-C in a
-    terminal reaches it, whichever stop signal came: for a command that cleans up on Ctrl-C
-    but ends at once on SIGTERM, as ``dvc exp run`` leaves its temporary copy); a watcher
-    (:func:`start_watcher`) stops it alike should this process end without doing so
-    (SIGKILL).
-    Returns the command's exit status when it ended by itself, or None when a signal stopped
-    it."""
+    """Run ``cmd`` as its own process group until it ends or a stop signal arrives, then stop the
+    group (:func:`stop_group`) by SIGTERM, or with ``interrupt`` by SIGINT (as Ctrl-C) whatever
+    signal came, for a command that cleans up only on Ctrl-C (``dvc exp run`` leaves its temporary
+    copy on SIGTERM). A watcher (:func:`start_watcher`) does the same should this process die
+    first (SIGKILL). Returns the command's exit status, or None when a signal stopped it."""
     request, stop_signal = _StopRequest(), signal.SIGINT if interrupt else signal.SIGTERM
     previous = {signum: signal.signal(signum, request) for signum in STOP_SIGNALS}
     child = watcher = None

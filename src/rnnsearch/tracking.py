@@ -1,9 +1,9 @@
 """MLflow tracking: the one place that owns the tracking URI, the experiment and the run tags.
 
 URI: ``MLFLOW_TRACKING_URI``, else an absolute ``sqlite:///<repo root>/mlflow.db`` (absolute so
-that DVC experiments run in ``.dvc/tmp/exps/...`` land in the main store). ``python -m
-rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI, its processes ending with it
-(:mod:`rnnsearch.procgroup`), without MLflow's job execution (:data:`JOB_EXECUTION_ENV`).
+that DVC experiments run in ``.dvc/tmp/exps/...`` land in the main store).
+``python -m rnnsearch.tracking ui`` (``make ui``) serves the MLflow UI, its processes ending with
+it (:mod:`rnnsearch.procgroup`), without MLflow's job execution (:data:`JOB_EXECUTION_ENV`).
 MLflow 3.17's UI picks its landing page from a sidebar switch, not the experiment's kind tag,
 hence ``?workflowType=machine_learning`` and :mod:`rnnsearch.ui_app`."""
 from __future__ import annotations
@@ -29,9 +29,8 @@ DEFAULT_EXPERIMENT = "rnnsearch"
 KIND_TAG = "mlflow.experimentKind"          # MLflow's experiment tag for the kind of work
 KIND_MODEL_TRAINING = "custom_model_development"   # its value for model training (not GenAI)
 _KIND_CHECKED: set[tuple[str, str]] = set()  # (URI, experiment id) already tagged this process
-# MLflow's switch for its server's job runner: seven huey consumer processes for GenAI jobs
-# (scorers, prompt optimisation) that the UI of training runs never uses. Off for ``make ui``
-# unless set in the environment.
+# MLflow's switch for its server's job runner: seven huey consumers for GenAI jobs (scorers,
+# prompt optimisation) that a UI of training runs never uses. Off for ``make ui`` unless set.
 JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
 REPLICATE_NAME = re.compile(r"^(?P<system>.+)-seed(?P<seed>\d+)$")
 _REPLICATE: dict[str, str] = {}     # {grid cell: its replicate's name} inside replicate_of()
@@ -58,9 +57,8 @@ def git_commit() -> str:
 
 
 def replicate_cell(cell: str, seed: int) -> str:
-    """The name of grid cell ``cell``'s replicate trained with ``seed``: ``search-50-seed2``
-    (dvc.yaml's ``train_seed`` stages; the cell itself, trained with ``train.seed``, is the
-    first replicate)."""
+    """Name of ``cell``'s replicate trained with ``seed``: ``search-50-seed2`` (dvc.yaml's
+    ``train_seed`` stages; the cell itself, trained with ``train.seed``, is the first replicate)."""
     return f"{cell}-seed{seed}"
 
 
@@ -112,9 +110,9 @@ def experiment_run_name(name: str) -> str:
 
 @contextlib.contextmanager
 def store_lock(uri: str) -> Iterator[None]:
-    """Serialise the first use of a SQLite store across processes: MLflow creates (or migrates)
-    its tables unlocked, and of two stages started together on a new ``mlflow.db`` one would die
-    with ``table runs already exists``. Other stores need no lock."""
+    """Serialise a SQLite store's first use across processes: MLflow creates (or migrates) its
+    tables unlocked, so of two stages started together on a new ``mlflow.db`` one would die with
+    ``table runs already exists``. Other stores need no lock."""
     if not uri.startswith("sqlite:///"):
         yield
         return
@@ -205,9 +203,8 @@ def runs_path() -> str:
 
 
 def port_problem(host: str, port: int) -> str | None:
-    """Why a server cannot listen on ``host``:``port`` (the port in use, an unknown host), or
-    None when it can. Binds as uvicorn will (``SO_REUSEADDR``: a port a stopped server left in
-    TIME_WAIT is free, one with a listener is not)."""
+    """Why a server cannot listen on ``host``:``port`` (port in use, unknown host), or None. Binds
+    as uvicorn will (``SO_REUSEADDR``: a port left in TIME_WAIT is free, a listened-on one not)."""
     if port > 65535:
         return f"--port {port}: a TCP port is at most 65535"
     try:

@@ -1,10 +1,10 @@
 """The MLflow UI server, opening in the model-training view, its bare address on our runs.
 
-MLflow 3.17's UI reads its GenAI / Model training switch from ``workflowType`` in the address,
-else localStorage (:data:`WORKFLOW_KEY`), else GenAI. This ASGI app serves MLflow's app but
-answers ``GET /`` with its ``index.html`` led by a script that stores Model training as the
-browser's choice and sends a bare address (no ``#...``, which no server sees: hence no
-redirect) to ``RNNSEARCH_UI_LANDING``. ``mlflow server --app-name rnnsearch-ui`` runs it."""
+MLflow 3.17's UI reads its GenAI / Model training switch from ``workflowType`` in the address, else
+localStorage (:data:`WORKFLOW_KEY`), else GenAI. This ASGI app serves MLflow's app but answers
+``GET /`` with its ``index.html`` led by a script that stores Model training as the browser's
+choice and sends a bare address (no ``#...``, which no server sees: hence no redirect) to
+``RNNSEARCH_UI_LANDING``. ``mlflow server --app-name rnnsearch-ui`` runs it."""
 from __future__ import annotations
 
 import json

@@ -1,10 +1,9 @@
-"""Alignment error rate (Och & Ney 2003) with Sure and Possible gold links, over a corpus::
+"""Alignment error rate (Och & Ney 2003) of links A against Sure gold links S within Possible P::
 
     precision = |A ∩ P| / |A|     recall = |A ∩ S| / |S|
     AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
 
-counted over all sentences together, S within P; :func:`paired_bootstrap_aer` compares two
-aligners on the same sentences, as sacreBLEU compares BLEU."""
+counted over all sentences together; :func:`paired_bootstrap_aer` compares two aligners."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -25,8 +24,7 @@ def sentence_counts(predicted: Iterable[set[Link]], sure: Iterable[frozenset[Lin
 
 
 def aer_of_counts(counts: np.ndarray) -> np.ndarray:
-    """AER of summed counts (last axis: :data:`COUNTS`; any leading axes, e.g. samples);
-    0 where there is neither a predicted nor a sure link."""
+    """AER of summed counts (last axis :data:`COUNTS`, any leading axes); 0 where |A| + |S| = 0."""
     links, sure_found, possible_found, sure = np.moveaxis(counts, -1, 0)
     total = links + sure
     return np.where(total > 0, 1.0 - (sure_found + possible_found) / np.maximum(total, 1), 0.0)
@@ -57,6 +55,5 @@ def alignment_scores(predicted: Iterable[set[Link]], sure: Iterable[frozenset[Li
 
 
 def diagonal_links(e_len: int, f_len: int) -> set[Link]:
-    """The diagonal baseline: French word ``j`` aligned to English position ``j * |e| / |f|``
-    (0-based, rounded half up)."""
+    """Diagonal baseline: French word ``j`` -> English word ``j * |e| / |f|``, rounded half up."""
     return {(min(int(j * e_len / f_len + 0.5), e_len - 1), j) for j in range(f_len)} if e_len else set()

@@ -25,9 +25,8 @@ def pad(rows: Sequence[Sequence[int]], prefix: Sequence[int] = ()) -> torch.Tens
 
 def forced_attention(model: Any, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
                      batch_size: int = 32) -> list[np.ndarray]:
-    """Per sentence pair, the tgt_len x src_len attention weights of teacher-forced decoding:
-    row ``j`` is the attention that produced target word ``j`` (``</s>`` not included).
-    ``model(src, src_len, tgt_in)`` returns logits and weights batch x T x S (``Seq2Seq``)."""
+    """Per pair, the tgt_len x src_len weights of teacher-forced decoding (row ``j``: target word
+    ``j``; no ``</s>`` row). ``model(src, src_len, tgt_in)`` -> logits, weights batch x T x S."""
     matrices = []
     with torch.inference_mode():
         for start in range(0, len(sources), batch_size):
@@ -43,10 +42,9 @@ def forced_attention(model: Any, sources: Sequence[Sequence[int]], targets: Sequ
 
 def word_attention(weights: np.ndarray, src_lengths: Sequence[int], tgt_lengths: Sequence[int]
                    ) -> np.ndarray:
-    """Piece-to-piece weights (tgt_pieces x src_pieces) as word-to-word weights (tgt_words x
-    src_words), ``*_lengths`` pieces per word. Rows are averaged (still a distribution; a sum
-    would let a threshold link long words more readily), columns summed (the mass a word's
-    pieces receive together; a mean would favour words kept whole). One-piece words are exact."""
+    """tgt_pieces x src_pieces weights -> tgt_words x src_words, ``*_lengths``: pieces per word.
+    Rows are averaged (still a distribution; a sum would let a threshold link long words more
+    readily), columns summed (a word's pieces' total mass; a mean would favour whole words)."""
     def starts(lengths: Sequence[int]) -> np.ndarray:
         return np.cumsum([0, *lengths[:-1]])
 
@@ -73,8 +71,7 @@ WORD_UNITS = TextUnits("word", {})
 
 def split_words(sentences: Sequence[Sequence[str]], units: TextUnits, side: str
                 ) -> tuple[list[list[str]], list[list[int]]]:
-    """Each sentence's units (word units: its words; else each word's pieces, in order) and how
-    many units each word has."""
+    """Each sentence's units (its words, or each word's pieces in order) and units per word."""
     split = [[units.split([word], side) for word in words] for words in sentences]
     return ([[unit for word in words for unit in word] for words in split],
             [[len(word) for word in words] for words in split])
@@ -82,8 +79,8 @@ def split_words(sentences: Sequence[Sequence[str]], units: TextUnits, side: str
 
 def word_matrices(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary], source: str,
                   units: TextUnits, batch_size: int) -> list[np.ndarray]:
-    """Per gold pair, the target words x source words attention of teacher-forced decoding
-    (with subword units: the pieces' weights turned into the words', :func:`word_attention`)."""
+    """Per gold pair, the target x source word attention of teacher-forced decoding (subword
+    weights made word-to-word by :func:`word_attention`)."""
     target = "fr" if source == "en" else "en"
     src, src_lengths = split_words([m.tokens for m in getattr(gold, source)], units, "src")
     tgt, tgt_lengths = split_words([m.tokens for m in getattr(gold, target)], units, "tgt")
@@ -111,8 +108,7 @@ def attention_counts(model: Any, gold: GoldCorpus, vocabs: dict[str, Vocabulary]
                      threshold: float, units: TextUnits = WORD_UNITS, batch_size: int = 32
                      ) -> dict[str, np.ndarray]:
     """Per link variant (:func:`variant_links`), AER's counts per gold sentence of ``model``'s
-    attention (sentences x 4: :meth:`GoldCorpus.counts`), for a paired bootstrap of two models'
-    AER on the same gold sentences."""
+    attention (sentences x 4: :meth:`GoldCorpus.counts`), for a paired bootstrap of two models."""
     matrices = word_matrices(model, gold, vocabs, source, units, batch_size)
     return {name: gold.counts(links)
             for name, links in variant_links(matrices, source, threshold).items()}

@@ -100,7 +100,7 @@ def run_job(job: EMJob) -> dict[str, Any]:
 
 
 def run_jobs(jobs: Sequence[EMJob], processes: int) -> list[dict[str, Any]]:
-    """Every job, ``processes`` at a time (forked workers share the corpus copy-on-write)."""
+    """Every job, ``processes`` at a time (:func:`worker_pool`)."""
     if processes <= 1 or len(jobs) <= 1:
         return [run_job(job) for job in jobs]
     with worker_pool(min(processes, len(jobs))) as pool:
@@ -108,12 +108,10 @@ def run_jobs(jobs: Sequence[EMJob], processes: int) -> list[dict[str, Any]]:
 
 
 def worker_pool(processes: int) -> Pool:
-    """``processes`` forked workers (they share the corpus copy-on-write) that end on the
-    SIGTERM with which ``Pool.terminate`` (the end of a ``with`` block) ends them, whichever
-    of their threads takes it: a worker forked from a stage would inherit the stage runner's
-    handler, which only the main thread runs, and with the signal taken by another thread
-    (tqdm's monitor) while the main one waited for a task the worker never ended, nor the
-    stage waiting for it."""
+    """``processes`` forked workers (sharing the corpus copy-on-write) with SIGTERM reset to the
+    default, so ``Pool.terminate`` ends them whichever thread takes it: the stage runner's
+    inherited handler runs only in the main thread, so a SIGTERM taken by tqdm's monitor thread
+    while the main one waited for a task would end neither the worker nor the stage."""
     return mp.get_context("fork").Pool(processes, initializer=signal.signal,
                                        initargs=(signal.SIGTERM, signal.SIG_DFL))
 

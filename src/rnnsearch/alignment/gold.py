@@ -78,9 +78,8 @@ def int_id(raw: str, path: Path, number: int) -> str:
 
 def read_links(path: Path, en: dict[str, tuple[str, ...]], fr: dict[str, tuple[str, ...]]
                ) -> dict[str, tuple[set[Link], set[Link]]]:
-    """``{sentence id: (sure, possible)}`` with 0-based links, Sure ones also in Possible.
-    Links to NULL (position 0) are skipped: a word without a link is unaligned. A link outside its
-    sentence, to an unknown sentence or of a type other than S/P fails naming the line."""
+    """``{sentence id: (sure, possible)}``: 0-based, Sure also in Possible, NULL (0) links skipped.
+    DataError naming the line: a link outside its sentence, to an unknown sentence, not S/P."""
     links: dict[str, tuple[set[Link], set[Link]]] = {ident: (set(), set()) for ident in en}
     with open(path, encoding="ascii", newline="\n") as handle:
         for number, line in enumerate(handle, 1):

@@ -5,10 +5,10 @@ diagonal-preferring reparameterisation (Dyer et al. 2013) as a second model::
     IBM-1:       p(a_j = i) = 1 / (l + 1)
     fast_align:  p(a_j = 0) = p0;  p(a_j = i) = (1 - p0) exp(-lam |i/l - j/m|) / Z_j   (i >= 1)
 
-The prior is fixed: each iteration is an exact EM step; a Dirichlet ``alpha`` (fast_align's
-``-v``, :func:`normalise`) stops rare source words "garbage collecting" target words (the curve
-is then no likelihood). Sentences grouped by source length are matrices of parameter ids (a row
-per target token, NULL first): an iteration is a gather, a row sum and one ``bincount``."""
+The prior is fixed, so each iteration is an exact EM step; a Dirichlet ``alpha`` (fast_align's
+``-v``, :func:`normalise`) stops rare source words "garbage collecting" (the curve is then no
+likelihood). Sentences grouped by source length are matrices of parameter ids (a row per target
+token, NULL first): an iteration is a gather, a row sum and one ``bincount``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -133,9 +133,8 @@ def link_probabilities(group: LengthGroup, t: np.ndarray) -> np.ndarray:
 
 def expected_counts(groups: list[LengthGroup], t: np.ndarray, ids: np.ndarray,
                     posts: np.ndarray) -> tuple[np.ndarray, float, int]:
-    """E-step: expected link counts per parameter, total log-likelihood, target tokens.
-    ``ids``: every group's ``params`` flattened in order; ``posts``: a buffer of the same size that
-    receives the link posteriors (reused across iterations)."""
+    """E-step: expected link counts per parameter, total log-likelihood, target tokens. ``ids``:
+    every group's ``params`` flattened in order; ``posts``: a same-size reused posterior buffer."""
     log_likelihood, tokens, start = 0.0, 0, 0
     for group in groups:
         prob = link_probabilities(group, t)                                # tokens x (l + 1)
@@ -163,10 +162,10 @@ def train_model1(src_sentences: Sequence[Sequence[str]], tgt_sentences: Sequence
                  iterations: int, prior: DiagonalPrior | None = None, desc: str = "EM",
                  progress: bool = True, alpha: float | None = None
                  ) -> tuple[Model1, list[LengthGroup]]:
-    """EM for ``t(f | e)`` from ``src`` (with NULL) to ``tgt``; returns the model and its groups
-    (for :func:`viterbi`). ``log_likelihood[k]``: mean log p(f | e) per target token after k
-    EM steps, k = 0 the co-occurrence initialisation (one step from uniform t). ``alpha``: the
-    Dirichlet prior of variational Bayes (every M-step, the first included; None: plain EM)."""
+    """EM for ``t(f | e)``, ``src`` (with NULL) to ``tgt``: the model and its groups (for
+    :func:`viterbi`). ``log_likelihood[k]``: mean log p(f | e) per target token after k steps (k =
+    0: the co-occurrence initialisation, one step from uniform t). ``alpha``: variational Bayes'
+    Dirichlet prior on every M-step, the first included (None: plain EM)."""
     src, src_words = encode(src_sentences, null=True)
     tgt, tgt_words = encode(tgt_sentences, null=False)
     groups, keys = build_groups(src, tgt, max(len(tgt_words), 1), prior)

@@ -3,8 +3,7 @@
 The annotators expanded contractions and elisions (``du`` -> ``de le``), split hyphenated words
 and lower-cased the first word, unlike the Moses tokens models saw; so hyphen chains are joined,
 elisions and contractions restored where the training text prefers the restored form before the
-same next word (``de le faire`` stays), the capital restored, then Moses-tokenised. Each token
-keeps the gold positions it covers, so links map back to gold words and nothing is dropped."""
+same next word (``de le faire`` stays), the capital restored, then Moses-tokenised."""
 from __future__ import annotations
 
 from collections import Counter

@@ -17,9 +17,8 @@ def links_from_choices(choices: Sequence[int], target_is_f: bool) -> set[Link]:
 
 
 def grow_diag(e2f: set[Link], f2e: set[Link]) -> tuple[set[Link], set[int], set[int]]:
-    """Start from the intersection and grow into union points next to (also diagonally) an
-    alignment point while either of their words is unaligned; the links and the aligned English
-    and French positions."""
+    """Grow the intersection into union points next to (also diagonally) an aligned point with
+    a word unaligned; returns the links and the aligned English and French positions."""
     union = e2f | f2e
     alignment = e2f & f2e
     aligned_e = {e for e, _ in alignment}
@@ -40,9 +39,8 @@ def grow_diag(e2f: set[Link], f2e: set[Link]) -> tuple[set[Link], set[int], set[
 
 
 def grow_diag_final(e2f: set[Link], f2e: set[Link], both_unaligned: bool = False) -> set[Link]:
-    """:func:`grow_diag`, then add the points of each direction (``e2f`` first, in (e, f)
-    order) whose words are not both aligned yet (``final``); with ``both_unaligned`` only those
-    whose words are both still unaligned (``final-and``: grow-diag-final-and)."""
+    """:func:`grow_diag`, then add each direction's points (``e2f`` first, in (e, f) order) with a
+    word still unaligned; with ``both_unaligned``, with both words unaligned (``final-and``)."""
     alignment, aligned_e, aligned_f = grow_diag(e2f, f2e)
     for direction in (e2f, f2e):
         for e, f in sorted(direction):
@@ -56,8 +54,7 @@ def grow_diag_final(e2f: set[Link], f2e: set[Link], both_unaligned: bool = False
 
 
 def grow_diag_final_and(e2f: set[Link], f2e: set[Link]) -> set[Link]:
-    """grow-diag-final-and (Koehn et al. 2005, ``atools``' default): :func:`grow_diag_final`
-    whose final step adds only points neither of whose words is aligned yet."""
+    """grow-diag-final-and (Koehn et al. 2005, ``atools``' default): ``both_unaligned`` final."""
     return grow_diag_final(e2f, f2e, both_unaligned=True)
 
 

@@ -1,12 +1,11 @@
-"""``python -m rnnsearch.bench`` (``make bench``): training and decoding speed, by
-:mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` for the CPU and
-``reports/bench_gpu.{json,md}`` for a GPU (``--out DIR``: there); without ``--device``, the CPU
-then a GPU if torch sees one. A CPU runs the quick plan unless ``--full`` (``make bench-full``:
-profiles, variants side by side, threads); a GPU the full plan unless ``--quick``; ``--tiny``:
-seconds, numbers that mean nothing. Every finished measurement is written: rows measured while
-the machine's GEMM rate moved are marked (:func:`noisy`), and each row is put beside the same
-row of the previous report of this machine (``--against``), never beside a figure from
-elsewhere."""
+"""``python -m rnnsearch.bench`` (``make bench``): training and decoding speed, measured by
+:mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` (CPU) and
+``reports/bench_gpu.{json,md}`` (GPU), or into ``--out DIR``; without ``--device``: the CPU, then
+a GPU if torch sees one. A CPU runs the quick plan unless ``--full`` (``make bench-full``:
+profiles, variants side by side, threads), a GPU the full plan unless ``--quick``; ``--tiny``:
+seconds, meaningless numbers. Every finished measurement is written; rows measured while the GEMM
+rate moved are marked (:func:`noisy`); each row is compared only with the same row of this
+machine's previous report (``--against``)."""
 from __future__ import annotations
 
 import argparse
@@ -46,8 +45,7 @@ def machine(device: str) -> dict[str, Any]:
 
 
 def shown_command(argv: list[str], program: str = "python -m rnnsearch.bench") -> str:
-    """The command that made the numbers, as another machine would repeat it: without
-    ``--out``, whose folder is this machine's (the report lies beside the numbers anyway)."""
+    """The command that made the numbers, without ``--out`` (a folder of this machine only)."""
     kept, skip = [], False
     for arg in argv:
         if skip or arg.startswith("--out="):
@@ -66,9 +64,8 @@ def load_average() -> list[float] | None:
 
 
 def noisy(results: dict[str, Any]) -> dict[str, str]:
-    """``{model: why}`` for each model whose CPU numbers a busy machine may have moved: the
-    products' fp32 rate changed by more than :data:`MAX_GEMM_DRIFT` over its training runs, or
-    training beat its roofline."""
+    """``{model: why}`` for each model whose CPU numbers a busy machine may have moved: the fp32
+    GEMM rate drifted beyond :data:`MAX_GEMM_DRIFT` over its runs, or training beat its roofline."""
     found: dict[str, list[str]] = {}
     for a in results["arithmetic"]:
         before, after = a.get("gemm_gflops_fp32_before"), a.get("gemm_gflops_fp32")
@@ -87,8 +84,8 @@ def noisy(results: dict[str, Any]) -> dict[str, str]:
 
 
 def previous_rows(path: Path, about: dict[str, Any]) -> dict[str, Any] | None:
-    """The rows of the report ``path`` made on this machine (same device, CPU, cores and
-    threads), by :data:`ROW_KEYS`; None when there is none."""
+    """Rows of the report ``path`` by :data:`ROW_KEYS`, or None unless it exists and was made on
+    this machine (:data:`SAME_MACHINE`)."""
     try:
         previous = json.loads(path.read_text(encoding="utf-8"))
         if any(previous["machine"].get(k) != about.get(k) for k in SAME_MACHINE):
@@ -118,8 +115,7 @@ def against(results: dict[str, Any], previous: dict[str, Any] | None) -> list[di
 
 
 def bench(device: str, args: argparse.Namespace) -> str:
-    """One device's run, its results saved after each measurement (a run cut by a time limit
-    leaves what it had), then with the busy machine's marks and the previous report's rows."""
+    """One device's run, saved after each measurement, with noisy marks and the previous rows."""
     start = time.perf_counter()
     size = ("tiny" if args.tiny else "full" if args.full else "quick" if args.quick
             else "quick" if device == "cpu" else "full")

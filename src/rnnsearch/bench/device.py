@@ -1,6 +1,5 @@
-"""The device a measurement runs on (``cpu`` or ``cuda``): waiting for it, its peak memory,
-freeing what a measurement left, one line for a failure, and what the device is. Imports
-nothing beyond torch and Lightning (the bench runs on a minimal install)."""
+"""The device (``cpu`` or ``cuda``) a measurement runs on: syncing, peak memory, freeing leftovers,
+a failure's one line, its description. Imports only torch and Lightning (minimal install)."""
 from __future__ import annotations
 
 import gc

@@ -1,9 +1,8 @@
-"""Every measurement of ``python -m rnnsearch.bench`` on one device, by its plan (:data:`PLANS`):
-per model training the train stage's way, the arithmetic (FLOPs and products counted by torch,
-:mod:`rnnsearch.bench.ops`), decoding at each batch size with its own roofline and, in the full
-plans, the profiler's accounts. Data are synthetic; untrained models rarely end a sentence, so
-outputs stop at the source length + 1. No mlflow, dvc, gensim or sacremoses: a minimal install
-runs it."""
+"""Every measurement of ``python -m rnnsearch.bench`` on one device, by plan (:data:`PLANS`): per
+model, training the train stage's way, the arithmetic (:mod:`rnnsearch.bench.ops`), decoding at
+each batch size with its roofline and, in the full plans, profiles. Synthetic data; untrained
+models rarely end a sentence, so outputs stop at source length + 1. Needs no mlflow, dvc, gensim
+or sacremoses (a minimal install runs it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,7 +15,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from rnnsearch.bench.data import load_batches, stratified_sources, write_synthetic_corpus
-from rnnsearch.bench.gemm import arithmetic, measure_gemm
+from rnnsearch.bench.ops import arithmetic, measure_gemm
 from rnnsearch.bench.profile import profile_steps
 from rnnsearch.bench.training import new_training, train_speed
 from rnnsearch.config.base import from_dict, read_params
@@ -32,8 +31,7 @@ from rnnsearch.training.graphs import enable_cuda_graphs
 from rnnsearch.training.harness import shrink, train_step
 from rnnsearch.training.data import pad_to_shape
 
-# name -> beam size and translate.search.stop; beam5_bound, the exact stopping rule beside the
-# first-k one, is timed batched only (one sentence at a time says nothing more of it)
+# name -> (beam size, translate.search.stop); beam5_bound (exact stopping) is timed batched only
 METHODS = {"greedy": (1, "first_k"), "beam5": (5, "first_k"), "beam5_bound": (5, "bound")}
 
 
@@ -41,8 +39,7 @@ METHODS = {"greedy": (1, "first_k"), "beam5": (5, "first_k"), "beam5_bound": (5,
 class Plan:
     models: tuple[tuple[str, str], ...]   # (width: default or paper, grid model of params.yaml)
     batches: tuple[int, ...]          # training batch sizes besides each model's own
-    precisions: tuple[str, ...]       # Lightning precisions ("32-true@highest": with that
-                                      # train.trainer.matmul_precision, fp32 beside TF32)
+    precisions: tuple[str, ...]       # Lightning's; "32-true@highest": fp32 matmuls, not TF32
     graph_precisions: tuple[str, ...] # precisions also run with train.trainer.cuda_graphs
     profile_steps: int                # steps under the profiler
     warmup_steps: int                 # untimed steps before the timed ones
@@ -61,8 +58,7 @@ GPU_MODELS = (("default", "search"), ("paper", "search"))
 CPU_MODELS = (("default", "search"), ("default", "encdec"), ("default", "luong_general"),
               ("default", "transformer"))
 PLANS = {
-    # a GPU, about five minutes: every batch size in fp32, TF32 (the stage's default on a GPU)
-    # and bf16, eager, and the last two graphed
+    # a GPU, ~5 min: every batch in fp32, TF32 (GPU default) and bf16 eager, the last two graphed
     "full": Plan(models=GPU_MODELS, batches=(80, 256, 1024),
                  precisions=("32-true@highest", "32-true", "bf16-mixed"),
                  graph_precisions=("32-true", "bf16-mixed"), profile_steps=5, warmup_steps=5,
@@ -73,9 +69,8 @@ PLANS = {
                   graph_precisions=("bf16-mixed",), profile_steps=3, warmup_steps=3, steps=12,
                   train_pairs=20_000, per_bucket=300, decode_batches=(512, 1024),
                   gemm_size=8192, gemm_window_s=0.03),
-    # a CPU, `make bench` (a few minutes on 2 cores): the default run's three kinds of recurrent
-    # model and the Transformer, each trained at its own batch and decoded greedy and with a beam
-    # of 5 at batch 64, with their rooflines; no profiles, no side by side
+    # a CPU, `make bench` (minutes on 2 cores): three recurrent kinds and the Transformer, each
+    # trained at its own batch, decoded greedy and beam 5 at batch 64; no profiles, no side by side
     "cpu_quick": Plan(models=CPU_MODELS, batches=(), precisions=("32-true",),
                       graph_precisions=(), profile_steps=0, warmup_steps=3, steps=15,
                       train_pairs=5_000, per_bucket=10, decode_batches=(64,), gemm_size=1024,
@@ -147,8 +142,7 @@ def training_runs(model: BenchModel, plan: Plan, device: str) -> list[tuple[int,
 
 def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
                      ) -> list[dict[str, Any]]:
-    """The profiler's account of steps on a batch of median length (one untimed step first),
-    eagerly and (on a GPU) with CUDA graphs."""
+    """Profile of steps on a median-length batch after an untimed one; eager and (GPU) graphed."""
     batch = load_batches(data_dir, model.vocab, model.train.data.batch_size).median()
     rows = []
     for graphs in (False, True) if device == "cuda" else (False,):
@@ -174,8 +168,8 @@ def profile_training(model: BenchModel, data_dir: Path, device: str, plan: Plan
 
 def training_arithmetic(model: BenchModel, data_dir: Path, device: str, plan: Plan, batch: int,
                         kinds: tuple[str, ...] = ("fp32", "bf16")) -> dict[str, Any]:
-    """:func:`~rnnsearch.bench.gemm.arithmetic` of the train stage's step on a bucketed batch
-    of median length: FLOPs per target token, the products' rates, the roofline."""
+    """:func:`~rnnsearch.bench.ops.arithmetic` of the train stage's step on a median-length
+    batch: FLOPs per target token, the products' rates, the roofline."""
     data = load_batches(data_dir, model.vocab, batch).median().to(device)
     task, optimizer = new_training(model.config, model.vocab, model.train.optim)
     task.to(device)
@@ -186,8 +180,8 @@ def training_arithmetic(model: BenchModel, data_dir: Path, device: str, plan: Pl
 
 def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, batch: int,
            device: str, warmup: bool = True, stop: str = "first_k") -> CorpusResult:
-    """Decode ``sources`` (greedy for ``beam`` 1; beam search ending each sentence by the
-    ``stop`` rule), one batch as warm-up first; outputs at most one token longer than the source."""
+    """Decode ``sources`` (greedy for ``beam`` 1, else beam search with the ``stop`` rule) after
+    a warm-up batch; outputs at most one token longer than the source."""
     options = SearchOptions(beam_size=beam, nbest=1, max_len_a=1.0, max_len_b=1, stop=stop)
     method = "greedy" if beam == 1 else "beam"
     with torch.inference_mode():
@@ -199,8 +193,7 @@ def decode(model: torch.nn.Module, sources: Sequence[Sequence[int]], beam: int, 
 
 def decode_speed(model: BenchModel, sources: list[list[int]], device: str, plan: Plan
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Each method at each decode batch size with its peak memory, and the profiler's account
-    of one batch."""
+    """Rows per method and decode batch size (with peak memory), and profiles of one batch."""
     torch.manual_seed(0)
     net = build_model(model.config, model.vocab, model.vocab).to(device).eval()
     rows = []
@@ -247,7 +240,7 @@ def profile_decode_batch(net: torch.nn.Module, sources: Sequence[Sequence[int]],
 def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None = None,
         save: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
     """Every measurement of the plan on ``device`` (``about``: the machine); ``save`` gets the
-    results so far after each part, so that a run stopped by a time limit leaves what it had."""
+    results so far after each part, so a run cut by a time limit leaves what it had."""
     plan = plan_for(size, device)
     n = plan.gemm_size
     results: dict[str, Any] = {
@@ -270,8 +263,8 @@ def run(device: str, size: str, params_path: Path, about: dict[str, Any] | None 
 
 def bench_model(model: BenchModel, plan: Plan, device: str, tmp: Path, results: dict[str, Any],
                 checkpoint: Callable[[], None]) -> None:
-    """Every measurement of one model, ``checkpoint()`` after each training run and each later
-    part; on a CPU the products' fp32 rate before the training runs too (the trust check's)."""
+    """Every measurement of one model, ``checkpoint()`` after each training run and later part;
+    on a CPU also the fp32 GEMM rate before training (the noisy-row drift check's)."""
     start = time.perf_counter()
     print(f"bench: {model.name} model on {device} ...", flush=True)
     data_dir, own = tmp / f"data-{model.vocab}", model.train.data.batch_size

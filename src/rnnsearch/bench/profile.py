@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from rnnsearch.bench.device import synchronize
@@ -31,41 +31,41 @@ def category(op: str) -> str:
     return next((name for name, ops in CATEGORIES.items() if op in ops), "other")
 
 
-def _top(named: dict[str, float], count: int) -> list[list[Any]]:
+def largest(named: dict[str, float], count: int) -> list[list[Any]]:
     return [[name, ms] for name, ms in sorted(named.items(), key=lambda kv: -kv[1])[:count]]
 
 
 def profile_steps(step: Callable[[], Any], repeats: int, device: str) -> dict[str, Any]:
-    """``repeats`` calls of ``step`` under the profiler (the device drained before and after),
-    per call: ms by operator category (each with its 3 largest operators), by phase, the wall
-    time and, on a GPU, the kernels launched, their busy time and the GPU's idle share."""
-    gpu = device == "cuda"
+    """Per call of ``step`` over ``repeats`` calls: ms by operator category (each with its 3
+    largest operators) and by phase, the wall time and, on a GPU, the kernels launched, their
+    busy time and the GPU's idle share."""
+    gpu, per_call = device == "cuda", 1e3 * repeats
     synchronize(device)
-    with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if gpu else [])]) as prof:
+    with profile(activities=[ProfilerActivity.CPU] + [ProfilerActivity.CUDA] * gpu) as prof:
         for _ in range(repeats):
             step()
         synchronize(device)
     phases, operators = {}, {}
     for event in prof.key_averages():
         if event.key in PHASES:
-            phases[event.key] = event.cpu_time_total / 1e3 / repeats
+            phases[event.key] = event.cpu_time_total / per_call
         else:
             operators.setdefault(category(event.key), {})[event.key] = \
-                event.self_cpu_time_total / 1e3 / repeats
+                event.self_cpu_time_total / per_call
     sums = {name: sum(ops.values()) for name, ops in operators.items()}
     total = sum(sums.values())
-    host = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
-    wall = ((max(e.time_range.end for e in host) - min(e.time_range.start for e in host)) / 1e3
-            / repeats if host else 0.0)
+    host = [e.time_range for e in prof.events() if e.device_type == DeviceType.CPU]
+    wall = (max(r.end for r in host) - min(r.start for r in host)) / per_call if host else 0.0
     kernels: dict[str, float] = {}
-    launched = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    launched = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
     for e in launched:
-        kernels[e.name[:80]] = kernels.get(e.name[:80], 0.0) + e.time_range.elapsed_us() / 1e3 / repeats
+        kernels[e.name[:80]] = kernels.get(e.name[:80], 0.0) + e.time_range.elapsed_us() / per_call
     busy = sum(kernels.values())
     return {"repeats": repeats, "ms_per_repeat": total, "wall_ms_per_step": wall,
             "categories": {name: {"ms": ms, "share": ms / total if total else 0.0,
-                                  "top": _top(operators[name], 3)}
+                                  "top": largest(operators[name], 3)}
                            for name, ms in sorted(sums.items(), key=lambda kv: -kv[1])},
-            "phases_ms": phases, "kernels_per_step": len(launched) / repeats, "gpu_busy_ms_per_step": busy,
+            "phases_ms": phases, "kernels_per_step": len(launched) / repeats,
+            "gpu_busy_ms_per_step": busy,
             "gpu_idle_share": max(0.0, 1 - busy / wall) if gpu and wall else None,
-            "top_kernels_ms": [{"name": n, "ms": ms} for n, ms in _top(kernels, 5)]}
+            "top_kernels_ms": [{"name": n, "ms": ms} for n, ms in largest(kernels, 5)]}

@@ -21,8 +21,7 @@ def _failed(row: dict[str, Any], columns: int) -> list[str]:
 
 
 def training_rows(results: dict[str, Any]) -> list[list[Any]]:
-    """Speed per run; achieved GFLOP/s, against the device's large-product rate and (on a CPU)
-    the roofline of the model's own products."""
+    """Per run: speed, achieved GFLOP/s, its share of the device's GEMM peak and (CPU) roofline."""
     arithmetic = {(a["model"], a["batch"]): a for a in results["arithmetic"] if "error" not in a}
     flops = {model: a["mflop_per_token"] * 1e6 for (model, _), a in arithmetic.items()}
     rows = []
@@ -51,8 +50,8 @@ def training_rows(results: dict[str, Any]) -> list[list[Any]]:
 
 
 def roofline_share(tokens_per_s: float, bound: float | None) -> str:
-    """A training row's share of its GEMM roofline; above 100% (which no step can reach: a
-    wrong FLOP count or peak rate) it is refused, not shown, on any device."""
+    """A training row's share of its GEMM roofline; above 100% (unreachable: a wrong FLOP count or
+    peak rate) it is refused, not shown, on any device."""
     if not bound:
         return "-"
     share = tokens_per_s / bound

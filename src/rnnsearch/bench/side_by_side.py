@@ -1,9 +1,8 @@
-"""Decoding speed of this checkout beside another commit's, on the same machine at the same
-moment: ``python -m rnnsearch.bench.side_by_side --against REV``. Each model of ``make bench``
-gets random weights once; both checkouts load them, start together (one thread each, one core
-each), decode the bench's test sources at batch 64 for a few rounds, and report their best
-round and a digest of every output (words and scores), which must be the same.
-Writes ``reports/bench_side_by_side.{json,md}`` (``--out``)."""
+"""``python -m rnnsearch.bench.side_by_side --against REV``: decoding speed of this checkout beside
+another commit's, same machine, same moment. Each ``make bench`` model gets random weights once;
+both checkouts load them, start together (one thread, one core each), decode the bench's test
+sources at batch 64 for a few rounds and report the best round and a digest of all outputs (words,
+scores), which must match. Writes ``reports/bench_side_by_side.{json,md}`` (``--out``)."""
 from __future__ import annotations
 
 import argparse
@@ -23,8 +22,8 @@ METHODS = {"greedy": 1, "beam5": 5}
 
 
 def worker(folder: Path, method: str, rounds: int) -> dict[str, Any]:
-    """Run in the checkout under test (only modules both commits have): decode the sources
-    in ``folder`` with the weights there."""
+    """Runs in the checkout under test (so uses only modules both commits have): decodes
+    ``folder``'s sources with its weights."""
     import torch
 
     from rnnsearch.allocator import keep_freed_memory

@@ -1,6 +1,5 @@
-"""Training speed: :func:`train_speed`, the train stage's Trainer without checkpoints or MLflow;
-:func:`new_training`, the stage's task and optimiser for a step taken by hand (arithmetic,
-profiles)."""
+"""Training speed: :func:`train_speed` (the train stage's Trainer, no checkpoints or MLflow);
+:func:`new_training`, the stage's task and optimiser for hand-taken steps (arithmetic, profiles)."""
 from __future__ import annotations
 
 import time
@@ -53,9 +52,8 @@ class StepTimer(pl.Callback):
 
 def train_speed(model: Any, data_dir: Path, device: str, batch: int, precision: str,
                 warmup: int, steps: int, work_dir: Path, graphs: bool = False) -> dict[str, Any]:
-    """One Lightning run of ``warmup + steps`` steps: tokens/s and peak memory, or the error;
-    with ``graphs`` the capture time reported apart. Everything is freed before returning:
-    graphs kept past their run left the next runs out of memory."""
+    """One Lightning run of ``warmup + steps`` steps: tokens/s and peak memory, or the error; with
+    ``graphs``, capture time apart. Frees it all: graphs kept alive leave later runs no memory."""
     reset_peak_memory(device)
     row = _timed_training(model, data_dir, device, batch, precision, warmup, steps, work_dir,
                           graphs)

@@ -1,8 +1,7 @@
-"""The architectures: the one list of them (:data:`ARCHITECTURES`), each naming its code.
-
-A model's ``model`` param names an entry, whose ``"module:Class"`` encoder and decoder
-:class:`rnnsearch.models.seq2seq.Seq2Seq` builds. A module of its own so that each model's cells
-depend on its entry only (:mod:`rnnsearch.stages.model_code`): a new architecture reruns none."""
+"""The architectures (:data:`ARCHITECTURES`): a model's ``model`` param names an entry, whose
+``"module:Class"`` encoder and decoder :class:`rnnsearch.models.seq2seq.Seq2Seq` builds. Its own
+module so that each model's cells depend on its entry only (:mod:`rnnsearch.stages.model_code`):
+a new architecture reruns none."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,20 +12,18 @@ ATTENTIONS = ("global", "local_m", "local_p")
 
 @dataclass(frozen=True)
 class Architecture:
-    """How a model is wired: the classes :class:`rnnsearch.models.seq2seq.Seq2Seq` builds and
-    the attention settings it accepts."""
+    """How a model is wired: the classes Seq2Seq builds and the attention settings it accepts."""
 
     # "module:Class" of the decoder, built as Class(tgt_vocab, config) (rnnsearch.models.decoder)
     decoder: str
     attention: bool = True                  # attends to the source (False: score etc. unused)
-    scores: tuple[str, ...] = SCORES        # the attention scores it accepts (none: its own, and
-                                            # score and attention are not read)
+    # the attention scores it accepts (none: its own, and score and attention are not read)
+    scores: tuple[str, ...] = SCORES
     attentions: tuple[str, ...] = ATTENTIONS  # ... and the attentions (global, local)
     # "module:Class" of the encoder, built as Class(src_vocab, config)
     encoder: str = "rnnsearch.models.encoder:Encoder"
     recurrent: bool = True                  # RNN encoder and decoder (orthogonal init, init.lm)
-    # the fields of ModelConfig only this architecture reads: checked for it, and saved with
-    # its models only (a model of another architecture is saved as before they existed)
+    # ModelConfig fields only this architecture reads: checked, and saved, for its models only
     settings: tuple[str, ...] = ()
 
 

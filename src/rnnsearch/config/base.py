@@ -1,15 +1,14 @@
-"""Typed params: turn one section of params.yaml into a frozen, validated dataclass.
+"""Typed params: one section of params.yaml as a frozen, validated dataclass.
 
-Every stage calls :func:`load_section` before any work, so a bad value fails at once naming the
-key (``train.model.hidden_size: expected int, got 'big'``). Unknown keys are errors, missing
-ones take the default; types are checked recursively (an int passes as a float, a bool never as
-a number), then the dataclass' ``check()``; :func:`load_section` also runs
-``check_params(key, params)`` (across sections) and ``check_runtime(key)`` (this machine).
+Every stage calls :func:`load_section` first, so a bad value fails at once naming the key
+(``train.model.hidden_size: expected int, got 'big'``). Unknown keys are errors, missing ones take
+the default; types are checked recursively (an int passes as a float, a bool never as a number),
+then the dataclass' ``check()``; :func:`load_section` adds ``check_params(key, params)`` (across
+sections) and ``check_runtime(key)`` (this machine).
 
-The file must be a YAML mapping without duplicated keys, whose aliases (``*name``) expand to
-at most :data:`MAX_VALUES` values; ``1e-3``-style numbers are numbers, as in YAML 1.2 and DVC
-(PyYAML would make them strings). An error message shows a value cut short (:func:`shown`).
-"""
+The file must be a YAML mapping without duplicated keys, whose aliases (``*name``) expand to at
+most :data:`MAX_VALUES` values; ``1e-3``-style numbers are numbers, as in YAML 1.2 and DVC (PyYAML
+would make them strings). Error messages cut values short (:func:`shown`)."""
 from __future__ import annotations
 
 import argparse
@@ -39,9 +38,8 @@ _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlong = 2, 80, 80, 
 
 
 def shown(value: Any) -> str:
-    """``repr(value)`` for an error message, cut short: at most :data:`SHOWN_CHARS`
-    characters, of at most six items of a list (four of a mapping) two levels deep, so as
-    quick to make for a value of a million items as for one."""
+    """``repr(value)`` for an error message: at most :data:`SHOWN_CHARS` characters, six items
+    of a list (four of a mapping), two levels deep, so as quick for a million items as for one."""
     text = _SHOWN.repr(value)
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
@@ -100,10 +98,9 @@ def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping with a repeated key (YAML 1.2, DVC) instead
-    of silently keeping the last value, and a document whose aliases expand past
-    :data:`MAX_VALUES` values (a few lines can stand for billions: every later walk and error
-    message would hang)."""
+    """``yaml.SafeLoader`` refusing a repeated key (YAML 1.2, DVC; not silently the last value)
+    and aliases expanding past :data:`MAX_VALUES` values (a few lines can stand for billions:
+    every later walk and error message would hang)."""
 
     def compose_document(self) -> yaml.Node:
         node = super().compose_document()

@@ -1,10 +1,9 @@
 """Typed config of one translation model (a ``train.models`` entry over ``train.base_model``).
 
-``model`` names its architecture, an entry of
-:data:`rnnsearch.config.architectures.ARCHITECTURES` (docs/contributing.md says how to add one):
-``encdec`` (Cho et al. 2014, no attention), ``search`` (Bahdanau et al. 2015), ``search_cond``
-(Nematus's conditional GRU), ``luong`` (Luong et al. 2015: global, local_m or local_p attention,
-optional input feeding). Besides: a cell, sizes and an attention score."""
+``model`` names its architecture, an entry of :data:`rnnsearch.config.architectures.ARCHITECTURES`
+(docs/contributing.md says how to add one): ``encdec`` (Cho et al. 2014, no attention), ``search``
+(Bahdanau et al. 2015), ``search_cond`` (Nematus's conditional GRU), ``luong`` (Luong et al. 2015:
+global, local_m or local_p attention, optional input feeding)."""
 from __future__ import annotations
 
 import dataclasses
@@ -93,7 +92,7 @@ class ModelConfig:
 
     @property
     def encoder_output_size(self) -> int:
-        """Width of one source annotation ``h_j`` (the transformer's: its width, ``embedding_size``)."""
+        """Width of one source annotation ``h_j`` (the transformer's: ``embedding_size``)."""
         if not self.architecture.recurrent:
             return self.embedding_size
         return self.hidden_size * (2 if self.bidirectional else 1)

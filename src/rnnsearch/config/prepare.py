@@ -30,8 +30,8 @@ def check_sha256(value: str | None, key: str) -> None:
 
 @dataclass(frozen=True)
 class CustomSplit:
-    """One split of a corpus of one's own: a source and a target file (line N translates line N),
-    or one tab-separated file (source<TAB>target per line); each with an optional sha256."""
+    """One split of one's own corpus: a source and a target file (line N translates line N), or
+    one tab-separated file (source<TAB>target per line); each with an optional sha256."""
 
     src: str | None = None
     tgt: str | None = None
@@ -74,19 +74,18 @@ AUTO_TEST_MAX = 3000               # at most this many (and at least one)
 
 
 def auto_test_size(clean_pairs: int) -> int:
-    """The held-out test size ``prepare.custom.test_size: auto`` gives a corpus of
-    ``clean_pairs`` clean training pairs: 5% of them, at least 1, at most 3,000."""
+    """``prepare.custom.test_size: auto``'s held-out test size: 5% of ``clean_pairs``, 1 to 3000."""
     return max(1, min(AUTO_TEST_MAX, round(clean_pairs * AUTO_TEST_SHARE)))
 
 
 @dataclass(frozen=True)
 class CustomCorpus:
-    """The files of a corpus of one's own, per split; ``test`` null: held out from train.
+    """The files of one's own corpus, per split; ``test`` null: held out from train.
 
-    A given dev or test file is used whole (empty sides dropped), so scores compare with
-    others' on it, unless ``cut_given`` lists it. A held-out test split is a seeded sample of
-    ``test_size`` pairs (``auto``: :func:`auto_test_size`), or with ``test_stratified`` at most
-    half of each ``prepare.test_buckets`` bucket, so training keeps every length."""
+    A given dev or test file is used whole (empty sides dropped), so scores compare with others'
+    on it, unless ``cut_given`` lists it. A held-out test split is a seeded sample of ``test_size``
+    pairs (``auto``: :func:`auto_test_size`), or with ``test_stratified`` at most half of each
+    ``prepare.test_buckets`` bucket, so training keeps every length."""
 
     train: CustomSplit
     dev: CustomSplit
@@ -189,8 +188,7 @@ class PrepareConfig:
                     f"corpus '{self.corpus}' has no language '{lang}' (it has: {', '.join(languages)})")
 
     def check_custom(self, key: str) -> None:
-        """``custom`` is given, the language codes are codes, and a stratified held-out test
-        split has length buckets."""
+        """``custom`` given, language codes valid, a stratified held-out test split has buckets."""
         require(self.custom is not None, f"{key}.custom",
                 f"required when {key}.corpus is '{CUSTOM}': give the train and dev files (and "
                 f"optionally test), see README 'Use your own corpus'")

@@ -32,9 +32,8 @@ def repo_root(start: str | Path | None = None) -> Path:
 
 
 def check_name(name: str) -> str:
-    """``name`` when it is a plain name (letters, digits, _ and -), else a :class:`ConfigError`
-    naming it: the name makes a file path, a git branch and a report folder, and ``../params``
-    would read params.yaml as a preset."""
+    """``name`` if plain (letters, digits, _ and -), else a :class:`ConfigError`: it makes a file
+    path, a git branch and a report folder, and ``../params`` would read params.yaml as a preset."""
     if not _NAME.fullmatch(name):
         raise ConfigError(f"preset name '{name}': use letters, digits, _ and - only (the file "
                           f"presets/<name>.yaml, named without .yaml)")

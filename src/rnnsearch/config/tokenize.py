@@ -26,9 +26,8 @@ class SubwordConfig:
 
 @dataclass(frozen=True)
 class TokenizeConfig:
-    """Moses tokenisation, the units the models read (Moses words or subword pieces of them) and
-    the vocabulary sizes (words: the N most frequent; subwords: the model's N pieces, specials
-    included in both)."""
+    """Moses tokenisation, the units the models read (Moses words or their subword pieces) and the
+    vocabulary sizes, specials included (words: the N most frequent; subwords: the model's N)."""
 
     lowercase: bool = False
     units: Units = "word"

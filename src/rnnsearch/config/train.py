@@ -1,8 +1,7 @@
 """Typed ``train`` section: the model grid, named model variants, data, optimiser, budget.
 
 Model variants are named entries of ``train.models``, each a partial :class:`ModelConfig` merged
-over ``train.base_model``; ``train.grid.models`` picks which of them the DVC matrix trains.
-"""
+over ``train.base_model``; ``train.grid.models`` picks which of them the DVC matrix trains."""
 from __future__ import annotations
 
 import contextlib
@@ -79,10 +78,9 @@ class BudgetConfig:
         check_non_negative(self, key, "max_minutes", "early_stopping_patience")
 
 
-# The precisions the models train in: 32-bit weights, with or without autocast to 16 bits.
-# "16-true", "bf16-true" and "64-true" convert the weights and every input (the batches are
-# frozen dataclasses, which Lightning's converter refuses); "transformer-engine" is for
-# Transformer layers on NVIDIA GPUs. ("32", "16", "bf16": Lightning's older names of the three.)
+# Precisions the models train in: 32-bit weights, autocast to 16 bits or not ("32", "16", "bf16":
+# Lightning's older names). 16-true, bf16-true, 64-true also convert every input (Lightning's
+# converter refuses the frozen-dataclass batches); transformer-engine: NVIDIA's Transformer layers.
 TRAINABLE_PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "32", "16", "bf16")
 BF16_PRECISIONS = ("bf16-mixed", "bf16")   # autocast to bf16: the logits come out in bf16
 
@@ -153,7 +151,7 @@ class TrainerConfig:
     threads: int = 0                # torch CPU threads per process (0: torch's default)
     cuda_graphs: bool = False       # the attention decoder's loop replayed as CUDA graphs (GPU)
     graph_length_multiple: int = 8  # with cuda_graphs: lengths padded to a multiple of this
-    bf16_cross_entropy: bool = False  # with bf16-mixed: the training loss over the vocabulary in bf16
+    bf16_cross_entropy: bool = False  # bf16-mixed: the training loss over the vocabulary in bf16
     fused_loss: bool = False        # the output layer and training loss in one chunked pass
     autocast_cache: bool = True     # with 16-mixed/bf16-mixed: each weight cast once per forward
     # float32 products: highest (fp32), high (TF32 tensor cores on a GPU), medium (bf16); auto:
@@ -190,9 +188,8 @@ class TrainerConfig:
                 f"{', '.join(TRAINABLE_PRECISIONS)}")
 
     def check_runtime(self, key: str) -> None:
-        """Lightning must be able to set these flags up on this machine (an available GPU, an
-        installed torch_xla or deepspeed, a strategy that fits the accelerator). The flags are
-        added one at a time, so the error names the first one that fails."""
+        """Lightning must set these flags up here (a GPU, torch_xla or deepspeed installed, a
+        strategy fitting the accelerator); added one by one, so an error names the first bad one."""
         try:   # Lightning's own parser of these flags (private: skip if it moves)
             from pytorch_lightning.trainer.connectors.accelerator_connector import (
                 _AcceleratorConnector)
@@ -222,9 +219,8 @@ class InitConfig:
 
 @dataclass(frozen=True)
 class SupervisedAttentionConfig:
-    """Liu et al. (2016)'s supervised attention: ``weight * decay**k`` x the cross-entropy of
-    the attention against ``align.train_links``, period k an epoch (``decay_steps`` 0) or
-    ``decay_steps`` optimizer steps; ``weight`` 0: off."""
+    """Liu et al. (2016)'s supervised attention: ``weight * decay**k`` x the cross-entropy of the
+    attention against ``align.train_links`` in period k (``decay_steps``); ``weight`` 0: off."""
 
     weight: float = 0.0
     decay: float = 1.0              # per period (1: a fixed weight)
@@ -287,9 +283,9 @@ class TrainConfig:
                 and self.model_config(name, key).architecture.attention)
 
     def check_params(self, key: str, params: dict[str, Any]) -> None:
-        """With ``init.lm``, every grid model's decoder must fit ``pretrain_lm``'s language
-        model (:func:`check_lm_fits`), so that a mismatch stops here, not after the LM's
-        training; supervised attention needs the align stage's links (:func:`check_links_given`)."""
+        """With ``init.lm``, every grid model's decoder must fit ``pretrain_lm``'s LM
+        (:func:`check_lm_fits`): a mismatch stops here, not after the LM's training; supervised
+        attention needs the align stage's links (:func:`check_links_given`)."""
         if self.supervised_attention.on:
             check_links_given(params, f"{key}.supervised_attention.weight")
         if not self.init.lm:
@@ -299,7 +295,7 @@ class TrainConfig:
             check_lm_fits(self.model_config(name, key), lm, f"{key}.models.{name}")
 
     def check_runtime(self, key: str) -> None:
-        """The Trainer's flags must work on this machine (see :meth:`TrainerConfig.check_runtime`)."""
+        """The Trainer's flags must work on this machine (:meth:`TrainerConfig.check_runtime`)."""
         self.trainer.check_runtime(f"{key}.trainer")
 
     def model_config(self, name: str, key: str = "train") -> ModelConfig:

@@ -14,9 +14,8 @@ DEVICES: tuple[str, ...] = get_args(Device)
 
 
 def resolve_device(name: str, key: str = "translate.device") -> str:
-    """The torch device ``name`` stands for on this machine: ``auto`` is ``cuda`` when torch sees
-    a CUDA GPU, else ``cpu``. ``cuda`` on a machine without one (or a name not in
-    :data:`DEVICES`) is a :class:`ConfigError` naming ``key``."""
+    """The torch device ``name`` means here: ``auto`` is ``cuda`` if torch sees a CUDA GPU, else
+    ``cpu``; ``cuda`` without one, or a name not in :data:`DEVICES`, is a :class:`ConfigError`."""
     import torch   # here, not at the top: validating params must not need torch
 
     require(name in DEVICES, key, f"must be one of {list(DEVICES)}, got {name!r}")
@@ -36,7 +35,7 @@ class TranslateConfig:
     search: SearchOptions = field(default_factory=SearchOptions)
     # names of DECODING_METHODS (default: all), each written as its own system
     methods: tuple[str, ...] = field(default_factory=method_names)
-    device: Device = "auto"                  # auto (cuda when torch sees a GPU, else cpu) | cpu | cuda
+    device: Device = "auto"                  # auto: cuda if torch sees a GPU, else cpu
     batch_size: int = 64                     # sentences decoded together on the CPU
     batch_size_cuda: int = 512               # ... and on a CUDA GPU (launch-bound: wider is faster)
     source_eos: bool = False                 # append </s> to each source (training does not)

@@ -1,11 +1,9 @@
 """Corpus cleaning as Moses' ``clean-corpus-n.perl`` does it, and seeded sampling.
 
-Non-white-space control characters (Cc) go first: a line of nothing else would be an empty
-source still "translated" (white-space ones, ``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``,
-separate words). Rules, a pair counted under the first that drops it: ``empty``, ``control``,
-``too_short`` / ``too_long``, ``ratio``, in white-space words of the raw text.
-:data:`USABLE_ONLY` keeps every pair with words on both sides (a user's whole test file stays
-comparable). :func:`count_entities` counts a Moses-escaped corpus's HTML entities."""
+Non-white-space control characters (Cc) go first (a line of only those would be an empty source
+still "translated"); white-space ones (``\x0b``, ``\x0c``, ``\x1c``-``\x1f``, ``\x85``) separate
+words. A pair counts under the first rule that drops it: ``empty``, ``control``, ``too_short`` /
+``too_long``, ``ratio``, in white-space words of the raw text."""
 from __future__ import annotations
 
 import html
@@ -31,7 +29,7 @@ class CleanRules:
 
 # The field of CleanRules behind each drop reason that has one (``empty``, ``control``: none).
 RULE_FIELDS = {"too_short": "min_len", "too_long": "max_len", "ratio": "max_ratio"}
-# Drops only what cannot be used at all: a side without words (``empty``, ``control``).
+# Drops only a side without words (``empty``/``control``): a user's test set stays comparable.
 USABLE_ONLY = CleanRules(min_len=1, max_len=sys.maxsize, max_ratio=math.inf)
 ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 
@@ -43,8 +41,7 @@ def is_entity(match: re.Match) -> bool:
 
 
 def count_entities(lines: Sequence[str]) -> dict[str, int]:
-    """``{"occurrences": n, "lines": m}``: the HTML/XML entities in ``lines`` and how many
-    lines hold at least one."""
+    """``{"occurrences": n, "lines": m}``: HTML/XML entities in ``lines``, lines holding one."""
     occurrences = holding = 0
     for line in lines:
         if "&" not in line:             # the common case, fast
@@ -73,9 +70,8 @@ def strip_control(line: str) -> str:
 
 
 def sentence_length(line: str) -> int:
-    """A sentence's length, the one definition the pipeline uses (docs/contracts.md): its words
-    separated by white space, as the prepared (cleaned, untokenised) text has them. Cleaning's
-    bounds, the test split's length buckets and evaluation's BLEU by length all count this."""
+    """The pipeline's one sentence length (docs/contracts.md): white-space words of the prepared
+    (cleaned, untokenised) text; cleaning bounds, test length buckets and BLEU by length use it."""
     return len(line.split())
 
 
@@ -93,9 +89,8 @@ def length_rule(n_src: int, n_tgt: int, rules: CleanRules) -> str | None:
 
 
 def clean_line(line: str) -> tuple[bool, str, int]:
-    """Whether ``line`` holds a word, and the line without control characters and with its
-    white space normalised, with its length: what :func:`normalise_space` after
-    :func:`strip_control` gives, in one split where the line has no control character."""
+    """``(has a word, cleaned line, its length)``: :func:`strip_control` then
+    :func:`normalise_space`, in one split when the line has no control character."""
     words = line.split()
     spaced = " ".join(words)
     if spaced.isprintable():        # the common case, fast
@@ -106,8 +101,7 @@ def clean_line(line: str) -> tuple[bool, str, int]:
 
 def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
                 ) -> tuple[list[str], list[str], dict[str, int]]:
-    """Remove control characters, normalise white space and drop pairs by the rules; returns
-    kept pairs and drop counts."""
+    """Clean both sides and drop pairs by ``rules``; returns the kept sides and drop counts."""
     kept_src, kept_tgt = [], []
     dropped: Counter = Counter({"empty": 0, "control": 0, "too_short": 0, "too_long": 0,
                                 "ratio": 0})
@@ -125,8 +119,7 @@ def clean_pairs(src: Sequence[str], tgt: Sequence[str], rules: CleanRules
 
 
 def sample_indices(n: int, size: int, seed: int) -> list[int]:
-    """``size`` distinct indices of ``range(n)`` drawn with ``seed``, in corpus order.
-    ``size`` 0 (or >= n) keeps everything."""
+    """``size`` distinct seeded indices of ``range(n)``, sorted; all for ``size`` 0 or >= n."""
     if size <= 0 or size >= n:
         return list(range(n))
     return sorted(random.Random(seed).sample(range(n), size))
@@ -142,10 +135,9 @@ def bucket_of(length: int, edges: Sequence[int]) -> int | None:
 
 def stratified_indices(lengths: Sequence[int], edges: Sequence[int], per_bucket: int,
                        seed: int, max_share: float = 1.0) -> tuple[list[int], list[int]]:
-    """Up to ``per_bucket`` indices per length bucket ``(edges[i-1], edges[i]]``, seeded, and
-    at most ``max_share`` of a bucket's members (rounded down; a test set held out of training pairs
-    takes half, so that training keeps every length). Returns the chosen indices (in corpus order)
-    and the count taken from each bucket."""
+    """Up to ``per_bucket`` seeded indices per length bucket ``(edges[i-1], edges[i]]``, at most
+    ``max_share`` of its members (rounded down; a test set held out of training takes half, so
+    training keeps every length). Returns the indices (corpus order) and the count per bucket."""
     members: list[list[int]] = [[] for _ in edges]
     for index, length in enumerate(lengths):
         bucket = bucket_of(length, edges)

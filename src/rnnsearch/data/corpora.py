@@ -1,10 +1,9 @@
-"""The corpus registry and how a corpus file is found: local mirror first, then upstream.
+"""The corpus registry and where a corpus file comes from: local mirror first, then upstream.
 
 ``<split>.<lang>.gz`` comes from the mirror (``prepare.mirror`` or ``RNNSEARCH_CORPORA``), the
-download cache, or upstream (to a temporary file, renamed into the cache), and is always checked
-against its sha256. A download slower than ``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) for
-``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is abandoned, as curl does: the socket timeout restarts
-with every byte, so a trickling server would otherwise hang the stage."""
+download cache or upstream (into the cache), always checked against its sha256. A download under
+``RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` bytes/s (1024) over ``RNNSEARCH_DOWNLOAD_SPEED_TIME`` s (60) is
+abandoned as curl does: the socket timeout restarts with every byte, so a trickle would hang."""
 from __future__ import annotations
 
 import hashlib
@@ -32,23 +31,21 @@ BLOCK = 1 << 16
 
 @dataclass(frozen=True)
 class SpeedLimit:
-    """The slowest download kept going: at least ``bytes_per_s`` on average over every
-    ``seconds`` (curl's ``--speed-limit``/``--speed-time``)."""
+    """The slowest download kept going: ``bytes_per_s`` on average over every ``seconds`` (curl's
+    ``--speed-limit``/``--speed-time``)."""
 
     bytes_per_s: float = 1024.0
     seconds: float = 60.0
 
     @classmethod
     def from_env(cls) -> "SpeedLimit":
-        """The limit set by ``$RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` and ``$..._SPEED_TIME`` (each
-        defaulting to the field's default); a value that is not a positive number is refused
-        naming the variable."""
+        """The limit set by ``$RNNSEARCH_DOWNLOAD_SPEED_LIMIT`` and ``$..._SPEED_TIME`` (default:
+        the field's); a value that is not a positive number is refused naming the variable."""
         return cls(_positive_env(SPEED_LIMIT_ENV, cls.bytes_per_s),
                    _positive_env(SPEED_TIME_ENV, cls.seconds))
 
     def too_slow(self, url: str, dest: Path, received: int, elapsed: float) -> DataError:
-        """The error that abandons the download of ``url`` (into ``dest``) after ``received``
-        bytes in the last ``elapsed`` seconds."""
+        """The :class:`DataError` for ``received`` bytes of ``url`` in the last ``elapsed`` s."""
         return DataError(
             f"{url}: download too slow: {received} bytes in the last {elapsed:.1f} s, under "
             f"{self.bytes_per_s:g} bytes/s over {self.seconds:g} s (${SPEED_LIMIT_ENV}, "
@@ -166,12 +163,11 @@ def mirror_dir(configured: str | None) -> Path | None:
 
 def download(url: str, dest: Path, expected_sha256: str | None, timeout: float = 60.0,
              source: str = "", limit: SpeedLimit | None = None) -> Path:
-    """Download ``url`` to ``dest`` with a progress bar; verify (unless ``expected_sha256`` is
-    None) and, for a ``.gz`` file, read it through (a corrupt one is refused naming ``url``); rename
-    into place. ``source`` says where the expected sha256 comes from. ``timeout`` (at most
-    ``limit.seconds``) bounds the wait for the server's answer; ``limit`` (default:
-    :meth:`SpeedLimit.from_env`) abandons a download that then stalls or trickles. Nothing is left
-    at ``dest`` (or beside it) when the download or a check fails."""
+    """Download ``url`` to ``dest`` (progress bar), check ``expected_sha256`` (None: no check;
+    ``source``: where it comes from), read a ``.gz`` through (corrupt: refused naming ``url``),
+    rename into place. ``timeout`` (capped at ``limit.seconds``) bounds the wait for the server's
+    answer; ``limit`` (default :meth:`SpeedLimit.from_env`) abandons a stalling or trickling
+    download. A failure leaves nothing at or beside ``dest``."""
     limit = limit or SpeedLimit.from_env()
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.part-", dir=dest.parent)
@@ -200,10 +196,9 @@ def download(url: str, dest: Path, expected_sha256: str | None, timeout: float =
 
 def read_blocks(resp: http.client.HTTPResponse, limit: SpeedLimit, url: str, dest: Path
                 ) -> Iterator[bytes]:
-    """The body of the response ``resp`` in blocks as they arrive (``read1``: a plain ``read``
-    of a trickle would wait for a whole block); raises ``limit``'s error when fewer than
-    ``limit.bytes_per_s`` bytes/s arrived over the last ``limit.seconds``, or when one read
-    times out."""
+    """``resp``'s body in blocks as they arrive (``read1``: ``read`` would wait for a whole block of
+    a trickle); raises ``limit``'s error when fewer than ``limit.bytes_per_s`` bytes/s arrived over
+    the last ``limit.seconds``, or when a read times out."""
     started, received = time.monotonic(), 0
     while True:
         try:

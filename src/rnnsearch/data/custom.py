@@ -1,9 +1,8 @@
 """A corpus of one's own (``prepare.corpus: custom``): the files named in ``prepare.custom``.
 
-Per split a source and a target file or one ``source<TAB>target`` file, plain or ``.gz``, as a
-local path or an http(s) URL (cached as ``<cache_dir>/custom/<URL sha256[:16]>-<name>``, reused
-only when the params give a sha256 it matches: a URL may serve something new). Every file's
-sha256 is returned; a given one is checked."""
+Per split a source and a target file or one ``source<TAB>target`` file, plain or ``.gz``, as a local
+path or an http(s) URL (its cached download is reused only when the params give a sha256 it matches:
+a URL may serve something new). Every file's sha256 is returned; a given one is checked."""
 from __future__ import annotations
 
 import hashlib
@@ -71,8 +70,7 @@ def offline_reason(cached: Path, expected: str | None, key: str) -> str:
 
 def fetch(location: str, expected: str | None, key: str, cache_dir: str | Path,
           allow_download: bool) -> tuple[Path, str]:
-    """The local file of ``location`` (params key ``key``) and its sha256, checked against
-    ``expected`` when given."""
+    """The local file of ``location`` and its sha256, checked against ``expected`` if given."""
     if is_url(location):
         path = fetch_url(location, expected, key, cache_dir, allow_download)
     else:

@@ -11,7 +11,7 @@ REQUIRED_KEYS = ("src_lang", "tgt_lang")
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """``meta.json`` as a dict; a missing, unreadable or incomplete file names itself and the key."""
+    """The ``meta.json`` dict; a missing, unreadable or incomplete file names itself and the key."""
     path = Path(path)
     meta = read_json(path)
     if not isinstance(meta, dict):

@@ -1,8 +1,7 @@
 """Writing a binary file (a model, a checkpoint) so that it is whole or not there at all.
 
-:func:`save_atomically` writes in a hidden folder beside the target (same disk, unlike
-Lightning's writer) and renames the file into place; a folder a ``kill -9`` left is removed by
-the next write. A failure is one ``OSError`` naming the user's file and the space left (torch's
+:func:`save_atomically` writes in a hidden folder beside the target (same disk, unlike Lightning's
+writer), then renames. A failure is one ``OSError`` naming the file and the space left (torch's
 ``PytorchStreamWriter failed writing file`` becomes ``ENOSPC`` on a full disk)."""
 from __future__ import annotations
 
@@ -47,8 +46,8 @@ def is_write_failure(err: BaseException) -> bool:
 
 
 def remove_abandoned_temporaries(path: Path) -> list[Path]:
-    """Remove the temporary folders of earlier writes of ``path`` whose process is gone (killed
-    mid-write); returns them. A folder of a process still running is left alone."""
+    """Remove (and return) the temporary folders of earlier writes of ``path`` whose process is gone
+    (killed mid-write); a running process's folder is left alone."""
     abandoned = []
     for tmp in path.parent.glob(f".{path.name}.tmp-*"):
         pid = tmp.name.rpartition("-")[2]
@@ -70,11 +69,10 @@ def _running(pid: int) -> bool:
 
 def save_atomically(path: str | Path, save: Callable[[Path], None],
                     inner_name: str | None = None) -> None:
-    """Call ``save(file)`` on ``.<name>.tmp-<pid>/<inner_name>`` beside ``path``, then rename the
-    file into place. ``inner_name`` (default: ``path``'s name) is there because ``torch.save``
-    names its archive after the file: one fixed name gives the same bytes for the same content
-    wherever it is headed. A failed write removes the temporary folder and raises
-    :func:`write_failure`'s ``OSError``."""
+    """Call ``save(file)`` on ``.<name>.tmp-<pid>/<inner_name>`` beside ``path`` (first removing
+    folders a ``kill -9`` left), then rename it into place. ``inner_name`` (default ``path``'s
+    name): ``torch.save`` names its archive after the file, so a fixed name gives the same bytes
+    wherever they go. A failure removes the folder, raising :func:`write_failure`'s ``OSError``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_temporaries(path)

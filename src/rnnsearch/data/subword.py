@@ -1,10 +1,9 @@
 """Subword units (Sennrich, Haddow & Birch 2016): SentencePiece models learnt on Moses tokens.
 
-Split at whitespace first, so pieces join back into exactly the Moses tokens
-(:func:`pieces_to_words`). :func:`train_model`: identity normalisation (NFKC would rewrite
-tokens), no byte fallback (an unseen character is ``<unk>``), a hard vocabulary limit
-(:class:`VocabularyUnfit`), one thread, no sampling or shuffling, a fixed seed (same lines, same
-file byte for byte) and the project's special ids (``vocab.<side>.txt`` lists pieces in id
+Pieces never cross whitespace, so they join back into exactly the Moses tokens. :func:`train_model`
+uses identity normalisation (NFKC would rewrite tokens), no byte fallback (an unseen character is
+``<unk>``), a hard vocabulary limit, one thread, no sampling or shuffling, a fixed seed (same lines,
+same file byte for byte) and the project's special ids (``vocab.<side>.txt`` lists pieces in id
 order). Files: ``data/tokenized/subword.json`` and ``subword.{src,tgt,joint}.model``."""
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ class SubwordSpec:
 
 
 def train_model(lines: Sequence[str], spec: SubwordSpec) -> bytes:
-    """A SentencePiece model (its serialised bytes) learnt on the Moses-tokenised ``lines``, in
-    their order; :class:`VocabularyUnfit` when the text cannot fill ``spec.vocab_size`` or the
-    size is below the alphabet."""
+    """A SentencePiece model (serialised bytes) learnt on the Moses-tokenised ``lines`` in order;
+    :class:`VocabularyUnfit` when ``spec.vocab_size`` does not fit the text."""
     import sentencepiece as spm
 
     longest = max((len(line.encode("utf-8")) for line in lines), default=0)
@@ -74,8 +72,7 @@ def train_model(lines: Sequence[str], spec: SubwordSpec) -> bytes:
 
 
 def load_model(data: bytes, name: str | Path) -> spm.SentencePieceProcessor:
-    """The processor of a serialised model; bytes that are no model are a :class:`DataError`
-    naming ``name``."""
+    """The processor of a serialised model; not a model: a :class:`DataError` naming ``name``."""
     import sentencepiece as spm
 
     try:
@@ -125,8 +122,7 @@ def word_lines(piece_lines: Iterable[str]) -> list[str]:
 
 
 def word_lengths(pieces: Sequence[str]) -> list[int]:
-    """How many pieces each word of a segmented sentence has, in order; a piece that starts with
-    ``▁`` starts a word (so does the first piece)."""
+    """Pieces per word of a segmented sentence; a ``▁`` piece (or the first) starts a word."""
     lengths: list[int] = []
     for piece in pieces:
         if piece.startswith(BOUNDARY) or not lengths:
@@ -167,9 +163,8 @@ def letter_counts(lines: Iterable[str]) -> Counter:
 
 
 def shared_letters(a: Counter, b: Counter) -> float:
-    """How much two texts share a script: the smaller of the share of ``a``'s letter occurrences
-    whose letter ``b`` uses too, and the same for ``b``. English and German: about 1; English and
-    Russian: near 0 (the Russian side's Cyrillic), although Russian text cites Latin names."""
+    """Script overlap: the smaller of each text's share of letter occurrences whose letter the other
+    has (English/German: about 1; English/Russian: near 0, Cyrillic and a few Latin names)."""
     def covered(x: Counter, y: Counter) -> float:
         total = sum(x.values())
         return sum(n for c, n in x.items() if c in y) / total if total else 1.0
@@ -199,9 +194,8 @@ class TextUnits:
 
     @classmethod
     def read(cls, directory: str | Path) -> "TextUnits":
-        """The units of ``directory``: word units without ``subword.json``; otherwise each side's
-        model, which must exist and list the pieces of ``vocab.<side>.txt`` (else a
-        :class:`DataError` naming the file)."""
+        """Word units without ``subword.json``, else each side's model, which must exist and list
+        ``vocab.<side>.txt``'s pieces (else a :class:`DataError` naming the file)."""
         directory = Path(directory)
         if not (directory / MANIFEST).is_file():
             strays = sorted(p.name for p in directory.glob("subword.*.model"))
@@ -224,8 +218,7 @@ class TextUnits:
         return self.models[side].encode(" ".join(tokens), out_type=str)
 
     def text(self, units: Sequence[str], lang: str) -> str:
-        """The text of a sentence's units: pieces joined into Moses tokens, then Moses
-        detokenisation (language ``lang``)."""
+        """A sentence's text: pieces joined into Moses tokens, then detokenised for ``lang``."""
         return detokenize(pieces_to_words(units) if self.subwords else units, lang)
 
 

@@ -1,10 +1,9 @@
 """Reading and writing parallel text safely.
 
-Readers decode strictly as UTF-8 (gzip or plain) and name the file and line of a bad byte, an
-unequal line count (both files) or a TSV line without exactly one tab; an empty, missing,
-truncated or corrupt file is an error too (:func:`check_gzip` reads a ``.gz`` through first).
-:func:`atomic_dir` and :func:`atomic_write_text` write to a temporary sibling renamed into place
-on success, so a failed stage never leaves half-written outputs."""
+Readers decode strictly as UTF-8 (gzip or plain); a bad byte, unequal line counts, a TSV line
+without exactly one tab, an empty, missing, truncated or corrupt file is a :class:`DataError` naming
+the file (and line). :func:`atomic_dir` and :func:`atomic_write_text` rename a temporary sibling
+into place on success, so a failed stage never leaves half-written outputs."""
 from __future__ import annotations
 
 import contextlib
@@ -50,10 +49,9 @@ BOM = "\ufeff"
 
 
 def decode_lines(handle: BinaryIO, name: str | Path) -> Iterator[str]:
-    """The lines of a binary stream decoded strictly as UTF-8, without endings or a leading BOM.
-    Lines end at ``\n`` only (``\r\n`` too), never at what :meth:`str.splitlines` breaks on
-    (U+2028, ``\x0b``, ...), so line ``i`` is sentence ``i``. A bad byte sequence raises
-    :class:`DataError` naming ``name`` and the line."""
+    """A binary stream's lines as strict UTF-8, without endings or a leading BOM. Lines end at
+    ``\n`` (or ``\r\n``) only, not where :meth:`str.splitlines` breaks (U+2028, ``\x0b``, ...), so
+    line ``i`` is sentence ``i``. Bad UTF-8 is a :class:`DataError` naming ``name`` and the line."""
     for number, raw in enumerate(handle, 1):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
@@ -164,8 +162,7 @@ def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    """A JSON file's content; a missing, truncated or non-JSON file is a :class:`DataError`
-    naming it."""
+    """A JSON file's content; missing, truncated or not JSON: a :class:`DataError` naming it."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")

@@ -1,7 +1,6 @@
 """Moses tokenisation (sacremoses) per language, in parallel, and the matching detokeniser.
 
-``escape=False`` keeps apostrophes and ampersands as they are (no ``&apos;``); optional
-lowercasing happens before tokenising."""
+``escape=False`` keeps apostrophes and ampersands (no ``&apos;``); any lowercasing comes first."""
 from __future__ import annotations
 
 import functools
@@ -30,9 +29,8 @@ def moses_languages() -> set[str]:
 
 
 def unknown_language_notice(lang: str, key: str) -> str | None:
-    """The warning line for a language code Moses has no rules for (None: it has some): which
-    rules are used instead, so that a surprise such as ``n'iki -> n ' iki`` is explained.
-    ``key``: the params key that set the code."""
+    """The warning for a language code Moses has no rules for (None: it has some), naming the rules
+    used instead (explaining e.g. ``n'iki -> n ' iki``); ``key``: the params key that set it."""
     if lang in moses_languages():
         return None
     return (f"tokenize: warning: Moses has no rules for language '{lang}' ({key}): its text is "
@@ -98,9 +96,8 @@ def _tokenize_chunk(args: tuple[list[str], str, bool]) -> list[str]:
 
 def tokenize_lines(lines: Sequence[str], lang: str, lowercase: bool = False, workers: int = 2,
                    chunk_size: int = 2000, desc: str = "tokenize") -> list[str]:
-    """Tokenise every line with ``workers`` processes; returns space-joined token strings.
-    Each distinct line is tokenised once (parliamentary text repeats headings and procedural lines
-    many times), in parallel chunks with a progress bar."""
+    """Space-joined Moses tokens of every line, by ``workers`` processes in chunks with a progress
+    bar; each distinct line only once (parliamentary text repeats headings and procedural lines)."""
     unique = list(dict.fromkeys(lines))
     tokenized = dict(zip(unique, _tokenize_unique(unique, lang, lowercase, workers, chunk_size, desc)))
     return [tokenized[line] for line in lines]

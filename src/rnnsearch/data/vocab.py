@@ -1,8 +1,7 @@
 """Word vocabularies of N entries: the four specials, then the N - 4 most frequent words.
 
-``vocab.{src,tgt}.txt``: one ``word<TAB>count`` a line, the line number is the id; the first
-four are ``<pad>`` (0), ``<unk>`` (1), ``<s>`` (2), ``</s>`` (3) with count 0. Any other word
-maps to ``<unk>``."""
+``vocab.{src,tgt}.txt``: one ``word<TAB>count`` a line, the line number (from 0) is the id;
+``<pad>``, ``<unk>``, ``<s>``, ``</s>`` come first, count 0. Unlisted words map to ``<unk>``."""
 from __future__ import annotations
 
 from collections import Counter

@@ -1,5 +1,5 @@
 """Decoding: greedy and batched beam search over the model interface of docs/contracts.md.
 
-``encode / init_state / step`` are all a decoder needs, so every model decodes through the same
-code. Like every package ``__init__`` of the project, this one imports nothing, so that a stage
-depends only on the modules it uses (tests/test_dvc_deps.py)."""
+Every model decodes through the same code: ``encode / init_state / step`` are all it needs. Like
+every package ``__init__`` here, it imports nothing, so a stage depends only on the modules it uses
+(tests/test_dvc_deps.py)."""

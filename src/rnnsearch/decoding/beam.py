@@ -77,12 +77,10 @@ def _start(model: Any, src: torch.Tensor, src_len: torch.Tensor,
 
 def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The ``2k`` best (parent, word) pairs per sentence, best first.
-    ``scores``: n x k, ``log_probs``: n*k x V. Returns their cumulative scores (n x 2k), the
-    parent's slot in the beam (n x 2k, 0..k-1) and the word (n x 2k). The sentence's ``2k`` best
-    pairs are among each parent's ``2k`` best words (a parent adds the same score to all its words),
-    so the search ranks ``k x 2k`` candidates in float64 instead of converting and ranking all
-    ``k x V``."""
+    """The ``2k`` best (parent, word) pairs per sentence, best first, from ``scores`` n x k and
+    ``log_probs`` n*k x V: their cumulative scores, parent slots (0..k-1) and words, each n x 2k.
+    They are among each parent's ``2k`` best words (a parent adds one score to all its words), so
+    only ``k x 2k`` candidates are ranked in float64, not ``k x V``."""
     n, k = scores.shape
     width = min(2 * k, log_probs.size(1))
     best, words = log_probs.topk(width, dim=1)                                # n*k x 2k
@@ -94,11 +92,10 @@ def _expand_and_prune(scores: torch.Tensor, log_probs: torch.Tensor
 def _finish(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
             word: torch.Tensor, finished: list[list[Hypothesis]], lengths: list[int],
             options: SearchOptions) -> None:
-    """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list.
-    Everything the new hypotheses need comes to the host in one transfer per kind (sentence, score,
-    words, attention) rather than a few per hypothesis: on a GPU each transfer waits for the device,
-    and a batch finishes thousands of hypotheses. ``lengths``: real source lengths of the input
-    batch, on the host."""
+    """Move the pairs among the ``k`` best that emit ``</s>`` to their sentence's finished list,
+    fetching what they need to the host in one transfer per kind (sentence, score, words,
+    attention), not a few per hypothesis: each waits for the GPU, and a batch finishes thousands.
+    ``lengths``: real source lengths of the input batch, on the host."""
     k = beam.scores.size(1)
     ends = (word[:, :k] == EOS_ID) & torch.isfinite(top[:, :k])              # n x k
     slots, ranks = ends.nonzero(as_tuple=True)                                # m, m
@@ -130,9 +127,8 @@ def _attention_rows(beam: _Beam, out: StepOutput, rows: torch.Tensor):
 
 def _advance(beam: _Beam, out: StepOutput, top: torch.Tensor, origin: torch.Tensor,
              word: torch.Tensor) -> tuple[_Beam, torch.Tensor]:
-    """The new beam: the ``k`` best pairs that do not emit ``</s>``, gathered from parents,
-    and the parents (n*k rows of the step's state). The beam's state is the step's, still in
-    the parents' order: :func:`_retire` reorders it, once for both."""
+    """The new beam (the ``k`` best pairs not emitting ``</s>``) and its parents (n*k rows of the
+    step's state, the order its state keeps for :func:`_retire` to reorder once for both)."""
     n, k = beam.scores.shape
     keep = torch.sort((word == EOS_ID).int(), dim=1, stable=True).indices[:, :k]  # n x k
     scores = top.gather(1, keep)

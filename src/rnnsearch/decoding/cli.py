@@ -57,9 +57,8 @@ def read_input(path: str) -> list[str]:
 
 
 def read_cli_params(path: str | None) -> tuple[dict[str, Any], str]:
-    """``--params`` (which must exist), else ./params.yaml, and the file's name. Without one
-    the command refuses rather than guess: the params the model was trained with say how text
-    is tokenised (``prepare.src_lang``, ``tokenize.lowercase``)."""
+    """``--params`` (must exist), else ./params.yaml, and its name. Without either it refuses
+    (:class:`ConfigError`) rather than guess: the training params say how text is tokenised."""
     if path:
         return read_params(path), path
     if not Path(DEFAULT_PARAMS).is_file():
@@ -83,8 +82,7 @@ class Settings:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    """Languages, lowercasing, source </s>, search options, device and batch size:
-    params.yaml, then the command line."""
+    """:class:`Settings` from params.yaml, then the command line."""
     params, origin = read_cli_params(args.params)
     prepare, tokenize, translate = (
         from_dict(cls, required_section(params, name, origin), name)
@@ -93,8 +91,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     device = (resolve_device(args.device, "--device") if args.device
               else resolve_device(translate.device))
     search = translate.search
-    # One line per input unless --nbest asks for more: translate.search.nbest is the size of the
-    # translate stage's n-best files, not what a user typing a sentence wants to read.
+    # One line per input unless --nbest: translate.search.nbest sizes the stage's n-best files
     overrides: dict[str, Any] = {"nbest": args.nbest or 1}
     if args.beam_size is not None:
         overrides["beam_size"] = args.beam_size
@@ -166,8 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     sentences = [units.split(tokenize_line(line.strip(), settings.src_lang, settings.lowercase),
                              "src")
                  for line in read_input(args.input)]
-    # A blank line stays a blank line (not a translation of nothing), so output line i still
-    # belongs to input line i.
+    # A blank line stays blank (no translation of nothing): output line i is input line i's
     to_decode = [words for words in sentences if words]
     result = translator.translate(to_decode, args.method, settings.search, settings.batch_size,
                                   progress=False)

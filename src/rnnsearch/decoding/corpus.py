@@ -21,8 +21,7 @@ Decoder = Callable[[Any, torch.Tensor, torch.Tensor, SearchOptions], list[Transl
 
 
 def decoder(method: str) -> Decoder:
-    """The search function of ``method``, an entry of
-    :data:`~rnnsearch.config.methods.DECODING_METHODS`."""
+    """The search function of ``method`` (:data:`~rnnsearch.config.methods.DECODING_METHODS`)."""
     return load(DECODING_METHODS[method].function)
 
 

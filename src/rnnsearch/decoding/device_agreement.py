@@ -5,12 +5,10 @@
 
 Greedy and beam search (params.yaml's ``translate.search`` when present) decode the tokenised
 sources on each device (``translate.batch_size`` / ``batch_size_cuda`` a batch). Per method the
-report counts the sentences whose best hypothesis differs and shows the first few with both
-scores (nearly equal scores: a floating-point near-tie; a large gap would be a bug), the largest
-score and attention differences over identical hypotheses, and each device's speed.
-``--seconds S`` bounds the time the methods share. Needs torch and the project only, so it runs
-on a bare GPU machine; ``--devices cpu cpu`` runs the same code on a CPU.
-"""
+report counts differing best hypotheses, shows the first few with both scores (nearly equal: a
+floating-point near-tie; a large gap: a bug), the largest score and attention differences over
+identical ones, and each device's speed. ``--seconds S`` bounds the time the methods share. Needs
+only torch and the project (runs on a bare GPU machine); ``--devices cpu cpu`` runs it on a CPU."""
 from __future__ import annotations
 
 import argparse
@@ -35,9 +33,8 @@ from rnnsearch.decoding.translator import Translator
 
 
 def differences(first: CorpusResult, second: CorpusResult, examples: int = 5) -> dict[str, Any]:
-    """How the best hypotheses of two decodings of the same sentences differ: how many differ,
-    the first ``examples`` of them (token ids and scores of both), and the largest score and
-    attention differences among the sentences whose hypotheses are identical."""
+    """How the best hypotheses of two decodings differ: how many, the first ``examples`` (ids and
+    scores of both), and the largest score and attention differences over identical ones."""
     differing: list[int] = []
     score_diff = attention_diff = 0.0
     for index, (a, b) in enumerate(zip(first.translations, second.translations)):
@@ -119,8 +116,8 @@ def _cut_short(report: dict[str, Any], compared: int) -> str:
 
 
 def summary(report: dict[str, Any]) -> list[str]:
-    """One line per method: how many best hypotheses differ between the two devices (and, where
-    a time budget cut the comparison short, of how many sentences it compared)."""
+    """One line per method: how many best hypotheses differ between the devices (of how many
+    compared, where a time budget cut it short)."""
     first, second = report["devices"]
     return [f"{method}: {d['differing']} of {d['sentences']} best hypotheses differ"
             f"{_cut_short(report, d['sentences'])} "

@@ -1,12 +1,10 @@
 """Search errors and model errors (Stahlberg & Byrne 2019) of one trained cell.
 
-Per test sentence, three outputs ranked by the search's own objective (the length penalty of
-``translate.search``): the beam's best, the reference force-decoded through the same masked
-steps, and a wide beam's best. A reference above the beam's output is a search error the beam
-made for certain; a wide beam above it, one a wider search repairs; a beam output other than the
-reference scoring at least as high as it is a model error (the model prefers a wrong output).
-The ``search_error`` stage measures them for every grid cell (:mod:`rnnsearch.stages.search_error`).
-"""
+Per test sentence, three outputs scored by the search's objective (``translate.search``'s length
+penalty): the beam's best, the reference force-decoded through the same masked steps, a wide beam's
+best. Reference above the beam's output: a certain search error; wide beam above it: one a wider
+search repairs; a beam output other than the reference scoring at least as high: a model error (the
+model prefers a wrong output). :mod:`rnnsearch.stages.search_error` measures them per grid cell."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,9 +27,8 @@ TIE = 1e-6    # score differences below this are float noise between batchings, 
 
 def forced_scores(model: Any, src: torch.Tensor, src_len: torch.Tensor,
                   targets: Sequence[Sequence[int]], options: SearchOptions) -> list[float]:
-    """Summed log-probabilities of ``targets`` (ids; ``</s>`` appended here) under the steps
-    the search takes, masks and length limit included (-inf past the limit).
-    ``src``: batch x src_len ids; ``src_len``: batch."""
+    """Summed log-probabilities of ``targets`` (ids, ``</s>`` appended) for ``src`` (batch x src_len
+    ids; ``src_len``: batch) under the search's steps, masks and length limit (-inf past it)."""
     lengths = torch.tensor([len(t) + 1 for t in targets], device=src.device)      # batch
     gold = torch.full((len(targets), int(lengths.max())), EOS_ID, device=src.device)
     for row, ids in enumerate(targets):

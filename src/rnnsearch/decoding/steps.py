@@ -23,9 +23,8 @@ class StepOutput(NamedTuple):
 
 def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
                    at_limit: torch.Tensor) -> StepOutput:
-    """One decoder step for ``rows`` hypotheses, with the search's masks applied.
-    ``prev``: rows (previous word ids); ``at_limit``: rows (bool), True where this step is the last
-    one allowed, so only ``</s>`` may follow."""
+    """One decoder step for ``rows`` hypotheses, search masks applied. ``prev``: rows (word ids);
+    ``at_limit``: rows (bool), True where this step is the last allowed (only ``</s>``)."""
     logits, state, attn = model.step(prev, state, memory)          # rows x vocab
     log_probs = torch.log_softmax(logits.float(), dim=-1)
     log_probs[:, PAD_ID] = -torch.inf
@@ -40,8 +39,7 @@ def next_log_probs(model: Any, prev: torch.Tensor, state: Any, memory: Any,
 
 
 def select_rows(x: T, index: torch.Tensor) -> T:
-    """Rows ``index`` of a model's memory or state: the type's own ``reordered(index)`` where
-    it has one (the Transformer's, whose cache gathers only its decoded positions), else
-    :func:`rnnsearch.models.state.reorder`."""
+    """Rows ``index`` of a model's memory or state: its type's ``reordered(index)`` if any (the
+    Transformer's gathers only decoded positions), else :func:`rnnsearch.models.state.reorder`."""
     own = getattr(x, "reordered", None)
     return own(index) if own is not None else reorder(x, index)

@@ -1,9 +1,8 @@
 """Evaluate word vectors: word-similarity correlation, nearest neighbours, a 2-D projection.
 
-Word similarity (English): Spearman's rho on WordSim-353 and SimLex-999, with the share of pairs
-skipped as OOV; with subword units a word's vector is its pieces' mean
-(:func:`subword_similarity`). Nearest neighbours of probe words show whichever senses the corpus
-uses (a static vector mixes them). Projection: frequent words on two principal components."""
+Similarity: Spearman's rho on WordSim-353 and SimLex-999 (English) and the share of OOV pairs
+skipped; with subword units a word's vector is its pieces' mean. Probe words' neighbours show
+whichever senses the corpus uses (a static vector mixes them). Projection: frequent words."""
 from __future__ import annotations
 
 import math
@@ -46,9 +45,8 @@ def _pair_coverage(kv: KeyedVectors, path: str) -> tuple[int, int]:
 
 
 def word_similarity(kv: KeyedVectors) -> dict[str, dict[str, Any]]:
-    """``{set: {"spearman", "pearson", "oov_ratio", "pairs"}}`` for the English test sets.
-    ``oov_ratio`` is the fraction of pairs skipped; the correlations are ``None`` when fewer than
-    three pairs are covered."""
+    """``{set: {"spearman", "pearson", "oov_ratio", "pairs"}}`` for the English test sets;
+    ``oov_ratio``: share of pairs skipped; correlations: ``None`` under 3 covered pairs."""
     results = {}
     for name, filename in SIMILARITY_SETS.items():
         path = datapath(filename)

@@ -1,8 +1,7 @@
 """Load the embed stage's vocabulary-aligned vectors into a model.
 
-``<side>.vocab.npy`` (float32 ``[V, d]``, zero rows where word2vec has none) and
-``<side>.mask.npy`` (bool ``[V]``), see ``docs/contracts.md``. Any shape but the model's own
-``(V, d)`` is an error naming both: a mismatch between stages must not pass silently."""
+``<side>.vocab.npy`` (float32 ``[V, d]``, zero rows where missing) and ``<side>.mask.npy`` (bool
+``[V]``), see ``docs/contracts.md``. Any shape but the model's ``(V, d)`` is refused."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +24,7 @@ RERUN_EMBED = "rerun the embed stage (dvc repro embed)"
 
 
 def read_npy(path: str | Path) -> np.ndarray:
-    """One ``.npy`` array; a missing, truncated or non-``.npy`` file raises
-    :class:`DataError` naming it."""
+    """One ``.npy`` array; missing, truncated or not ``.npy``: a :class:`DataError` naming it."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found; {RERUN_EMBED}")

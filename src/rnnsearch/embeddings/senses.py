@@ -1,11 +1,10 @@
 """Sense-split word vectors: one vector per sense of an ambiguous word instead of one for all.
 
-As the course notes propose, each occurrence is described by its context (the unit-length
-mean of unit-length vectors within ``window``, so k-means clusters by cosine), clustered (k
-fixed or the best silhouette in ``2 .. max_k``, on a seeded sample of at most
-``max_occurrences_clustered``), relabelled ``word_1`` ... ``word_k`` (most frequent first), and
-word2vec is retrained. A k leaving a sense rarer than ``embed.min_count`` is never chosen; a
-word every k fails is :class:`NotSplit`."""
+As the course notes propose, each occurrence is described by its context (the unit-length mean of
+unit-length vectors within ``window``, so k-means clusters by cosine), clustered (k fixed or the
+best silhouette in ``2 .. max_k``, on a seeded sample of at most ``max_occurrences_clustered``),
+relabelled ``word_1`` ... ``word_k`` (most frequent first), and word2vec is retrained. A k leaving a
+sense rarer than ``embed.min_count`` is never chosen; a word every k fails is :class:`NotSplit`."""
 from __future__ import annotations
 
 from collections import Counter
@@ -121,10 +120,9 @@ def _by_size(labels: np.ndarray, k: int) -> np.ndarray:
 
 def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int,
                    min_size: int = 1) -> Clustering:
-    """k-means of ``points`` (``[n, d]``, unit rows) for each k in ``ks`` on a seeded sample of
-    at most ``cap`` rows, every row then assigned to its nearest centroid; the best silhouette
-    (smaller k on a tie) among the ks whose clusters all have ``min_size`` rows. Raises
-    :class:`NotSplit` when no k qualifies."""
+    """k-means of ``points`` (``[n, d]``, unit rows) for each k in ``ks`` on a seeded sample of at
+    most ``cap`` rows, then every row to its nearest centroid; the best silhouette (smaller k on a
+    tie) among the ks whose clusters all have ``min_size`` rows, else :class:`NotSplit`."""
     sample = points[sample_rows(len(points), cap, seed)]    # m x d
     distinct = len(np.unique(sample, axis=0))
     # One thread: these problems are small, and OpenMP/BLAS threads spinning on a busy machine
@@ -150,10 +148,9 @@ def cluster_points(points: np.ndarray, ks: Sequence[int], seed: int, cap: int,
 
 def characteristic_contexts(contexts: Sequence[Sequence[str]], senses: np.ndarray, k: int,
                             n: int, share: float = 0.05) -> tuple[tuple[str, ...], ...]:
-    """Per sense, the ``n`` context words most typical of it: ranked by lift, ``p(t|sense) /
-    p(t)`` against all of the word's contexts, among the words (not punctuation) seen at least
-    ``share`` times as often as the sense occurs (and at least 3 times), so that neither a rare
-    word nor "the" wins."""
+    """Per sense, its ``n`` most typical context words: by lift ``p(t|sense) / p(t)`` over all the
+    word's contexts, among words (not punctuation) seen at least ``share`` times as often as the
+    sense occurs and at least 3 times, so that neither a rare word nor "the" wins."""
     overall = Counter(t for tokens in contexts for t in tokens if _is_word(t))
     total = sum(overall.values())
     typical = []

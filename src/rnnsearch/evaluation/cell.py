@@ -12,15 +12,14 @@
                                           "signature": <bleu signature>},
                             "vs_baseline": {"baseline", "all": {p_value, bleu, baseline_bleu,
                                             n, signature}, "no_unk": {the same keys},
-                                            "by_length": {"0-10": p, ...}}},  (p null: fewer
-                                            than evaluate.min_bucket_sentences sentences)
+                                            "by_length": {"0-10": p, ...}}},
                             "unigram_f1": {...}}},  (docs/contracts.md)
      "training_words": {training_tokens, training_types, vocabulary_words}}
 
-A system is ``greedy``, ``beam`` or UNK-replaced ``beam_unk``; ``vs_baseline``: paired bootstrap
-against the same method of the baseline model at the same maximum length (absent for the
-baseline). ``no_unk_words`` (subword units): a word-level run's ``no_unk`` subset, so the two
-are scored on the same sentences."""
+A system is ``greedy``, ``beam`` or UNK-replaced ``beam_unk``. ``vs_baseline`` (absent for the
+baseline): paired bootstrap against the baseline model's same method at the same maximum length;
+p null for buckets under ``evaluate.min_bucket_sentences`` sentences. ``no_unk_words`` (subword
+units): a word-level run's ``no_unk`` subset, to score both on the same sentences."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,9 +41,8 @@ MODEL_KEYS = ("cell", "score", "attention", "input_feeding")
 
 @dataclass(frozen=True)
 class TestSet:
-    """Raw references, the subsets scores are computed on, and the references' Moses words
-    (``subwords``: whether the tokenised files hold pieces of them). ``no_unk_words``: the
-    sentences without a word outside word-level vocabularies (None: not computed)."""
+    """Raw references, scored subsets, the references' Moses words (``subwords``: tokenised files
+    hold their pieces); ``no_unk_words``: no word outside word-level vocabularies (None: unset)."""
 
     refs: list[str]
     no_unk: list[int]
@@ -106,9 +104,8 @@ def remove_unk(hyps: Sequence[str]) -> list[str]:
 
 def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name: str,
                     test: TestSet, cfg: EvaluateConfig) -> dict[str, Any]:
-    """Paired bootstrap of ``hyps`` against ``baseline``: on all sentences, on the no-UNK
-    subset (Table 1's second column, resampled within that subset) and per length bucket; a
-    bucket of fewer than ``evaluate.min_bucket_sentences`` sentences is not tested (p null)."""
+    """Paired bootstrap of ``hyps`` against ``baseline``: all, no-UNK (Table 1's second column,
+    resampled within it) and each length bucket (p null under ``evaluate.min_bucket_sentences``)."""
     def test_on(indices: Sequence[int] | None) -> dict[str, Any]:
         return paired_bootstrap(hyps, baseline, test.refs, indices, cfg.bootstrap_samples,
                                 cfg.bootstrap_seed, cfg.bleu_tokenize)
@@ -120,8 +117,8 @@ def compare_systems(hyps: Sequence[str], baseline: Sequence[str], baseline_name:
 
 
 def read_system(folder: Path, system: str, test: TestSet, kind: str = "detok") -> list[str]:
-    """The hypotheses of ``system`` in a translations folder, one per ``\n``-ended line (empty
-    ones kept), detokenised (``kind`` ``detok``) or in the model's units (``tok``)."""
+    """``system``'s hypotheses in ``folder``, one per ``\n``-ended line (empty kept), detokenised
+    (``kind`` ``detok``) or in model units (``tok``); DataError unless as many as the references."""
     path = folder / f"{system}.{kind}.txt"
     hyps = read_lines(path)
     if len(hyps) != len(test.refs):

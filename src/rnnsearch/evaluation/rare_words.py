@@ -4,8 +4,7 @@
 Words are Moses tokens (:func:`unit_words`); matches clipped per sentence as in BLEU; a group's
 F1 = 2 matched / (hyp + ref tokens), in percent. Groups by training rank (ties alphabetical):
 ``in_vocabulary`` (what a word-level model of N entries can emit), ``rare``, ``unseen`` (with a
-hypothesis' ``<unk>``, never matching), ``all``; the curve's bins (:func:`rank_edges`), ``unseen``.
-"""
+hypothesis' ``<unk>``, never matching), ``all``; the curve's bins (:func:`rank_edges`), unseen."""
 from __future__ import annotations
 
 import bisect

@@ -1,16 +1,14 @@
-"""Replicates: one system trained with several seeds (``replicates.seeds``). Their spread across
-seeds, and a significance test that counts it (Clark, Dyer, Lavie & Smith 2011).
+"""Replicates: one system trained with several seeds (``replicates.seeds``); their spread, and a
+significance test that counts it (Clark, Dyer, Lavie & Smith 2011).
 
-A system's score is the mean over its replicates, reported with the sample standard deviation
-across them. :func:`replicate_bootstrap` is sacreBLEU's paired bootstrap (Koehn 2004) with the
-replicates resampled too: each resample draws the test sentences with replacement (the same
-draw for both systems) and, for each system, as many replicates as it has, with replacement;
-its statistic is the difference of the two systems' mean BLEU over the drawn replicates. The
-p-value is sacreBLEU's: the share of resamples whose centred absolute difference exceeds the
-observed one (plus one over the number plus one). With one replicate per system it is
-sacreBLEU's paired bootstrap, draw for draw (same seed, same sentence draws); with several, the
-seed's share of the variance widens the resampled differences, so a difference one pair of runs
-calls significant may not be."""
+A system's score is its replicates' mean, with their sample standard deviation.
+:func:`replicate_bootstrap` is sacreBLEU's paired bootstrap (Koehn 2004) with replicates resampled
+too: each resample draws the test sentences with replacement (one draw for both systems) and, per
+system, as many of its replicates, with replacement; its statistic is the difference of the two
+systems' mean BLEU over the drawn replicates. p-value as sacreBLEU's: (resamples whose centred
+absolute difference exceeds the observed one + 1) / (samples + 1). With one replicate per system
+this is sacreBLEU's bootstrap draw for draw (same seed); with several, the seed variance widens
+the differences, so a difference one pair of runs calls significant may not be."""
 from __future__ import annotations
 
 import statistics
@@ -24,9 +22,8 @@ Score = Callable[[np.ndarray], float]   # summed statistics [statistics] -> corp
 
 
 def spread(values: Sequence[float | None]) -> dict[str, Any]:
-    """``{"mean", "sd", "n", "values"}`` of one score over a system's replicates: the sample
-    standard deviation (n - 1), None with fewer than two values; ``None`` values (an empty
-    subset) give a mean and sd of None."""
+    """``{"mean", "sd", "n", "values"}`` of one score over a system's replicates; sd: sample
+    (n - 1), None under two values; any ``None`` value (an empty subset): mean and sd None."""
     known = [value for value in values if value is not None]
     if len(known) < len(values) or not known:
         return {"mean": None, "sd": None, "n": len(values), "values": list(values)}
@@ -48,10 +45,9 @@ def bleu_statistics(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "1
 def replicate_bootstrap(system: Sequence[Stats], baseline: Sequence[Stats], score: Score,
                         indices: Sequence[int] | None = None, samples: int = 1000,
                         seed: int = 12345) -> dict[str, Any]:
-    """The replicate-aware paired bootstrap (module docstring) of ``system`` against
-    ``baseline``, each a list of per-replicate statistics [sentences, statistics], on the
-    sentences at ``indices`` (all: None). Returns ``p_value``, the observed mean scores and
-    difference, the replicates and sentences counted; ``p_value`` None on no sentence."""
+    """The replicate-aware paired bootstrap (module docstring) of ``system`` against ``baseline``
+    (per-replicate statistics [sentences, statistics]) on the sentences at ``indices`` (None: all).
+    ``p_value`` (None without sentences), the observed mean BLEUs, replicate and sentence counts."""
     picked = [np.asarray(s if indices is None else s[list(indices)]) for s in (*system,
                                                                                   *baseline)]
     sentences = len(picked[0])
@@ -87,9 +83,9 @@ def system_spread(results: Sequence[dict[str, Any]], method: str) -> dict[str, A
 
 def system_test(system: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]],
                 test: Any, cfg: Any) -> dict[str, Any]:
-    """:func:`replicate_bootstrap` of one method's hypotheses (a list per replicate) against
-    the baseline's, on all sentences, the no-UNK subset and each length bucket of
-    ``test`` (an evaluation TestSet; buckets under ``evaluate.min_bucket_sentences``: p null)."""
+    """:func:`replicate_bootstrap` of one method's hypotheses (a list per replicate) against the
+    baseline's on all, no-UNK and each length bucket of ``test`` (an evaluation TestSet; p null
+    under ``evaluate.min_bucket_sentences`` sentences)."""
     first, score = bleu_statistics(system[0], test.refs, cfg.bleu_tokenize)
     ours = [first] + [bleu_statistics(h, test.refs, cfg.bleu_tokenize)[0] for h in system[1:]]
     theirs = [bleu_statistics(h, test.refs, cfg.bleu_tokenize)[0] for h in baseline]

@@ -46,9 +46,8 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
 def paired_bootstrap(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str],
                      indices: Sequence[int] | None = None, samples: int = 1000, seed: int = 12345,
                      tokenize: str = "13a") -> dict[str, Any]:
-    """Paired bootstrap resampling (Koehn 2004, sacrebleu's implementation) of ``system``
-    against ``baseline`` on BLEU: the p-value of "the difference is due to chance" and the
-    signature. Uses sacrebleu's Python API (its CLI's JSON output crashes on numpy floats)."""
+    """sacrebleu's paired bootstrap (Koehn 2004) of ``system`` against ``baseline`` on BLEU:
+    p-value, BLEUs, signature; by its Python API (the CLI's JSON output crashes on numpy floats)."""
     system, baseline, refs = _pick(system, indices), _pick(baseline, indices), _pick(refs, indices)
     if not refs:
         return {"n": 0, "p_value": None}

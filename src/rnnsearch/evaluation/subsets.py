@@ -51,10 +51,9 @@ def filled_buckets(lengths: Sequence[int], edges: Sequence[int], min_sentences: 
 
 def quantile_edges(lengths: Sequence[int], min_sentences: int,
                    buckets: int = DERIVED_BUCKETS) -> tuple[int, ...]:
-    """Integer edges that cut ``lengths`` at their quantiles into about ``buckets`` buckets of
-    equal size (fewer where many sentences share a length), then the smallest bucket merged
-    into its smaller neighbour until every one holds ``min_sentences``; empty when no edge
-    leaves two such buckets."""
+    """Integer edges cutting ``lengths`` at quantiles into about ``buckets`` equal buckets (fewer
+    where many sentences share a length), the smallest merged into its smaller neighbour until
+    each holds ``min_sentences``; empty when no edge leaves two such buckets."""
     ordered = sorted(lengths)
     if not ordered:
         return ()
@@ -73,9 +72,8 @@ def quantile_edges(lengths: Sequence[int], min_sentences: int,
 
 def derived_edges(lengths: Sequence[int], edges: Sequence[int], min_sentences: int
                   ) -> tuple[int, ...] | None:
-    """Edges derived from the source ``lengths`` (:func:`quantile_edges`) when ``edges`` (the
-    configured ``evaluate.buckets``) leave fewer than :data:`MIN_FILLED_BUCKETS` buckets of
-    ``min_sentences`` sentences and the derived ones fill more; None when ``edges`` stay."""
+    """:func:`quantile_edges` of ``lengths`` when ``edges`` (``evaluate.buckets``) fill fewer than
+    :data:`MIN_FILLED_BUCKETS` buckets of ``min_sentences`` and those fill more; else None."""
     filled = filled_buckets(lengths, edges, min_sentences)
     if filled >= MIN_FILLED_BUCKETS:
         return None

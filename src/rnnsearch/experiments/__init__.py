@@ -1,3 +1,2 @@
-"""Standalone experiments: the synthetic attention check (``python -m rnnsearch.experiments.synthetic``).
-
-Training and decoding speed are measured by ``python -m rnnsearch.bench`` (``make bench``)."""
+"""Standalone experiments (``python -m rnnsearch.experiments.<name>``), e.g. the synthetic attention
+check; training and decoding speed: ``python -m rnnsearch.bench`` (``make bench``)."""

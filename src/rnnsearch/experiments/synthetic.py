@@ -55,9 +55,8 @@ class SymbolTask:
 
 def train(model: Seq2Seq, optim: OptimConfig, task: SymbolTask, batch_size: int, steps: int,
           max_minutes: float, generator: torch.Generator) -> tuple[int, float]:
-    """The train stage's steps (:func:`rnnsearch.training.harness.train_step`: ``optim``'s
-    optimiser and clipping) on fresh batches until ``steps`` or ``max_minutes``; returns the
-    steps taken and the seconds."""
+    """The train stage's steps (:func:`rnnsearch.training.harness.train_step`: ``optim``'s optimiser
+    and clipping) on fresh batches until ``steps`` or ``max_minutes``; returns (steps, seconds)."""
     trainer = TranslationTask(model, optim)
     optimizer = trainer.configure_optimizers()
     start, step = time.perf_counter(), 0
@@ -150,8 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def table(report: dict) -> Table:
-    """One row per length bucket, token accuracy / exact match per model; the steps each model
-    trained under it."""
+    """A row per length bucket, token accuracy / exact match per model; each model's steps below."""
     models = report["models"]
     buckets = next(iter(models.values()))["buckets"]
     header = ("source length", *(f"{m} {what}" for m in models for what in ("tok acc", "exact")))

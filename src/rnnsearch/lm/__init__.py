@@ -1,3 +1,2 @@
-"""The target-side language model: data streams (:mod:`.data`), the model (:mod:`.model`), its
-Lightning training (:mod:`.task`, :mod:`.training`), the gradient-flow diagnostic
-(:mod:`.gradient_flow`) and the LM -> decoder contract (:mod:`.transfer`)."""
+"""The target-side language model: streams (:mod:`.data`), model (:mod:`.model`), training
+(:mod:`.task`, :mod:`.training`), gradient-flow diagnostic (:mod:`.gradient_flow`)."""

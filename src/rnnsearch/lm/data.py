@@ -1,8 +1,8 @@
 """Language-model data: the text as one token stream, cut into truncated-BPTT segments.
 
-Sentences, each closed by ``</s>``, are joined and split into B parallel streams (``[B, L]``, the
-last ``N mod B`` tokens dropped); segment i is ``streams[:, ik : ik+k]`` and its targets one step
-later, so a model carrying its state across segments sees each stream as one long text."""
+Sentences, each closed by ``</s>``, are joined and split into B parallel streams ``[B, L]`` (the
+last ``N mod B`` tokens dropped); segment i is ``streams[:, ik : ik+k]``, its targets one step
+later: a model carrying its state across segments sees each stream as one long text."""
 from __future__ import annotations
 
 import math
@@ -41,12 +41,10 @@ def batchify(stream: torch.Tensor, n_streams: int) -> torch.Tensor:
 
 
 class SegmentLoader:
-    """Iterates the segments of ``[B, L]`` streams in order, one ``(inputs, targets)`` per step.
-    Stateful as the translation models' :class:`~rnnsearch.training.resume.ResumableLoader`:
-    Lightning checkpoints :meth:`state_dict` (the segments this pass handed out) with the loop,
-    and a run restored mid-epoch continues with the first segment it had not trained on (only
-    that pass starts there). Lightning reads a sized loader without fetching ahead, so what was
-    handed out is what was trained on."""
+    """The segments of ``[B, L]`` streams in order, one ``(inputs, targets)`` per step; resumable
+    as :class:`~rnnsearch.training.resume.ResumableLoader`: :meth:`state_dict` counts the segments
+    this pass handed out (Lightning reads a sized loader without fetching ahead: all were trained
+    on), and a run restored mid-epoch starts that pass at the next one."""
 
     def __init__(self, streams: torch.Tensor, bptt: int) -> None:
         self.streams = streams  # batch x length
@@ -70,9 +68,8 @@ class SegmentLoader:
         self._start = int(state_dict["segments"])
 
     def __iter__(self) -> Iterator[Segment]:
-        # A generator: the start is read at the first next(), not when Lightning calls iter()
-        # only to check that the loader is iterable. It is cleared at once: Lightning stops
-        # reading a sized loader after its len() batches, so code after the loop never runs.
+        # A generator: the start is read at the first next(), not at Lightning's probing iter().
+        # Cleared at once: Lightning stops after len() batches, so code after the loop never runs.
         start, self._start = self._start, 0
         for i in range(start, len(self)):
             self._served = i + 1
@@ -84,9 +81,8 @@ class SegmentLoader:
 
 
 def unigram_perplexity(train: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> float:
-    """Perplexity of ``targets`` under add-one smoothed unigram frequencies of ``train``.
-    ``P(w) = (count(w) + 1) / (N + V)`` over the whole vocabulary (the specials included, as in the
-    language model's softmax): the baseline a language model must clearly beat."""
+    """Perplexity of ``targets`` under ``P(w) = (count(w) + 1) / (N + V)``, counted on ``train``
+    over the whole vocabulary (specials included, as in the LM's softmax): the baseline to beat."""
     counts = torch.bincount(train, minlength=vocab_size).double() + 1.0  # V
     log_prob = counts.log() - math.log(counts.sum().item())  # V
     return math.exp(-log_prob[targets].mean().item())

@@ -1,10 +1,9 @@
 """The Lightning side of LM training: truncated BPTT with the state carried across segments.
 
-Each training step of ``LMTask`` reads one ``batch x k`` segment from the previous segment's
-final state, detached (gradients reach back k steps, the forward sees the whole stream). The
-carried state, the epoch position and the torch RNG travel in every checkpoint, so a run
-restored from ``last.ckpt`` continues exactly (same segments, same dropout masks). Clipping is
-the Trainer's ``gradient_clip_val``."""
+Each ``LMTask`` step reads one ``batch x k`` segment from the previous segment's final state,
+detached (gradients reach back k steps, the forward sees the whole stream). The carried state,
+epoch position and torch RNG travel in every checkpoint, so a run restored from ``last.ckpt``
+continues exactly (same segments, same dropout masks). Clipping: ``gradient_clip_val``."""
 from __future__ import annotations
 
 import math

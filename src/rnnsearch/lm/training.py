@@ -1,11 +1,9 @@
 """Train the language model with Lightning: budget, checkpoints, resuming, MLflow, metrics.
 
-``best.pt`` (the weights of best dev perplexity, by the translation models' saver) and
-``last.ckpt`` (every ``checkpoint_every`` steps) live in
-the run's resume folder (:mod:`rnnsearch.training.session`), named by its fingerprint (every
-setting that changes the result, budget and thread count included: a run continued to a larger
-``max_steps`` does not end where a fresh one does): a run resumes from the ``last.ckpt`` (and
-the MLflow run) of its own fingerprint only."""
+``best.pt`` (best dev perplexity) and ``last.ckpt`` (every ``checkpoint_every`` steps) live in the
+resume folder of the run's fingerprint (:mod:`rnnsearch.training.session`): every setting that
+changes the result, budget and threads included (a run continued to a larger ``max_steps`` ends
+elsewhere than a fresh one), so a run resumes only its own ``last.ckpt`` and MLflow run."""
 from __future__ import annotations
 
 import dataclasses
@@ -80,9 +78,8 @@ def build_model(cfg: PretrainLMConfig, vocab_size: int,
 
 def build_trainer(cfg: PretrainLMConfig, session: Session, logger: Logger | bool,
                   callbacks: Sequence[Callback]) -> tuple[pl.Trainer, BestModelSaver]:
-    """The Trainer with the step/time budget, clipping, dev checks, ``best.pt`` and the
-    session's resume state (``last.ckpt`` after the validation of its step: best.pt has seen
-    it)."""
+    """The Trainer: step/time budget, clipping, dev checks, ``best.pt`` and the session's resume
+    state (``last.ckpt`` after its step's validation, so best.pt has seen it)."""
     best = BestModelSaver(session.folder / "best.pt", "val/ppl", "min", save=save_weights)
     max_time = timedelta(minutes=cfg.max_minutes) if cfg.max_minutes is not None else None
     trainer = pl.Trainer(max_steps=cfg.max_steps, max_epochs=-1, max_time=max_time,
@@ -107,10 +104,9 @@ def train_lm(cfg: PretrainLMConfig, data: LMData, resume_root: Path,
              embed_dir: Path | None = None,
              make_logger: Callable[[str | None], MLFlowLogger] | None = None,
              callbacks: Sequence[Callback] = ()) -> LMRun:
-    """Train (or resume) and return the model with the best dev perplexity seen.
-    ``resume_root``: where runs keep their checkpoints (:mod:`rnnsearch.training.session`);
-    ``make_logger(run_id)``: the MLflow logger (``run_id``: the run to continue, or None). The
-    resume folder is opened only once model and Trainer are built."""
+    """Train (or resume); returns the model with the best dev perplexity seen. ``resume_root``:
+    the runs' checkpoints (:mod:`rnnsearch.training.session`); ``make_logger(run_id)``: the MLflow
+    logger (``run_id``: the run to continue, or None). The resume folder opens once all is built."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     session = lm_session(cfg, data, resume_root, embed_dir)

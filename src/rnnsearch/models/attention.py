@@ -1,10 +1,10 @@
 """Attention: one module, pluggable score functions, global or local (Luong) windows.
 
 Scores: ``additive``/``concat`` ``v^T tanh(W q + U h_s)``, ``dot``, ``scaled_dot``, ``general``
-``q^T (W_a h_s)``. The *keys* (source-only part) are computed once per batch
-(:meth:`Attention.project_keys`) and passed as ``Memory.keys``, not module state, so beam search
-can reorder them. ``local_m``/``local_p`` restrict weights to ``[p_t - D, p_t + D]``; local-p's
-Gaussian is added in log space before the softmax (unlike the paper): weights sum to 1."""
+``q^T (W_a h_s)``. Keys (the source-only part, :meth:`Attention.project_keys`) are computed once
+per batch and passed as ``Memory.keys``, not module state, so beam search can reorder them.
+``local_m``/``local_p`` keep ``[p_t - D, p_t + D]``; local-p adds its Gaussian to the scores
+before the softmax (unlike the paper), so weights sum to 1."""
 from __future__ import annotations
 
 import math
@@ -40,10 +40,9 @@ class Attention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor, lengths: Tensor,
                 steps: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Attend ``query`` (batch x T x Q) over the source; T = 1 for a single decoder step.
-        ``keys``/``values``: batch x src_len x K/V; ``mask``: batch x src_len (True = real word);
-        ``lengths``: batch; ``steps``: batch x T target positions (for ``local_m``). Returns context
-        batch x T x V and weights batch x T x src_len."""
+        """Context batch x T x V and weights batch x T x src_len for ``query`` batch x T x Q (T = 1:
+        one step). ``keys``/``values``: batch x src_len x K/V; ``mask``: batch x src_len (True =
+        real word); ``lengths``: batch; ``steps``: batch x T target positions (``local_m``)."""
         scores = self._scores(query, keys)                   # batch x T x src_len
         allowed = mask.unsqueeze(1)                          # batch x 1 x src_len
         if self.kind != "global":

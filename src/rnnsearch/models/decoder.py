@@ -1,15 +1,14 @@
 """Decoders: one recurrent core (``embedding`` -> ``rnn`` -> ``output``) in three wirings.
 
-*When* the decoder attends changes the recurrence, hence small subclasses, not switches:
-:class:`BahdanauDecoder` (attend, then update), :class:`ConditionalDecoder` (Nematus's
-conditional GRU), :class:`LuongDecoder` (update, then attend). Submodules are named as the
-pretrained LM's, so :func:`rnnsearch.models.lm_transfer.load_lm_into_decoder` copies by name.
+*When* the decoder attends changes the recurrence, hence subclasses, not switches:
+:class:`BahdanauDecoder` attends then updates, :class:`ConditionalDecoder` is Nematus's conditional
+GRU, :class:`LuongDecoder` updates then attends. Submodules are named as the pretrained LM's, so
+:func:`rnnsearch.models.lm_transfer.load_lm_into_decoder` copies by name.
 
-Teacher forcing uses the fused ``nn.GRU`` when no input depends on the previous step; otherwise
-a loop over :func:`cell_step` with the word projection and output layer batched outside it, read
-through ``unbind`` (one stacked gradient, where ``[:, t]`` would make a zero-filled batch x T x
-G*H gradient per step). ``step`` runs the same code, so decoding reproduces the teacher-forced
-logits. ``loop_runner`` may replace ``attention_loop`` (:mod:`rnnsearch.training.graphs`)."""
+Teacher forcing runs the fused ``nn.GRU`` when no input depends on the previous step, else a loop
+over :func:`cell_step`, word projection and output layer batched outside it, steps read via
+``unbind`` (``[:, t]`` would make a zero-filled batch x T x G*H gradient per step). ``step`` runs
+the same code, so decoding reproduces the teacher-forced logits."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -49,8 +48,7 @@ class RecurrentDecoder(nn.Module):
         self.bridge = nn.Linear(summary_size, config.decoder_layers * config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
         self.output = nn.Linear(output_in, vocab_size)
-        # what runs the attention loop of teacher forcing instead of the eager ``attention_loop``
-        # (rnnsearch.training.graphs: CUDA graphs); None: eager
+        # runs instead of ``attention_loop`` (rnnsearch.training.graphs: CUDA graphs); None: eager
         self.loop_runner: LoopRunner | None = None
 
     def recurrent_modules(self) -> list[nn.RNNBase]:
@@ -58,9 +56,8 @@ class RecurrentDecoder(nn.Module):
         return [self.rnn]
 
     def init_state(self, memory: Memory) -> DecoderState:
-        """``s_0 = tanh(W_s summary)`` per layer (LSTM cells, feed: zero). The summary is
-        ``[h_fwd_N; h_bwd_1]`` when bidirectional (Bahdanau: ``h_bwd_1`` alone; one rule for
-        every model is simpler), or ``c`` itself for RNNencdec."""
+        """``s_0 = tanh(W_s summary)`` per layer (LSTM cells, feed: zero); summary: ``[h_fwd_N;
+        h_bwd_1]`` if bidirectional (Bahdanau: ``h_bwd_1``; one rule is simpler), encdec: ``c``."""
         batch = memory.summary.size(0)
         hidden = torch.tanh(self.bridge(memory.summary))
         hidden = hidden.view(batch, self.config.decoder_layers, self.config.hidden_size)
@@ -73,8 +70,7 @@ class RecurrentDecoder(nn.Module):
         return None
 
     def _outputs(self, readout: Tensor, features: bool) -> Tensor:
-        """The logits ``output(readout)`` (... x V), or ``readout`` itself (... x O) when the
-        caller applies the output layer (``features``: the training loss's fused output layer)."""
+        """Logits (... x V); ``features``: ``readout`` itself (... x O), for a fused-output loss."""
         return readout if features else self.output(readout)
 
     def _embed(self, words: Tensor) -> tuple[Tensor, Tensor]:
@@ -93,16 +89,14 @@ class RecurrentDecoder(nn.Module):
 
     def _attention_memory(self, values: Tensor, final: Tensor, mask: Tensor, lengths: Tensor
                           ) -> Memory:
-        """The memory of an attention decoder: the annotations ``values`` (batch x src_len x D)
-        and their keys (batch x src_len x K, ``U h_j``), both cast once per batch under
-        autocast, not at every target word's attention."""
+        """Annotations ``values`` (batch x src_len x D) and keys ``U h_j`` (batch x src_len x K),
+        cast under autocast once per batch, not at every target word's attention."""
         keys = self.attention.project_keys(values)
         return Memory(_cast_as_autocast(values), _cast_as_autocast(keys), mask, lengths, final)
 
     def _step_weights(self) -> StepWeights:
-        """The weights one recurrent step uses, sliced (and autocast) once per sequence: a slice
-        inside the loop would accumulate a full-size gradient, and a cast, per step (autocast's
-        weight cache keeps the casts of parameters only)."""
+        """A step's weights, sliced and autocast once per sequence: per step, a slice would add a
+        full-size gradient and a cast would repeat (autocast caches casts of parameters only)."""
         w_ih = self.rnn.weight_ih_l0
         words = self.config.embedding_size
         extra = _cast_as_autocast(w_ih[:, words:], contiguous=True) if w_ih.size(1) > words else None
@@ -127,8 +121,8 @@ class RecurrentDecoder(nn.Module):
 
 
 def _cast_as_autocast(tensor: Tensor, contiguous: bool = False) -> Tensor:
-    """``tensor`` in its device's autocast dtype when autocast is on (one cast the loop shares,
-    where autocast would cast at each use); ``contiguous``: a contiguous copy either way."""
+    """``tensor`` in the autocast dtype if autocast is on (one cast the loop shares, not one per
+    use); ``contiguous``: a contiguous copy either way."""
     device = tensor.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
     layout = torch.contiguous_format if contiguous else torch.preserve_format
@@ -202,9 +196,8 @@ class BahdanauDecoder(RecurrentDecoder):
 
     def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
                        ) -> tuple[Tensor, Tensor, Tensor]:
-        """The recurrence of teacher forcing, one target position at a time: the word part of
-        the input projection (batch x T x G*H) -> top-layer states batch x T x H, contexts
-        batch x T x C and attention weights batch x T x S."""
+        """Teacher forcing, a position at a time: word part of the input projection (batch x T x
+        G*H) -> top-layer states batch x T x H, contexts batch x T x C, weights batch x T x S."""
         recurrent = self._step_weights()
         hidden, cells = split_state(state)
         tops, contexts, alignments = [], [], []
@@ -233,8 +226,7 @@ class BahdanauDecoder(RecurrentDecoder):
         return context.squeeze(1), weights.squeeze(1)
 
     def _readout(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
-        """Deep output ``t = f(U s_i + V E y_{i-1} + C c_i)``, f = maxout or tanh, the input
-        of ``output``."""
+        """``output``'s input: deep output ``t = f(U s_i + V E y_{i-1} + C c_i)``, f maxout/tanh."""
         pre = self.deep(torch.cat([state, embedded, context], -1))
         if self.config.maxout:
             pre = pre.unflatten(-1, (self.config.output_size, 2)).amax(-1)
@@ -244,9 +236,9 @@ class BahdanauDecoder(RecurrentDecoder):
 
 
 class ConditionalDecoder(BahdanauDecoder):
-    """RNNsearch with a conditional GRU (Nematus): update with ``y_{i-1}``, attend, update with
-    ``c_i``. ``rnn`` reads the word alone (so a pretrained LM's ``rnn`` fits it whole);
-    ``transition`` (one layer, the same cell) reads the context into the top layer's state."""
+    """RNNsearch with Nematus's conditional GRU: update with ``y_{i-1}``, attend, update with
+    ``c_i``. ``rnn`` reads the word alone (an LM's ``rnn`` fits it whole); ``transition`` (one
+    layer, same cell) reads ``c_i`` into the top layer's state."""
 
     reads_context = False
 
@@ -320,9 +312,8 @@ class LuongDecoder(RecurrentDecoder):
 
     def attention_loop(self, word_gates: Tensor, memory: Memory, state: DecoderState
                        ) -> tuple[Tensor, Tensor]:
-        """The input-feeding recurrence, one target position at a time: the word part of the
-        input projection (batch x T x G*H) -> attentional states batch x T x H and attention
-        weights batch x T x S."""
+        """Input feeding, a position at a time: word part of the input projection (batch x T x
+        G*H) -> attentional states batch x T x H, weights batch x T x S."""
         steps = _positions(state, word_gates.size(1))
         recurrent = self._step_weights()
         hidden, cells = split_state(state)

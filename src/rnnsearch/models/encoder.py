@@ -1,7 +1,5 @@
-"""The encoder: word embeddings and a (bi)directional RNN over packed sequences.
-
-Packing makes the encoder blind to padding: a sentence's annotations and final state are the
-same whatever the batch's longest sentence."""
+"""The encoder: word embeddings and a (bi)directional RNN over packed sequences, so that a
+sentence's annotations and final state do not depend on the batch's padding."""
 from __future__ import annotations
 
 import torch
@@ -25,10 +23,9 @@ class Encoder(nn.Module):
         self.output_size = config.encoder_output_size
 
     def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Encode ``src`` (batch x src_len ids) of real lengths ``src_len`` (batch).
-        Returns annotations batch x src_len x D, the last layer's final state batch x D
-        (``[h_fwd_N; h_bwd_1]`` when bidirectional), the mask batch x src_len and the lengths
-        (clamped to at least 1 so that an empty source still has one, padding, position)."""
+        """``src``: batch x src_len ids; ``src_len``: batch. Returns annotations batch x src_len x
+        D, the last layer's final state batch x D (``[h_fwd_N; h_bwd_1]`` if bidirectional), mask
+        batch x src_len and lengths clamped to >= 1 (an empty source gets one padding position)."""
         lengths = src_len.clamp(min=1)      # on the host (training batches) or the device
         embedded = self.dropout(self.embedding(src))                     # batch x src_len x E
         packed = pack_padded_sequence(embedded, lengths.cpu(), batch_first=True,
@@ -47,8 +44,7 @@ class Encoder(nn.Module):
 
 
 def _on_device(lengths: Tensor, device: torch.device) -> Tensor:
-    """``lengths`` on ``device``; from the host to a GPU through pinned memory without waiting
-    for the GPU (a plain copy would wait for every kernel queued before it)."""
+    """``lengths`` on ``device``; host -> GPU via pinned memory (a plain copy waits for the GPU)."""
     if lengths.device == device:
         return lengths
     if device.type == "cuda" and lengths.device.type == "cpu":

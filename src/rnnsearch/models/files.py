@@ -1,9 +1,8 @@
 """Reading the PyTorch files stages hand each other (``model.pt``, ``decoder_init.pt``).
 
-:func:`read_torch_dict` turns every way such a file can be unreadable (missing, a directory,
-empty, truncated, not a PyTorch file, a PyTorch file of something else) into one
-:class:`~rnnsearch.data.textio.DataError` whose message starts with the file's path and says
-which stage to rerun, instead of a traceback from deep inside ``torch.load``."""
+:func:`read_torch_dict` turns every way such a file can be unreadable (missing, a directory, empty,
+truncated, not a PyTorch file, a PyTorch file of something else) into one
+:class:`~rnnsearch.data.textio.DataError` starting with the path and naming the stage to rerun."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +21,8 @@ def _reason(err: BaseException) -> str:
 
 
 def read_torch_dict(path: str | Path, keys: Sequence[str], what: str, hint: str) -> dict[str, Any]:
-    """``torch.load`` (weights only, on the CPU) of a file that must hold a dict with ``keys``.
-    ``what`` names the kind of file in messages ("a model file"); ``hint`` says what to do ("rerun
-    the train stage"). Raises :class:`DataError` naming ``path``."""
+    """``torch.load`` (weights only, CPU) of a dict with ``keys``, else :class:`DataError` naming
+    ``path``, ``what`` ("a model file") and ``hint`` ("rerun the train stage")."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found; {hint}")

@@ -1,10 +1,9 @@
 """The LM -> decoder contract (``docs/contracts.md``, "LM to decoder").
 
-Beside the decoder it fills, so that pretrain_lm (writer) and train (reader) share it without
-translation training importing the LM package. ``embedding`` and ``rnn`` weights must fit
-exactly, except that only the previous word's columns of ``rnn.weight_ih_l0`` are copied and
-deeper decoder layers keep their init; the LM's ``output`` is never copied (every decoder's
-output layer reads something else). A mismatch fails naming both shapes."""
+Beside the decoder it fills, so pretrain_lm (writer) and train (reader) share it without
+translation training importing the LM package. ``embedding`` and ``rnn`` weights must fit exactly,
+but only the previous word's columns of ``rnn.weight_ih_l0`` are copied and deeper decoder layers
+keep their init; the LM's ``output`` is never copied (decoders' output layers read other states)."""
 from __future__ import annotations
 
 import os
@@ -19,9 +18,8 @@ from rnnsearch.models.rnn import RNN_CLASSES
 
 
 def save_decoder_init(model: nn.Module, path: str | Path) -> None:
-    """Write ``{"meta", "state_dict"}`` of the language model ``model`` (a
-    :class:`rnnsearch.lm.model.LanguageModel`: its ``meta()`` and weights) to ``path`` through a
-    temporary file and a rename."""
+    """Write ``{"meta", "state_dict"}`` of ``model`` (a :class:`rnnsearch.lm.model.LanguageModel`)
+    to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
@@ -80,8 +78,7 @@ STATE_KEYS = ("embedding.weight", "rnn.weight_hh_l0")
 
 
 def read_decoder_init(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """``(meta, state_dict)`` of ``decoder_init.pt``; an unreadable or incomplete file raises
-    :class:`~rnnsearch.data.textio.DataError` naming it."""
+    """``(meta, state_dict)`` of ``decoder_init.pt``; :class:`DataError` if unreadable/partial."""
     saved = read_torch_dict(path, ("meta", "state_dict"), LM_FILE, RERUN_LM)
     meta, state = saved["meta"], check_state_dict(path, saved["state_dict"], LM_FILE, RERUN_LM)
     for key in META_KEYS:

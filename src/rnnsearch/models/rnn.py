@@ -1,10 +1,9 @@
 """Recurrent cells: build ``nn.GRU``/``nn.LSTM``/``nn.RNN`` and step them one time step at a time.
 
-The decoder keeps a standard ``nn.GRU`` (or LSTM/RNN) module named ``rnn`` so that the pretrained
-language model's weights load by name, but runs it one step at a time with :func:`cell_step`:
-the input projection of the previous words ``W_ih[:, :E] y`` is computed for all steps at once
-before the loop, so a step only adds the projection of what depends on the previous step (the
-attention context or the fed-back attentional state) and the recurrent projection."""
+The decoder keeps a standard module named ``rnn`` (so the pretrained LM's weights load by name)
+but steps it with :func:`cell_step`: the previous words' projection ``W_ih[:, :E] y`` is computed
+for all steps before the loop, so a step adds only the recurrent projection and that of what
+depends on the previous step (attention context or fed-back attentional state)."""
 from __future__ import annotations
 
 import torch
@@ -37,9 +36,8 @@ def orthogonal_init_(rnn: nn.RNNBase) -> None:
 
 def cell_step(cell: str, gates_x: Tensor, h: Tensor, c: Tensor | None,
               w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor | None]:
-    """One step of a GRU/LSTM/tanh-RNN cell given its input projection ``W_ih x + b_ih``.
-    ``gates_x``: batch x (gates*H); ``h``, ``c``: batch x H. Same equations and gate order as
-    ``nn.GRU``/``nn.LSTM``/``nn.RNN``, so the fused module and this loop agree."""
+    """One GRU/LSTM/tanh-RNN step from ``gates_x = W_ih x + b_ih`` (batch x gates*H); ``h``, ``c``:
+    batch x H. Equations and gate order as in ``nn.GRU``/``LSTM``/``RNN``: the fused run agrees."""
     gates_h = F.linear(h, w_hh, b_hh)  # batch x (gates*H)
     if cell == "gru":
         x_r, x_z, x_n = gates_x.chunk(3, dim=1)

@@ -1,8 +1,7 @@
 """The translation model: encoder + decoder behind the interface decoding relies on.
 
-``encode`` once per batch, ``init_state``, then ``step`` per target word (a pure function of its
-inputs: nothing is cached on the module), or ``forward`` for teacher forcing. See
-``docs/contracts.md`` ("The model interface")."""
+``encode`` once per batch, ``init_state``, then ``step`` per target word (pure: nothing cached on
+the module), or ``forward`` for teacher forcing (``docs/contracts.md``, "The model interface")."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +21,8 @@ from rnnsearch.models.state import DecoderState, Memory
 
 
 class Seq2Seq(nn.Module):
-    """The encoder and decoder of ``config.model``'s entry of
-    :data:`~rnnsearch.config.architectures.ARCHITECTURES` (RNNencdec, RNNsearch, Luong attention, the
-    Transformer)."""
+    """The encoder and decoder (RNNencdec, RNNsearch, Luong, Transformer) of ``config.model``'s
+    entry of :data:`~rnnsearch.config.architectures.ARCHITECTURES`."""
 
     def __init__(self, config: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
@@ -62,9 +60,8 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor, features: bool = False
                 ) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: logits batch x tgt_len x V, weights batch x tgt_len x src_len or None.
-        ``features``: the output layer's input (batch x tgt_len x O) instead of the logits, for a
-        loss that applies ``output_layer`` itself (rnnsearch.training.fused_loss)."""
+        """Teacher forcing: logits batch x tgt_len x V (``features``: ``output_layer``'s input, ...
+        x O, for training.fused_loss), weights batch x tgt_len x src_len or None."""
         memory = self.encode(src, src_len)
         return self.decoder(tgt_in, memory, self.init_state(memory), features=features)
 
@@ -90,10 +87,9 @@ def save_model(model: Seq2Seq, path: str | Path) -> None:
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     data = {"config": model.config.to_dict(), "src_vocab": model.src_vocab,
             "tgt_vocab": model.tgt_vocab, "state_dict": state}
-    # Through a temporary folder and a rename, so that a kill or a full disk never leaves half
-    # a file; the file inside is always called model.pt because torch.save names the archive's
-    # root folder after the file: the same weights then give the same bytes (and DVC hash)
-    # wherever the model is headed (model.pt, or model.pt.partial while a run is going).
+    # Atomic (temporary folder + rename): a kill or full disk never leaves half a file. Inside, the
+    # file is always model.pt, as torch.save names the archive's root folder after the file, so the
+    # same weights give the same bytes (and DVC hash) for model.pt and model.pt.partial alike.
     save_atomically(path, lambda file: torch.save(data, file), inner_name="model.pt")
 
 
@@ -113,9 +109,8 @@ def _vocab_size(path: Path, data: dict[str, Any], side: str, state: dict[str, Te
 
 
 def load_model(path: str | Path, map_location: Any = "cpu") -> Seq2Seq:
-    """Rebuild a model written by :func:`save_model`, in eval mode.
-    A file that is missing, a directory, empty, truncated, or a PyTorch file of anything but a model
-    raises :class:`~rnnsearch.data.textio.DataError` naming ``path``."""
+    """Rebuild a model written by :func:`save_model`, in eval mode; an unusable file (missing,
+    truncated, not a model...) raises :class:`~rnnsearch.data.textio.DataError` naming ``path``."""
     path = Path(path)
     data = read_torch_dict(path, ("config", "state_dict"), MODEL_FILE, RETRAIN)
     state = check_state_dict(path, data["state_dict"], MODEL_FILE, RETRAIN)

@@ -1,9 +1,8 @@
 """What flows between encoder, decoder steps and search: ``Memory``, ``DecoderState``, ``reorder``.
 
 Every decoder's ``prepare_memory``, ``init_state`` and ``step`` pass NamedTuples of batch-first
-tensors (or ``None``). The searches read no field of them, only expand and :func:`reorder`
-them, so a new architecture brings its own types (the Transformer's are in
-:mod:`rnnsearch.models.transformer`) and no search changes."""
+tensors (or ``None``). Searches read no field, only expand and :func:`reorder` them, so a new
+architecture brings its own types (as :mod:`rnnsearch.models.transformer`) and no search changes."""
 from __future__ import annotations
 
 from typing import NamedTuple, TypeVar
@@ -15,7 +14,7 @@ class Memory(NamedTuple):
     """The encoded source, computed once per batch by ``Seq2Seq.encode``."""
 
     values: Tensor          # batch x src_len x D: annotations h_j (D = 2H if bidirectional)
-    keys: Tensor | None     # batch x src_len x K: source-only part of the score (U h_j); None: no attention
+    keys: Tensor | None     # batch x src_len x K: source-only score part U h_j; None: no attention
     mask: Tensor            # batch x src_len, bool, True on real words
     lengths: Tensor         # batch, long: real source lengths
     summary: Tensor         # batch x F: what initialises the decoder (encdec: the context c)

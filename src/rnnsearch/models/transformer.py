@@ -2,12 +2,11 @@
 
 Pre-norm layers (no warmup needed at the other models' Adam settings), sinusoidal positions,
 d = ``embedding_size`` throughout (pretrained word vectors fit). Attention is written out, not
-``nn.MultiheadAttention``, so training, a decoding step and the padding mask run the same
-arithmetic and return each head's weights. Keys and values are kept in the layout the products
-read (keys transposed, heads split, contiguous): the source's once per batch
-(:class:`TransformerMemory`), the decoded positions' in buffers a step appends to in place
-(:class:`TransformerState`), so a decoding step copies no key or value. The model's attention:
-layer ``alignment_layer``'s cross-attention, head-averaged."""
+``nn.MultiheadAttention``, so training, decoding steps and padding masks share the arithmetic and
+each head's weights come back. Keys and values are stored as the products read them (keys
+transposed, heads split, contiguous): the source's once per batch (:class:`TransformerMemory`),
+decoded positions' in buffers a step appends to in place (:class:`TransformerState`), so a step
+copies no key or value. Model attention: ``alignment_layer``'s cross-attention, head-averaged."""
 from __future__ import annotations
 
 import math
@@ -38,11 +37,10 @@ class TransformerMemory(NamedTuple):
 
 
 class TransformerState(NamedTuple):
-    """Between decoding steps: each layer's self-attention keys and values of the ``length``
-    decoded positions, at the front of buffers with room for more. A step appends in place
-    when no other state was stepped from the same buffers (``written``, shared by the states on
-    them, says how far they are written), and copies them first otherwise, so stepping one state
-    twice (an exhaustive search) is safe and the searches' one step per state copies nothing."""
+    """Each layer's self-attention keys and values of the ``length`` decoded positions, at the front
+    of buffers with room for more. A step appends in place unless another state was stepped from the
+    same buffers (``written``, shared by their states, says how far they are written), else copies
+    first: stepping a state twice (exhaustive search) is safe, one step per state copies nothing."""
 
     keys: tuple[Tensor, ...]        # per layer: batch x heads x dh x capacity, keys transposed
     values: tuple[Tensor, ...]      # per layer: batch x heads x capacity x dh
@@ -50,9 +48,8 @@ class TransformerState(NamedTuple):
     written: list[int]              # one shared entry: positions written into these buffers
 
     def reordered(self, index: Tensor) -> TransformerState:
-        """Rows ``index`` (:func:`rnnsearch.decoding.steps.select_rows`): the decoded positions
-        gathered into new buffers with room for one more, which the next step fills, so that
-        its products read whole contiguous buffers (a beam reorders every step)."""
+        """Rows ``index`` (:func:`rnnsearch.decoding.steps.select_rows`) in new buffers with room
+        for only the next step, so its products read whole buffers (beams reorder every step)."""
         size = self.length + 1
         keys = tuple(_moved(k, self.length, size, -1, index) for k in self.keys)
         values = tuple(_moved(v, self.length, size, -2, index) for v in self.values)
@@ -114,9 +111,8 @@ class MultiHeadAttention(nn.Module):
         return self.attend(queries, allowed, *self.heads_of(self.key_value(keys)))
 
     def heads_of(self, projected: Tensor) -> tuple[Tensor, Tensor]:
-        """Keys and values (``projected``: their ``key_value`` projection, batch x Tk x 2d) in
-        the layout the products read: keys transposed, batch x heads x dh x Tk, and values,
-        batch x heads x Tk x dh, both contiguous."""
+        """``key_value`` output batch x Tk x 2d -> contiguous keys batch x heads x dh x Tk
+        (transposed) and values batch x heads x Tk x dh, the layout the products read."""
         batch, _, double = projected.shape
         split = (batch, -1, self.heads, double // (2 * self.heads))
         keys, values = (part.reshape(split).transpose(1, 2) for part in projected.chunk(2, -1))
@@ -183,11 +179,9 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, past: tuple[Tensor, Tensor], causal: Tensor | None,
                 source: tuple[Tensor, Tensor], mask: Tensor) -> tuple[Tensor, Tensor]:
-        """Queries x (batch x T x d) over ``past``, the keys and values (:meth:`project`) of
-        this layer's inputs, x's own positions among them, where ``causal`` (T x P) allows
-        (None: all), then over the source's (``source``, S positions) where ``mask`` (batch x
-        S) allows. Returns batch x T x d and the cross-attention's weights batch x heads x T x
-        S."""
+        """x (batch x T x d) attends over ``past`` (:meth:`project` of this layer's inputs, x's own
+        included) where ``causal`` (T x P; None: all) allows, then over ``source`` where ``mask``
+        (batch x S) allows; returns batch x T x d, cross-attention weights batch x heads x T x S."""
         allowed = None if causal is None else causal.unsqueeze(0)
         x = x + self.dropout(self.self_attention.attend(self.norm_self(x), allowed, *past)[0])
         attended, weights = self.cross_attention.attend(self.norm_cross(x), mask.unsqueeze(1),
@@ -267,9 +261,8 @@ class TransformerDecoder(nn.Module):
         return self.layers[self.aligned].cross_attention
 
     def read_attention_from(self, layer: int) -> None:
-        """Return decoder layer ``layer``'s cross-attention (from 0; negative: from the last)
-        as the model's attention from now on, e.g. to score each layer's alignments; training
-        and supervision use ``alignment_layer``'s."""
+        """Use layer ``layer``'s cross-attention (from 0; < 0: from the last) as the model's, e.g.
+        to score each layer's alignments; training and supervision use ``alignment_layer``'s."""
         if not -len(self.layers) <= layer < len(self.layers):
             raise ValueError(f"layer {layer}: the decoder has {len(self.layers)} layers "
                              f"(0 to {len(self.layers) - 1}, or -1 for the last)")

@@ -1,4 +1,3 @@
 """Presets: named params overrides (``presets/<name>.yaml``) run as DVC experiments
-(:mod:`rnnsearch.presets.cli`, ``python -m rnnsearch.presets``): their definition and the chain
-that runs them; what a finished run becomes (its branch, export, comparisons) is
-:mod:`rnnsearch.runs`."""
+(:mod:`rnnsearch.presets.cli`, ``python -m rnnsearch.presets``); a finished run's branch, export
+and comparisons: :mod:`rnnsearch.runs`."""

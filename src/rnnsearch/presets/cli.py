@@ -2,14 +2,13 @@
 
 A preset file holds only the keys it changes, in params.yaml's layout (``extends: <other>``
 starts from another preset's). ``run NAME`` (``make preset NAME=...``) validates the merged
-params, runs ``dvc exp run --temp -n NAME -S key=value ...`` (every stage already made with the
-same code, data and params comes from DVC's cache or run cache), promotes the experiment to the
-branch ``preset/NAME`` (``dvc exp branch``) and copies its report, metrics and params into
-``reports/presets/NAME/`` beside the default run's (``beside_default.md``). ``export`` and
-``compare`` redo those steps; ``show`` prints the commands; ``check`` only validates.
-``--temp``: a workspace run would rewrite params.yaml, dvc.lock and the default results. A
-relative ``prepare.mirror`` reaches the copy resolved, in ``RNNSEARCH_CORPORA``; the MLflow
-store stays the repository root's."""
+params, runs ``dvc exp run --temp -n NAME -S key=value ...`` (stages already made with the same
+code, data and params come from DVC's (run) cache), promotes it to the branch ``preset/NAME``
+(``dvc exp branch``) and copies its report, metrics and params into ``reports/presets/NAME/``
+beside the default run's (``beside_default.md``). ``export`` and ``compare`` redo those steps;
+``show`` prints the commands; ``check`` only validates. ``--temp``: a workspace run would
+rewrite params.yaml, dvc.lock and the default results. A relative ``prepare.mirror`` reaches
+the copy resolved, in ``RNNSEARCH_CORPORA``; the MLflow store stays the repository root's."""
 from __future__ import annotations
 
 import argparse
@@ -37,11 +36,9 @@ def shell_line(args: Sequence[str]) -> str:
 
 
 def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = False) -> int:
-    """Run presets ``names`` (merged ``params``) in order, each as a temporary experiment
-    promoted to the branch :func:`branch` (``dvc exp branch``) and exported; ``dry``: only
-    print the commands. A stage that an earlier run made with the same code, data and params
-    (this chain's, or any other) is restored from DVC's run cache, not run again. Returns an
-    exit status."""
+    """Run presets ``names`` (merged ``params``) in order, each a temporary experiment promoted
+    to :func:`branch` and exported (stages any run made with the same code, data and params come
+    from DVC's run cache); ``dry``: only print the commands. Returns an exit status."""
     root = repo_root()
     for name, merged in zip(names, params):
         steps = [command(name), ["git", "branch", "-D", "-q", branch(name)],
@@ -50,9 +47,8 @@ def run(names: Sequence[str], params: Sequence[dict[str, Any]], dry: bool = Fals
             print(shell_line(step), flush=True)
             if dry or (step[1] == "branch" and not has_branch(root, branch(name))):
                 continue
-            # its own process group, stopped with this one (even by SIGKILL) by SIGINT, on
-            # which DVC removes its temporary copy: a stopped chain leaves no `dvc exp run`
-            # and no copy behind
+            # own process group, sent SIGINT when this one stops (even by SIGKILL), on which
+            # DVC removes its temporary copy: a stopped chain leaves no `dvc exp run` behind
             status = run_group(step, env=run_environment(merged), grace=STOP_GRACE, cwd=root,
                                interrupt=True)
             if status is None:

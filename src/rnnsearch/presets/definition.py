@@ -1,6 +1,5 @@
-"""A preset's definition: its overrides file (``presets/<name>.yaml``, ``extends`` followed)
-merged over params.yaml and validated, the ``dvc exp run --temp -S ...`` command that runs it,
-and a user's own overrides file adopted as a preset (``--from``)."""
+"""A preset's overrides (``presets/<name>.yaml``, ``extends`` followed) merged over params.yaml
+and validated, its ``dvc exp run --temp -S ...`` command, and a user's file adopted (``--from``)."""
 from __future__ import annotations
 
 import os
@@ -23,9 +22,8 @@ EXTENDS = "extends"                       # a preset's key naming the preset it 
 
 def preset_overrides(name: str, seen: tuple[str, ...] = (),
                      own: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Preset ``name``'s file (or ``own``, the overrides it is about to get) merged over the
-    preset its ``extends`` names (recursively); an unknown name or a cycle is a
-    :class:`ConfigError` naming the file."""
+    """Preset ``name``'s file (or ``own``, its overrides to be) merged over its ``extends``
+    (recursively); an unknown name or a cycle is a :class:`ConfigError` naming the file."""
     own = dict(load_preset(name) if own is None else own)
     base = own.pop(EXTENDS, None)
     if base is None:
@@ -52,9 +50,8 @@ def override_arguments(base: dict[str, Any], preset: dict[str, Any],
 
 def resolve(name: str, params_path: str | Path = "params.yaml", runtime: bool = False,
             source: str | Path | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The merged, validated params of preset ``name`` (its overrides read from ``source``
-    instead of ``presets/<name>.yaml`` when given) and its grid cells; ``runtime``: also check
-    that this machine can run it (packages, accelerator)."""
+    """Preset ``name``'s merged, validated params (overrides from ``source`` if given) and grid
+    cells; ``runtime``: also check that this machine can run it (packages, accelerator)."""
     own = None if source is None else read_params(source)
     merged = merge(read_params(params_path), preset_overrides(name, own=own))
     configs = validate_params(merged, f"{params_path} + {source or f'presets/{name}.yaml'}",
@@ -86,8 +83,7 @@ def run_environment(params: dict[str, Any]) -> dict[str, str]:
 
 
 def check_adoptable(name: str, source: str | Path) -> None:
-    """Refuse an overrides file ``source`` that is missing, not a YAML mapping, or differs from
-    an existing preset ``name`` (never overwritten)."""
+    """Refuse ``source`` if missing, not a YAML mapping, or unlike an existing preset ``name``."""
     source, target = Path(source), preset_path(check_name(name))
     if not source.is_file():
         raise ConfigError(f"{source}: file not found (the params overrides of experiment "
@@ -99,8 +95,7 @@ def check_adoptable(name: str, source: str | Path) -> None:
 
 
 def adopt(name: str, source: str | Path) -> Path:
-    """Copy the overrides file ``source`` to ``presets/<name>.yaml`` (your own experiment),
-    once :func:`check_adoptable` and the params' validation have passed."""
+    """Copy the overrides file ``source`` to ``presets/<name>.yaml``, once the params are valid."""
     check_adoptable(name, source)
     source, target = Path(source), preset_path(name)
     text = source.read_bytes()

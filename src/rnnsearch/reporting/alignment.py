@@ -1,5 +1,5 @@
 """Table "Alignment quality" (AER, precision, recall against the Hansard gold links) and the
-overlay figure (attention weights of one gold sentence with its Sure/Possible links), from
+overlay figure (a gold sentence's attention under its Sure/Possible links), from
 ``metrics/align.json`` and ``metrics/align_attention.json``."""
 from __future__ import annotations
 
@@ -30,8 +30,7 @@ def cell_title(cell: str) -> str:
 
 def alignment_table(align: Mapping[str, Any] | None, attention: Mapping[str, Any] | None
                     ) -> Table | None:
-    """Every aligner's and attention model's scores with the published anchors (None: the
-    alignment stages have not run or had no gold set)."""
+    """Every aligner's and attention model's scores with published anchors (None: none scored)."""
     rows = []
     if align is not None and "diagonal" in align:
         rows.append(_row("Diagonal baseline", "French word j -> English word round(j * e / f)",
@@ -54,8 +53,7 @@ def alignment_table(align: Mapping[str, Any] | None, attention: Mapping[str, Any
 
 
 def no_gold_table(align: Mapping[str, Any] | None) -> Table | None:
-    """Said instead of :func:`alignment_table` when the align stage ran on a language pair
-    that has no gold alignments (its metrics say why); None otherwise."""
+    """Instead of :func:`alignment_table` when the language pair has no gold links, else None."""
     if align is None or not isinstance(align.get("gold"), str):
         return None
     return Table("Alignment quality: AER against human links", ("Aligner", "AER"),

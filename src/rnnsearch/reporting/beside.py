@@ -1,10 +1,8 @@
-"""A preset's cells beside the default run's (or another preset's): for each cell both grids
-share by name, one table row per run (BLEU, with ``<unk>`` replaced, No-UNK, chrF, unigram F1,
-attention AER) and Figure 2 with both runs' curves; with ``significance.json``
-(:func:`rnnsearch.runs.comparison.significance`) the preset rows get p-values and a per-bucket table.
-
-Reads two metrics folders as the report stage does (and the ``prepare`` params beside them);
-runs that may have different test sets are refused with the reason (:func:`unshared_test_set`)."""
+"""A preset's cells beside the default run's (or another preset's), from two metrics folders:
+per cell shared by name, a table row per run (BLEU, ``<unk>`` replaced, No-UNK, chrF, unigram
+F1, attention AER) and both runs' Figure 2 curves; ``significance.json``
+(:func:`rnnsearch.runs.comparison.significance`) adds p-values and a per-bucket table. Runs
+whose test sets may differ are refused with the reason (:func:`unshared_test_set`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,16 +32,14 @@ HEADER = ("Model", "Run", "Units", "BLEU", "BLEU, UNK replaced", "No-UNK BLEU (s
 
 
 def significance_file(baseline: str) -> str:
-    """The file of a preset's paired bootstrap against ``baseline`` (a run's label):
-    ``significance.json`` against the default run, else ``significance_<baseline>.json``."""
+    """``significance.json`` against the default run, else ``significance_<baseline>.json``."""
     return "significance.json" if baseline == "default" else f"significance_{baseline}.json"
 
 
 @dataclass(frozen=True)
 class Run:
-    """One run as the comparison reads it: its metrics, the units it translated, and the
-    ``prepare`` params and ``align.train_links`` beside its metrics folder (None: no
-    ``params.yaml`` there, or no links)."""
+    """A run as compared: its metrics, units, and the ``prepare`` params and ``align.train_links``
+    of the ``params.yaml`` beside its metrics folder (None: no such file, or no links)."""
 
     label: str                     # the Run column: "default", or the preset's name
     shown: str                     # the metrics folder as the text names it: "metrics/"
@@ -73,8 +69,7 @@ class Run:
 
 
 class Outcome(NamedTuple):
-    """What :func:`write_beside` did: the files it wrote (none: see ``message``) and a line
-    saying so."""
+    """What :func:`write_beside` did: the files written (none: see ``message``) and a line."""
 
     written: list[Path]
     message: str
@@ -93,8 +88,7 @@ def units_of(path: Path) -> str:
 
 
 def another_corpus(default: Run, preset: Run) -> str | None:
-    """What the preset translates when it is another corpus or language pair than the default
-    run's (``prepare.json``'s corpus blocks), else None."""
+    """A note when the preset translates another corpus or language pair (``prepare.json``)."""
     corpora = [(run.inputs.prepare or {}).get("corpus") for run in (default, preset)]
     if not all(isinstance(corpus, dict) for corpus in corpora):
         return None
@@ -104,9 +98,8 @@ def another_corpus(default: Run, preset: Run) -> str | None:
 
 
 def unshared_test_set(default: Run, preset: Run) -> str | None:
-    """Why the two runs' test sets may differ (None: they agree), from ``prepare.json``'s corpus
-    block and test split statistics and, where both have them, the ``prepare`` params (but for
-    where the files are found)."""
+    """Why the runs' test sets may differ (None: they agree), from ``prepare.json``'s corpus and
+    test blocks and, where both have them, the ``prepare`` params (but :data:`LOCATION_KEYS`)."""
     for run in (default, preset):
         if run.inputs.prepare is None:
             return f"{run.shown}prepare.json is missing, so the test sets cannot be compared"
@@ -131,8 +124,8 @@ def unshared_test_set(default: Run, preset: Run) -> str | None:
 
 def headline(run: Run, cell: str, method: str) -> tuple[str, ...]:
     """A cell's row after Model and Run: units, BLEU (all, ``<unk>`` replaced, No-UNK with its
-    sentence count), chrF, the output's length over the references', unigram F1 per class of
-    words and AER, argmax and thresholded (``–``: not in the run's metrics)."""
+    sentences), chrF, length ratio, unigram F1 per word class, AER argmax and thresholded
+    (``–``: not in the run's metrics)."""
     systems = run.inputs.evals[cell]["systems"]
     ratio = systems.get(method, {}).get("all", {}).get("len_ratio")
     summary = cell_summary(run.inputs, cell, method)
@@ -158,8 +151,7 @@ def replicate_bleu(run: Run, cell: str, method: str) -> str | None:
 
 
 def decoding_seconds(run: Run, cell: str, method: str) -> str:
-    """The seconds ``method`` took over the whole test set (``–``: not timed, e.g. the
-    ``_unk`` systems, which replace words in the beam's output)."""
+    """Seconds ``method`` took on the whole test set (``–``: not timed, e.g. ``_unk`` systems)."""
     return fmt(run.inputs.evals[cell].get("speed", {}).get(method, {}).get("seconds"), 1)
 
 
@@ -192,10 +184,10 @@ SMALLEST_P_OF_A_DIFFERENCE = 0.05   # equal scores cannot differ this surely
 
 
 def p_difference(test: dict[str, Any], score: str = "aer") -> str:
-    """A test's p-value, or ``same AER`` (``same BLEU``) where both runs' ``score`` is the same
-    and yet p is small: the outputs are the same (a model or its translations reused), a zero
-    difference that the +1-smoothed bootstrap gives p = 1/(samples+1), as if it were the surest
-    one. (Equal rounded scores of different outputs get a large p, shown as it is.)"""
+    """A test's p-value, or ``same AER``/``same BLEU`` where both runs' ``score`` is equal yet p
+    is small: identical outputs (model or translations reused), to which the +1-smoothed
+    bootstrap gives p = 1/(samples+1) as if the surest difference (different outputs of equal
+    rounded score get a large p, shown as is)."""
     p = test.get("p_value")
     same = (test.get(score) is not None and test.get(score) == test.get(f"baseline_{score}")
             and p is not None and p < SMALLEST_P_OF_A_DIFFERENCE)
@@ -329,9 +321,8 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
                  min_sentences: int = 1, tests: dict[str, Any] | None = None,
                  stem: str = BESIDE) -> Outcome:
     """Replace ``<out>/<stem>.{md,tex,png}``: table and figure of the :func:`differing_cells`,
-    with ``tests`` (significance.json's cells) their p-values. No differing cell, or another
-    corpus (:func:`another_corpus`): nothing written; test sets of the same corpus that may
-    differ: only the Markdown file, with the reason."""
+    p-values from ``tests`` (significance.json's cells). Nothing written without a differing cell
+    or for another corpus; same corpus but test sets that may differ: only the .md, the reason."""
     files = [out / f"{stem}.{ext}" for ext in ("md", "tex", "png")]
     for path in files:
         path.unlink(missing_ok=True)
@@ -362,15 +353,13 @@ def write_beside(default: Run, preset: Run, out: Path, method: str = "beam",
     save_figure(paired(figure), files[2])
     atomic_write_text(files[0], page(default, preset, tables, files[2].name, files[1].name))
     atomic_write_text(files[1], "\n".join(table.latex() for table in tables))
-    # named where the preset's folder is shown, not where it is written (export writes a
-    # temporary copy of the folder, renamed into place at the end)
+    # the folder as shown, not the temporary copy that export writes and renames into place
     page_shown = PurePosixPath(preset.shown).parent / files[0].name
     return Outcome(files, f"{', '.join(cells)} beside {default.title}'s in {page_shown}")
 
 
 def paired(figure: Figure) -> Figure:
-    """Each cell's two curves (default run, preset: drawn in that order) in one colour, the
-    preset's dashed, so a cell's runs read as a pair."""
+    """Each cell's two curves (default run, then preset) in one colour, the preset's dashed."""
     ax = figure.axes[0]
     for i, line in enumerate(ax.get_lines()):
         line.set_color(f"C{i // 2}")

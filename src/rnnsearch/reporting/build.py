@@ -69,8 +69,7 @@ def _table1_notes(inputs: ReportInputs, method: str, paper: bool) -> tuple[str, 
 
 
 def no_paper_note(inputs: ReportInputs, paper: str) -> str:
-    """Why a table has no paper column: the run is not in the paper's setting, or its
-    metrics/prepare.json predates the record of its corpus, so that cannot be told."""
+    """Why a table has no paper column: another setting, or none recorded in prepare.json."""
     if inputs.corpus is None:
         return (f"No paper column: {paper}; this run's metrics/prepare.json does not record its "
                 "corpus (written before the prepare stage recorded it).")
@@ -78,9 +77,8 @@ def no_paper_note(inputs: ReportInputs, paper: str) -> str:
 
 
 def subword_no_unk_note(first: dict[str, Any]) -> str:
-    """With subword units nearly every sentence is in No UNK (a word is spelt in pieces): say
-    so, and how many sentences have no word outside word-level vocabularies of the run's sizes
-    (``no_unk_words``, the subset a word-level run's No UNK is); ``""`` for word units."""
+    """Subword units put nearly every sentence in No UNK: say so, with the ``no_unk_words``
+    count (no word outside word-level vocabularies of the run's sizes); ``""`` for word units."""
     if "no_unk_words_sentences" not in first:
         return ""
     return (f" With subword units a word outside the vocabulary is spelt in pieces, so No UNK "
@@ -130,8 +128,7 @@ def speed_table(inputs: ReportInputs) -> Table:
 
 
 def search_error_table(inputs: ReportInputs) -> Table | None:
-    """Search errors and model errors per cell (Stahlberg & Byrne 2019, the search_error
-    stage's shares of sentences); None when no cell was measured."""
+    """Search and model errors per cell as shares (Stahlberg & Byrne 2019); None: none measured."""
     cells = [cell for cell in inputs.ordered_cells() if cell in inputs.search_errors]
     if not cells:
         return None
@@ -172,8 +169,7 @@ def length_table(inputs: ReportInputs, method: str = "beam", min_sentences: int 
 
 
 def few_note(min_sentences: int, counts: Iterable[int]) -> tuple[str, ...]:
-    """The note on a by-length table whose buckets hold ``counts`` sentences: what a bucket of
-    too few sentences gets (none when every bucket has enough)."""
+    """A by-length table's note on buckets (of ``counts`` sentences) under ``min_sentences``."""
     if all(n >= min_sentences for n in counts):
         return ()
     return (f"A bucket of fewer than {min_sentences} test sentences (evaluate.min_bucket_sentences)"
@@ -182,9 +178,9 @@ def few_note(min_sentences: int, counts: Iterable[int]) -> tuple[str, ...]:
 
 def gain_table(inputs: ReportInputs, cell: str, method: str = "beam", min_sentences: int = 1
                ) -> Table | None:
-    """Figure 2's relative claim for one attention cell, per length bucket: BLEU over the
-    baseline's, relative to the shortest bucket, the p-value (``too few`` under
-    ``min_sentences``) and both length ratios; None without scores or baseline."""
+    """Figure 2's relative claim for an attention cell per length bucket: BLEU over the baseline's,
+    that over the shortest bucket's, p (``too few`` under ``min_sentences``) and both length
+    ratios; None without scores or baseline."""
     if cell not in inputs.evals:
         return None
     system = inputs.evals[cell]["systems"].get(method, {})

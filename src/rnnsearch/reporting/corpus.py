@@ -8,9 +8,8 @@ from typing import Any
 from rnnsearch.reporting.tables import Table
 
 SPLITS = ("train", "dev", "test")
-# The corpora and directions the papers' numbers were measured on, by paper. Bahdanau et al.
-# trained on WMT'14 En->Fr, whose parallel data includes these Hansards; Luong et al. on
-# WMT'14 En->De. Another corpus or direction gets no paper column: its numbers would not compare.
+# Where each paper's numbers were measured (Bahdanau et al.: WMT'14 En->Fr, whose data includes
+# these Hansards; Luong et al.: WMT'14 En->De); others get no paper column (would not compare).
 PAPER_SETTINGS = {"bahdanau": {("hansard36", "en", "fr"), ("wmt14", "en", "fr")},
                   "luong": {("wmt14", "en", "de")}}
 

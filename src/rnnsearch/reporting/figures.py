@@ -1,7 +1,6 @@
-"""Matplotlib figures: BLEU against source length (Figure 2), unigram F1 against training
-frequency rank (Sennrich et al. 2016), alignment heatmaps (Figure 3) and dev-loss curves.
-
-Each takes plain data and returns a ``Figure`` to save or log (Agg backend: no display)."""
+"""Matplotlib figures from plain data (Agg backend: no display): BLEU against source length
+(Figure 2), unigram F1 against training frequency rank (Sennrich et al. 2016), alignment
+heatmaps (Figure 3) and attention over gold links."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -43,10 +42,9 @@ def bleu_by_length_figure(curves: Mapping[str, LengthCurve], title: str,
                           min_sentences: int = 1,
                           bands: Mapping[str, Mapping[int, float | None]] | None = None
                           ) -> Figure:
-    """One line per curve name; x is the source-length bucket, labelled ``1-10`` ... over the
-    sentences in it (``n=269``; ``n=269/270`` where the curves' test sets differ), and marked
-    ``no point`` where that is fewer than ``min_sentences``. ``bands``: per curve, ``{x:
-    half-width}`` of a shaded band around its points (a spread across replicates)."""
+    """One line per curve; x ticks: the bucket (``1-10``), its sentences (``n=269``; ``n=269/270``
+    where test sets differ), ``no point`` under ``min_sentences``. ``bands``: per curve,
+    ``{x: half-width}`` of a shaded band around its points (a spread across replicates)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     _plot_curves(ax, {name: [(x, label, bleu) for x, label, bleu, _ in points]
                       for name, points in curves.items()})
@@ -101,8 +99,7 @@ def f1_by_rank_figure(curves: Mapping[str, Curve], vocabulary_words: int, title:
 
 
 def _plot_curves(ax: Any, curves: Mapping[str, Curve], rotation: float = 0) -> None:
-    """A line with markers per curve (points without a value left out); x ticks at every
-    point, labelled by its label."""
+    """A marked line per curve (points without a value left out); a labelled x tick per point."""
     ticks: dict[int, str] = {}
     for name, points in curves.items():
         xs = [x for x, _, y in points if y is not None]

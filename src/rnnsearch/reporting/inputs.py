@@ -24,9 +24,8 @@ RERUN = {"prepare": "rerun the prepare stage", "eval": "rerun the evaluate stage
 
 
 def read_metrics_json(path: Path, hint: str) -> dict[str, Any]:
-    """One metrics file, a JSON object with at least one result; a truncated, non-JSON or empty
-    one (no key but ``environment``: damage, else its table would vanish silently) raises
-    :class:`DataError` naming it, with ``hint`` (which stage writes it)."""
+    """A metrics file's JSON object; a truncated, non-JSON or empty one (only ``environment``: its
+    table would vanish silently) raises :class:`DataError` naming it, with ``hint`` (its stage)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -71,8 +70,7 @@ def check_eval(path: Path, data: dict[str, Any]) -> None:
 
 
 def check_unigram_f1(path: Path, data: dict[str, Any], f1: Any, where: str) -> None:
-    """The keys the rare-word table and figure read: every class, every rank bin's F1 and
-    step, and the cell's ``training_words``."""
+    """The rare-word keys: every class, every rank bin's F1 and step, the ``training_words``."""
     hint = RERUN["eval"]
     for name in F1_CLASSES:
         for key in F1_KEYS:
@@ -95,8 +93,8 @@ def check_alignments(path: Path, data: dict[str, Any]) -> None:
 
 def _read_folder(folder: Path, check: Callable[[Path, dict[str, Any]], None] | None = None,
                  only: Container[str] | None = None) -> dict[str, dict[str, Any]]:
-    """``<name>.json`` files of a folder by name (sorted; those named in ``only``, if given),
-    each checked by ``check``; empty when the folder is absent."""
+    """A folder's ``<name>.json`` files (in ``only``, if given) by sorted name, each checked by
+    ``check``; empty when the folder is absent."""
     if not folder.is_dir():
         return {}
     files = {}

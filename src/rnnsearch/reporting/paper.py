@@ -25,8 +25,7 @@ LUONG_VARIANTS: dict[tuple[str, str], tuple[float, float]] = {
 }
 LUONG_INPUT_FEEDING_GAIN = 1.3   # "input feeding adds about +1.3 BLEU"
 
-# Published alignment error rates: the diagonal baseline on this gold set, and the anchors the
-# alignment table prints beside ours (data set, AER).
+# AERs: the diagonal baseline on this gold set; published anchors as (data set, AER).
 ALIGNMENT_ANCHORS: dict[str, Any] = {
     "diagonal": "0.54 (measured when the gold set was added)",
     "published": {

@@ -16,8 +16,7 @@ CLASS_COLUMNS = dict(zip(F1_CLASSES, ("All", "In vocabulary", "Rare", "Unseen"))
 
 
 def measured(inputs: ReportInputs) -> list[tuple[str, str, dict[str, Any]]]:
-    """``(model name, system, unigram_f1)`` of every measured system, cells in the report's
-    order."""
+    """``(model name, system, unigram_f1)`` of every measured system, in the report's order."""
     rows = []
     for cell in inputs.ordered_cells():
         metrics = inputs.evals[cell]
@@ -39,8 +38,7 @@ def rare_words_table(inputs: ReportInputs) -> Table | None:
 
 
 def _training_words(inputs: ReportInputs) -> dict[str, int]:
-    """What the classes were made of (the first measured cell's ``training_words``; the
-    evaluate stage gives every cell the same)."""
+    """The first measured cell's ``training_words`` (evaluate gives every cell the same)."""
     return next(inputs.evals[c]["training_words"] for c in inputs.ordered_cells()
                 if "training_words" in inputs.evals[c])
 
@@ -65,14 +63,13 @@ def _notes(inputs: ReportInputs, first: dict[str, Any]) -> tuple[str, ...]:
 
 
 def subword_run(inputs: ReportInputs) -> bool:
-    """Whether the run's units are subword pieces (its cells were scored on the word-level
-    No UNK subset as well, ``no_unk_words``)."""
+    """Whether the run's units are subword pieces (its cells have ``no_unk_words`` scores)."""
     return any("no_unk_words_sentences" in m for m in inputs.evals.values())
 
 
 def vocabulary_meaning(inputs: ReportInputs) -> str:
-    """What the "in vocabulary" words are: the word-level vocabulary; in a subword run, the
-    vocabulary a word-level model of the run's size would have (its own holds pieces)."""
+    """What "in vocabulary" means: the word-level vocabulary, or in a subword run (whose own
+    holds pieces) the one a word-level model of its size would have."""
     if subword_run(inputs):
         return ("the words a word-level model of this size would know; this run's vocabulary "
                 "holds subword pieces, evaluate.word_vocab_size sets the number")

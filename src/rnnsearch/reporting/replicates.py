@@ -39,9 +39,8 @@ def _name(inputs: ReportInputs, cell: str) -> str:
 
 
 def table1(inputs: ReportInputs, method: str = "beam") -> Table:
-    """Table 1 over replicates: BLEU mean ± sd across each system's seeds (n), and the
-    p-values against the baseline: the first replicates' paired bootstrap (one run) and the
-    replicate-aware bootstrap (every replicate resampled)."""
+    """Table 1 over replicates: BLEU mean ± sd over each system's n seeds, and p against the
+    baseline by the first replicates' paired bootstrap and by the replicate-aware one."""
     summary = inputs.replicates or {}
     rows = []
     for cell in inputs.ordered_cells():
@@ -80,8 +79,8 @@ def seeds_table(inputs: ReportInputs) -> Table:
 
 
 def length_tests_table(inputs: ReportInputs, method: str = "beam") -> Table | None:
-    """By length bucket, each attention system's p-value against its baseline: one run and
-    over replicates (None without a tested system)."""
+    """Per length bucket, each attention system's p against its baseline, one run and over
+    replicates (None without a tested system)."""
     summary = inputs.replicates or {}
     tested = [cell for cell in inputs.ordered_cells()
               if summary["systems"][cell]["methods"].get(method, {}).get("vs_baseline")]
@@ -105,8 +104,7 @@ def length_tests_table(inputs: ReportInputs, method: str = "beam") -> Table | No
 
 
 def figure2(inputs: ReportInputs, method: str = "beam", min_sentences: int = 1) -> Figure:
-    """Figure 2 over replicates: each system's mean BLEU by source length, its band one sample
-    standard deviation either side."""
+    """Figure 2 over replicates: each system's mean BLEU by source length, banded ± one sd."""
     summary = inputs.replicates or {}
     curves, bands = {}, {}
     for cell in inputs.ordered_cells():

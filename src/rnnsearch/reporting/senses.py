@@ -45,17 +45,16 @@ def _near(pairs: Sequence[Sequence[Any]]) -> str:
 
 
 def _too_rare(data: Mapping[str, Any]) -> str:
-    """`` k = 3 not chosen: a sense of 10 occurrences, ...`` for each k left out because the
-    retrained word2vec would have dropped a sense (metrics written before that rule: none)."""
+    """`` k = 3 not chosen: a sense of 10 occurrences, ...`` per k left out because retrained
+    word2vec would drop a sense (``""`` when the metrics record none)."""
     return "".join(f" k = {k} not chosen: a sense of {min(sizes)} occurrences, under "
                    f"embed.min_count {data['min_sense_size']} (word2vec would give it no vector)."
                    for k, sizes in data.get("too_rare", {}).items())
 
 
 def senses_table(senses: Mapping[str, Any]) -> Table:
-    """Each split word: its single vector's neighbours, then each sense's size, typical context
-    words and neighbours in the retrained vectors; notes say how k was chosen and which words
-    were not split, and why."""
+    """Each split word's single-vector neighbours, then each sense's size, typical context words
+    and retrained-vector neighbours; notes: how k was chosen, which words were not split and why."""
     rows, notes = [], []
     for side in _sides(senses):
         for word, data in side["words"].items():
@@ -80,8 +79,7 @@ def senses_table(senses: Mapping[str, Any]) -> Table:
 
 
 def senses_figure(senses: Mapping[str, Any]) -> Figure | None:
-    """The sense vectors and their neighbours on two principal components, one panel a word
-    (None: no word was split)."""
+    """Split words' sense vectors and neighbours on two principal components (None: no word)."""
     panels = {f"{side['lang']} '{word}'": data["pca"]
               for side in _sides(senses) for word, data in side["words"].items()}
     if not panels:

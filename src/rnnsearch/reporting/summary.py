@@ -1,8 +1,6 @@
-"""The headline numbers, one small JSON file per row of ``dvc metrics show``.
-
-DVC's table has the union of all metrics files' keys as columns: the full metrics made it 22,000
-characters wide. So ``dvc.yaml`` declares only ``metrics/summary/<name>.json`` as metrics (one
-per grid cell and one for the LM, a few shared numeric columns), written by the report."""
+"""The headline numbers, one small JSON file per row of ``dvc metrics show``: ``dvc.yaml``
+declares only ``metrics/summary/<name>.json`` (per grid cell, and the LM) as metrics, as DVC's
+table has every metrics file's keys as columns (the full metrics: 22,000 characters wide)."""
 from __future__ import annotations
 
 from pathlib import Path

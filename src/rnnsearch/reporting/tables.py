@@ -64,8 +64,7 @@ def markdown_head(header: Sequence[str]) -> str:
 
 
 def markdown_row(cells: Sequence[str]) -> str:
-    """One Markdown table row: for a table printed a row at a time (:class:`Table` prints a
-    whole one)."""
+    """One Markdown table row, for a table printed a row at a time."""
     return "| " + " | ".join(cells) + " |"
 
 
@@ -91,8 +90,7 @@ def flat_items(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def key_value_table(title: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Table:
-    """Any metrics file (the embed and LM stages') as a two-column table, without its
-    ``environment`` block (provenance, not results)."""
+    """A metrics file (the embed, LM stages') as a two-column table, without ``environment``."""
     rows = tuple((key, fmt(value, 4)) for key, value in flat_items(data)
                  if not key.startswith("environment."))
     return Table(title, ("metric", "value"), rows, tuple(notes))

@@ -1,6 +1,5 @@
 """How long each cell trained and which ``train.budget`` limit stopped it; a warning when the
-cells that Table 1 compares trained unequally (other step counts or other limits), so that a
-difference between them is not read as the model's alone."""
+cells Table 1 compares trained unequally (a difference would not be the model's alone)."""
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -15,10 +14,9 @@ LIMITS = {"max_steps": "train.budget.max_steps", "max_minutes": "train.budget.ma
 
 
 def stop_reason(train: Mapping[str, Any], budget: BudgetConfig) -> str | None:
-    """The key of :data:`LIMITS` that ended a cell's training: the run's own ``stop_reason``
-    where it recorded one, else read from its steps, epochs and minutes against ``budget`` in
-    the order Lightning checks its limits (steps, the Timer's minutes, epochs, then early
-    stopping, the only other way a run ends); None for a run with no step count."""
+    """The :data:`LIMITS` key that ended a cell's training: its recorded ``stop_reason``, else
+    read from steps, minutes and epochs against ``budget`` in Lightning's order of checks (early
+    stopping last, the only other way a run ends); None for a run with no step count."""
     if train.get("stop_reason"):
         return train["stop_reason"]
     steps, minutes = train.get("steps"), train.get("train_minutes")
@@ -39,8 +37,7 @@ def trained_cells(inputs: ReportInputs) -> list[str]:
 
 
 def training_table(inputs: ReportInputs, budget: BudgetConfig) -> Table | None:
-    """Steps, best step, epochs, minutes, tokens/s and the limit that stopped each cell; None
-    when no cell has training metrics."""
+    """Steps, best step, epochs, minutes, tokens/s and stopping limit per cell (None: untrained)."""
     cells = trained_cells(inputs)
     if not cells:
         return None
@@ -60,8 +57,7 @@ def training_table(inputs: ReportInputs, budget: BudgetConfig) -> Table | None:
 
 
 def unequal_training(inputs: ReportInputs, budget: BudgetConfig) -> tuple[str, ...]:
-    """One warning when the cells trained different numbers of steps or were stopped by
-    different limits; nothing when they trained alike."""
+    """A warning when the cells trained different step counts or stopped at different limits."""
     cells = trained_cells(inputs)
     runs = {cell: (inputs.train[cell].get("steps"), stop_reason(inputs.train[cell], budget))
             for cell in cells}

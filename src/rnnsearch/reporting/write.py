@@ -55,10 +55,9 @@ def kept_heading(index: Path) -> str:
 def write_report(inputs: ReportInputs, cfg: ReportConfig, reports: Path,
                  min_sentences: int = 1, regenerate: str = REGENERATE,
                  budget: BudgetConfig = BudgetConfig()) -> list[Path]:
-    """Write every table and figure; returns the files written (index page last). Buckets of
-    fewer than ``min_sentences`` are marked; ``regenerate``: the index page's rebuild line
-    (:func:`regenerate_line`); ``budget``: the run's ``train.budget`` (what stopped each cell);
-    a quoted heading already on the page is kept."""
+    """Write every table and figure; returns the files written (index page last, its quoted
+    heading kept). Buckets under ``min_sentences`` are marked; ``regenerate``: the rebuild line
+    (:func:`regenerate_line`); ``budget``: the run's ``train.budget`` (what stopped each cell)."""
     tables = _tables(inputs, cfg, min_sentences, budget)
     with atomic_dir(reports / RESULTS) as tmp:
         for name, table in tables.items():

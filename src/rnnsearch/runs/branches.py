@@ -1,6 +1,5 @@
-"""Where a preset's results live: its git branch ``preset/<name>`` (``dvc exp branch``), files
-at a revision, the grid cells it trained, a cell fetched from the DVC cache, and its exported
-folder ``reports/presets/<name>/``."""
+"""Where a preset's results live: its git branch ``preset/<name>`` (files, grid cells), a cell
+fetched from the DVC cache, and its exported folder ``reports/presets/<name>/``."""
 from __future__ import annotations
 
 import subprocess

@@ -1,9 +1,6 @@
-"""An experiment's trained files, taken from this clone's DVC cache without touching the workspace.
-
-A preset or ``make experiment`` run keeps its results in the git branch ``preset/<name>`` and
-its models in this clone's DVC cache. :func:`fetch` copies one cell's ``model.pt``,
-``data/tokenized`` and the branch's ``params.yaml`` to ``.cache/experiments/<name>/`` for
-``python -m rnnsearch.presets translate <name> <cell>``."""
+"""An experiment's trained files, taken from this clone's DVC cache without touching the
+workspace: :func:`fetch` copies one cell's ``model.pt``, ``data/tokenized`` and the branch's
+``params.yaml`` to ``.cache/experiments/<name>/`` (``python -m rnnsearch.presets translate``)."""
 from __future__ import annotations
 
 import json
@@ -30,10 +27,9 @@ def lock_outputs(lock: dict[str, Any]) -> dict[str, str]:
 
 
 def fetch(root: Path, lock: dict[str, Any], params: str, cell: str, show: str) -> Path:
-    """Copy ``cell``'s model and the vocabularies of a run whose ``dvc.lock`` is ``lock`` from
-    ``root``'s DVC cache, with its params file's text ``params``, into
-    ``root/.cache/experiments/<show>/``; returns that folder. An output missing from the lock
-    or the cache is refused naming it."""
+    """Copy ``cell``'s model and the vocabularies named in ``lock`` (a ``dvc.lock``) from
+    ``root``'s DVC cache, and the params text ``params``, into ``root/.cache/experiments/<show>/``;
+    returns that folder. An output missing from the lock or the cache is refused naming it."""
     from dvc.repo import Repo
 
     outputs = lock_outputs(lock)

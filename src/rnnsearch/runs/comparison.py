@@ -1,7 +1,6 @@
-"""Two runs compared: the paired bootstraps of their committed translations (with their
-replicates, and attention AER where both attend), written to ``significance*.json``
-(:func:`significance`), then the beside page (:func:`compare`). The ``compare`` stage
-(:mod:`rnnsearch.stages.compare`) runs both; the presets tool's export too."""
+"""Two runs compared: paired bootstraps of committed translations (replicates too; attention AER
+where both attend) into ``significance*.json`` (:func:`significance`), then the beside page
+(:func:`compare`); both run by the ``compare`` stage (:mod:`rnnsearch.stages.compare`), export."""
 from __future__ import annotations
 
 import json
@@ -207,9 +206,8 @@ def committed_translations(root: Path, revs: Sequence[str], cells: Sequence[str]
 
 
 def compare(name: str, folder: Path | None = None, against: str | None = None) -> Outcome:
-    """Write ``beside_default.{md,tex,png}`` (``beside_<against>``) in the exported folder: the
-    shared cells beside the default run's ``metrics/`` (or preset ``against``'s), with the
-    p-values of :func:`significance` where present. Reads metrics files only."""
+    """Write ``beside_default.{md,tex,png}`` (``beside_<against>``) in the exported folder, with
+    :func:`significance`'s p-values where present; reads metrics files only."""
     from rnnsearch.config.evaluate import EvaluateConfig
     from rnnsearch.data.textio import read_json
     from rnnsearch.reporting.beside import BESIDE, write_beside

@@ -1,8 +1,7 @@
-"""``make exps`` (``python -m rnnsearch.runs.exps``): the experiments and the presets' branches
-beside the workspace in two narrow tables that fit any terminal: the params each one changed,
-then one row per experiment and grid cell with its headline numbers
-(``metrics/summary/<cell>.json``). ``dvc exp show`` has a column per param and metric (some
-300), so at any width most of an experiment's numbers are cut off."""
+"""``make exps`` (``python -m rnnsearch.runs.exps``): the experiments and presets' branches in
+two narrow tables that fit any terminal: the params each changed against the workspace, then a
+row per experiment and grid cell with its headline numbers (``metrics/summary/<cell>.json``).
+``dvc exp show`` has a column per param and metric (some 300): most numbers are cut off."""
 from __future__ import annotations
 
 import argparse
@@ -23,10 +22,9 @@ NUMBERS = (("bleu", "BLEU", 2), ("bleu_no_unk", "No UNK", 2), ("dev_ppl", "Dev p
 
 def experiment_rows(shown: list[dict[str, Any]], seen: set[str] | None = None
                     ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, data) of every row of ``dvc exp show --all-branches --json``, in DVC's order: the
-    workspace, the baseline commit and each experiment of it, then the other branches (a
-    preset's ``preset/<name>``, made on an earlier commit too); a commit already shown (a
-    branch made from an experiment of the baseline) is shown once, by its first name."""
+    """(name, data) per row of ``dvc exp show --all-branches --json`` in DVC's order: workspace,
+    baseline commit and its experiments, other branches (``preset/<name>``, also of earlier
+    commits); a commit shown already (a branch made from an experiment) once, by its first name."""
     seen = set() if seen is None else seen
     for entry in shown:
         rev = entry["rev"]

@@ -1,6 +1,5 @@
-"""``compare NAME [--against OTHER]``: the comparison listed in
-``reports/presets/comparisons.yaml`` and its DVC stage run; a failed one leaves every file under
-``reports/presets/`` as it was."""
+"""``compare NAME [--against OTHER]``: list the comparison in ``reports/presets/comparisons.yaml``
+and run its DVC stage; a failure leaves every file under ``reports/presets/`` as it was."""
 from __future__ import annotations
 
 import subprocess
@@ -23,8 +22,7 @@ PIPELINE = Path("reports/presets/dvc.yaml")              # their stages, compare
 
 
 def comparison_entry(name: str, against: str | None) -> tuple[str, dict[str, str]]:
-    """The key (``<name>-vs-<against or default>``) and entry of a comparison in
-    :data:`COMPARISONS`: what the stage reads and writes."""
+    """A comparison's key (``<name>-vs-<against or default>``) and :data:`COMPARISONS` entry."""
     baseline = against or "default"
     return f"{name}-vs-{baseline}", {
         "preset": name, "against": baseline,
@@ -62,8 +60,8 @@ def require_comparable(name: str, against: str | None) -> None:
 
 
 def dispatch(name: str, against: str | None) -> int:
-    """``compare NAME [--against OTHER]``: track the comparison, run its DVC stage
-    ``compare@<key>``; on failure a new entry is taken out again."""
+    """Track the comparison and run its DVC stage ``compare@<key>``; a failure untracks a new
+    entry and raises :class:`ConfigError`."""
     from rnnsearch.data.textio import atomic_write_text
 
     require_comparable(name, against)

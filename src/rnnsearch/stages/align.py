@@ -1,16 +1,14 @@
 """DVC stage ``align``: IBM Model 1 and fast_align (``fast_align_vb``: with its Dirichlet prior,
-``align.alpha``) trained by EM in both directions, symmetrised, and scored (AER) against the
-Hansard gold set, whose 447 pairs are mapped onto the pipeline's tokens and join the EM corpus
-unannotated. Aligners work on words (subword pieces joined back), whatever the units. Writes
+``align.alpha``) trained by EM both ways, symmetrised and scored (AER) against the Hansard gold
+set, whose 447 pairs are mapped onto the pipeline's tokens and join the EM corpus unannotated.
+Aligners work on words (subword pieces joined back). Writes
 
 * ``data/align/gold.json``: the gold sentences, their tokens and the gold words each covers;
 * ``data/align/<model>.<links>.wa``: predicted gold links (``id e f``, 1-based);
-* ``data/align_links/``: ``train.links``/``dev.links`` (Pharaoh ``i-j``, 0-based) of
-  ``align.train_links`` for supervised attention, and ``meta.json``; empty with
-  ``train_links: null``, so no train cell goes stale when an aligner changes;
-* ``metrics/align.json``: log-likelihood per EM iteration, AER / precision / recall, the
-  diagonal baseline, mapping statistics, times (no AER without gold: the metrics say why).
-"""
+* ``data/align_links/``: ``{train,dev}.links`` (Pharaoh ``i-j``, 0-based) of ``align.train_links``
+  for supervised attention, and ``meta.json``; empty when it is null (no train cell goes stale);
+* ``metrics/align.json``: EM log-likelihood per iteration, AER / precision / recall, the diagonal
+  baseline, mapping statistics, times (no AER without gold: the metrics say why)."""
 from __future__ import annotations
 
 import argparse
@@ -64,17 +62,15 @@ def load_gold(ctx: StageContext, langs: dict[str, str], lines: dict[str, list[st
 
 
 def directions(names: tuple[str, str]) -> tuple[str, str]:
-    """The two directions of the e and f languages ``names``: (f given e, e given f), e.g.
-    ``("fr|en", "en|fr")``; each aligner's jobs and results are named by them."""
+    """The direction names (f given e, e given f) of ``names`` (e, f): ``("fr|en", "en|fr")``."""
     e, f = names
     return f"{f}|{e}", f"{e}|{f}"
 
 
 def em_jobs(cfg: AlignConfig, e: Sentences, f: Sentences, names: tuple[str, str], keep: int,
             dev: tuple[Sentences, Sentences] = ([], [])) -> list[EMJob]:
-    """Every aligner of ``cfg.models`` in both directions (``names``: the e and f languages);
-    each keeps the Viterbi links of the first ``keep`` sentences, the aligner of
-    ``align.train_links`` those of every sentence, with the ``dev`` pairs (e, f) added."""
+    """Every aligner of ``cfg.models`` both ways (``names``: e, f languages), keeping Viterbi links
+    of the first ``keep`` sentences; ``align.train_links``' of all, with ``dev`` (e, f) added."""
     f_given_e, e_given_f = directions(names)
     linker = (cfg.train_links_choice or (None,))[0]
     jobs = []
@@ -96,8 +92,7 @@ def read_words(data: Path, split: str, subwords: bool) -> dict[str, list[str]]:
 
 def dev_text(data: Path, cfg: AlignConfig, langs: dict[str, str], subwords: bool
              ) -> tuple[Sentences, Sentences]:
-    """The dev pairs as (e, f) sentences, to be linked with ``align.train_links``; none when
-    it is null."""
+    """The dev pairs as (e, f) sentences, for ``align.train_links``; none when it is null."""
     if cfg.train_links is None:
         return [], []
     e, f, _ = training_text(read_words(data, "dev", subwords), langs, 0)
@@ -123,8 +118,7 @@ def write_links(path: Path, gold: GoldCorpus, links: list[set[Link]]) -> None:
 
 def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: AlignConfig,
                   out: Path | None, names: tuple[str, str]) -> dict[str, Any]:
-    """Per aligner: curves, times and (with a gold set) the scores of every link set
-    (``names``: the e and f languages)."""
+    """Per aligner: curves, times and (with gold) every link set's scores; ``names``: e, f langs."""
     models: dict[str, Any] = {}
     for result in results:
         entry = models.setdefault(result["model"], {"log_likelihood": {}, "seconds": {},
@@ -147,8 +141,7 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
 
 def training_links(results: list[dict[str, Any]], cfg: AlignConfig, names: tuple[str, str],
                    skip: int, train: int) -> dict[str, list[set[Link]]]:
-    """``align.train_links``' ``(e, f)`` links per split: after the first ``skip`` sentences
-    (the gold ones), ``train`` training sentences, then the dev ones; {} when it is null."""
+    """``align.train_links``' (e, f) links per split, skipping ``skip`` gold ones; {} if null."""
     choice = cfg.train_links_choice
     if choice is None:
         return {}
@@ -173,8 +166,7 @@ LINKED_SPLITS = ("train", "dev")
 
 def write_train_links(out: Path, cfg: AlignConfig, links: dict[str, list[set[Link]]],
                       e_is_src: bool) -> None:
-    """``<split>.links`` (Pharaoh, one line per pair; empty without links) and ``meta.json``
-    (``train_links`` and the pairs per split) into ``out``."""
+    """``<split>.links`` (Pharaoh, empty without links) and ``meta.json`` into ``out``."""
     pairs = {}
     for split in LINKED_SPLITS:
         lines = pharaoh_lines(links.get(split, []), e_is_src)

@@ -52,8 +52,7 @@ def check_figure_sentence(gold: GoldCorpus, ident: str | None, path: Path) -> No
 
 def figure_record(gold: GoldCorpus, matrices: list[np.ndarray], source: str, ident: str | None
                   ) -> dict[str, Any] | None:
-    """Words, weights (target x source) and gold links of sentence ``ident`` for the overlay
-    (None when ``ident`` is)."""
+    """``ident``'s words, weights (target x source) and gold links for the overlay, or None."""
     index = next((k for k, p in enumerate(gold.pairs) if p.ident == ident), None)
     if index is None:
         return None

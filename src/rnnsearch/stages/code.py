@@ -1,20 +1,18 @@
-"""DVC stages ``code`` and ``model_code``: the code each stage, or one grid model, runs,
-recorded as a small file the stage depends on instead of on every module it imports.
+"""DVC stages ``code`` and ``model_code``: the code each stage, or one grid model, runs, recorded
+as a small file the stage depends on instead of every module it imports.
 
-A record holds the digest of every module (:func:`rnnsearch.code_graph.code_digest`: the syntax
-tree without docstrings, so an edit to a docstring, a comment or the layout changes no record
-and reruns nothing). ``code`` writes one record per stage of :data:`STAGES` into ``--out``
-(``<stage>.json``): ``pipeline/<script>.py``, ``pipeline/_entry.py`` and every module importing
-``rnnsearch.stages.<stage>`` can run (the modules that cannot change a result left out:
-:data:`rnnsearch.code_graph.CANNOT_CHANGE_A_RESULT`). The stages that run a grid model
-(:data:`RUN_A_MODEL`) leave the architectures' registry out: they also depend on the record
-``--model NAME`` writes, of that model's resolved settings, its registry entry and the modules
-its encoder and decoder import, so a new architecture, or an edit to another one, retrains no
-model, and a change to the model's params reaches its cells through the record. The training
-stages' records also carry the training settings they read (:data:`TRAINING_SETTINGS`, the
-params ``code`` declares for them), so a train cell's lock entry lists no params. Both stages
-rerun, in seconds, on every edit below ``src/`` (``code`` also on a change to those settings);
-the stages behind them only when a record changed."""
+A record holds each module's digest (:func:`rnnsearch.code_graph.code_digest`: the syntax tree
+without docstrings, so a docstring, comment or layout edit reruns nothing). ``code`` writes
+``--out/<stage>.json`` per stage of :data:`STAGES`: ``pipeline/<script>.py``,
+``pipeline/_entry.py`` and every module ``rnnsearch.stages.<stage>`` imports, transitively (less
+those that cannot change a result: :data:`rnnsearch.code_graph.CANNOT_CHANGE_A_RESULT`). Stages
+running a grid model (:data:`RUN_A_MODEL`) leave the architectures' registry out and depend on
+the record ``--model NAME`` writes (the model's resolved settings, registry entry and the modules
+its encoder and decoder import), so a new architecture, or an edit to another, retrains no model,
+and a change to the model's params reaches its cells through the record. Training stages' records
+carry the settings they read (:data:`TRAINING_SETTINGS`, params ``code`` declares), so a train
+cell's lock entry lists no params. Both stages rerun in seconds on every edit below ``src/``
+(``code`` also on those settings); the stages behind them only when a record changed."""
 from __future__ import annotations
 
 import argparse
@@ -34,8 +32,7 @@ STAGES = ("prepare", "tokenize", "embed", "senses", "pretrain_lm", "train", "tra
           "translate", "search_error", "evaluate", "align", "align_attention", "report", "compare")
 RUN_A_MODEL = ("train", "train_seed", "translate", "search_error", "align_attention")
 SCRIPTS = {"tokenize": "tokenize_text"}            # pipeline/<script>.py where it is not the name
-# the sections of train each training stage reads, recorded with its code (train_seed's seed
-# is its own: --seed)
+# train's sections each training stage reads, recorded with its code (train_seed's seed: --seed)
 TRAINING_SETTINGS = {"train": ("data", "optim", "budget", "trainer", "init",
                                "supervised_attention", "seed")}
 TRAINING_SETTINGS["train_seed"] = TRAINING_SETTINGS["train"][:-1]
@@ -55,8 +52,7 @@ def digests(graph: Graph, modules: set[str]) -> dict[str, str]:
 
 def stage_record(name: str, graph: Graph | None = None, train: TrainConfig | None = None
                  ) -> dict[str, object]:
-    """The record of the code stage ``name`` runs (``graph``: the package's, read once), with
-    the training settings it reads from ``train`` for a training stage."""
+    """Stage ``name``'s code record (``graph``: read once), with settings read from ``train``."""
     graph = graph or package_graph(SRC)
     modules = code_modules(graph, [f"rnnsearch.stages.{name}"])
     if name in RUN_A_MODEL:
@@ -105,5 +101,5 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
     print(f"code: {len(STAGES)} stage records in {args.out}")
 
 
-STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body)  # a bad training
-# setting fails it: the runner then puts the previous records back
+# A bad training setting fails the stage; the runner then puts the previous records back.
+STAGE = Stage("code", __doc__, add_arguments, lambda a: [a.out], body)

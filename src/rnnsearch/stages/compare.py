@@ -1,8 +1,7 @@
-"""DVC stage ``compare@<preset>-vs-<other>`` (reports/presets/dvc.yaml): an exported preset
-beside the default run or another exported preset, by :mod:`rnnsearch.runs.comparison`: the
-paired bootstraps of both runs' committed translations into ``significance*.json``, then the
-beside page ``beside_<other>.{md,tex,png}``. Its code record holds the comparison's modules,
-not the presets tool's: an edit to the tool, or to a decoder, stales no comparison."""
+"""DVC stage ``compare@<preset>-vs-<other>`` (reports/presets/dvc.yaml): an exported preset beside
+the default run or another preset (:mod:`rnnsearch.runs.comparison`): paired bootstraps of both
+runs' committed translations into ``significance*.json``, then ``beside_<other>.{md,tex,png}``.
+Its code record holds only the comparison's modules: a presets tool or decoder edit stales none."""
 from __future__ import annotations
 
 import argparse

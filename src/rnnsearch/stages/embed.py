@@ -39,8 +39,7 @@ class EmbedResult:
 
 def embed_side(cfg: EmbedConfig, data_dir: Path, out_dir: Path, side: str, lang: str,
                units: TextUnits, result: EmbedResult) -> None:
-    """Train, save and evaluate the vectors of one side (``src``/``tgt``) into ``result``;
-    ``units`` splits the evaluation's words into the units word2vec learnt."""
+    """Train, save, evaluate a side's vectors into ``result``; ``units`` splits evaluated words."""
     vocab = Vocabulary.load(data_dir / f"vocab.{side}.txt")
     model = train_word2vec(read_sentences(data_dir / f"train.{side}"), cfg, f"word2vec {lang}")
     mask = save_side(model, vocab, out_dir, side)

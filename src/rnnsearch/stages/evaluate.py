@@ -52,9 +52,8 @@ def read_tokenize(params_path: str) -> TokenizeConfig:
 
 def read_training_words(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateConfig
                         ) -> TrainingWords:
-    """The words of ``tokenized/train.tgt`` (pieces joined back with subword units), ranked;
-    the word-level vocabulary has ``evaluate.word_vocab_size`` entries, or
-    ``tokenize.vocab_size_tgt``, with ``tokenize.min_count``."""
+    """``tokenized/train.tgt``'s words (subword pieces joined), ranked; a word vocabulary of
+    ``evaluate.word_vocab_size`` or ``tokenize.vocab_size_tgt``, with ``tokenize.min_count``."""
     lines = read_lines(tokenized / "train.tgt")
     return TrainingWords.count((unit_words(line, tok.subwords) for line in lines),
                                cfg.word_vocab_size or tok.vocab_size_tgt, tok.min_count)
@@ -78,8 +77,7 @@ def read_word_vocabularies(tok: TokenizeConfig, tokenized: Path, cfg: EvaluateCo
 
 def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_path: Path,
              ctx: StageContext) -> None:
-    """One MLflow run per cell: headline scores, p-values, the BLEU-by-length curve (step =
-    bucket upper edge) and its figure."""
+    """The cell's MLflow run: scores, p-values, BLEU by length (step: bucket top edge), figures."""
     import mlflow
 
     with ctx.mlflow_run(cfg, run_name=f"evaluate-{cell}", tags={"cell": cell}):
@@ -112,9 +110,8 @@ def log_cell(cell: str, metrics: dict[str, Any], cfg: EvaluateConfig, metrics_pa
 
 
 def baseline_p_values(system: dict[str, Any]) -> dict[str, float]:
-    """The paired bootstrap's p-values against the baseline, keyed by their MLflow names
-    (``p_value_vs_baseline`` on all sentences, ``p_value_vs_baseline_no_unk`` on the no-UNK
-    subset); empty for the baseline itself, subsets without a test left out."""
+    """p-values vs the baseline by MLflow name, ``p_value_vs_baseline`` (all sentences) and
+    ``p_value_vs_baseline_no_unk`` (no-UNK subset), each where tested (none for the baseline)."""
     vs = system.get("vs_baseline", {})
     found = {"p_value_vs_baseline": vs.get("all", {}).get("p_value"),
              "p_value_vs_baseline_no_unk": vs.get("no_unk", {}).get("p_value")}
@@ -122,9 +119,8 @@ def baseline_p_values(system: dict[str, Any]) -> dict[str, float]:
 
 
 def unigram_f1_points(system: dict[str, Any]) -> list[tuple[str, float, int]]:
-    """MLflow's ``(name, value, step)`` of a system's unigram F1: ``unigram_f1/<class>`` (step
-    0) and the curve ``unigram_f1_by_rank`` (step: the rank bin's highest rank); points
-    without tokens left out."""
+    """``(name, value, step)`` for MLflow: ``unigram_f1/<class>`` (step 0), ``unigram_f1_by_rank``
+    (step: the rank bin's highest rank); points without tokens (F1 None) left out."""
     f1 = system.get("unigram_f1")
     if f1 is None:
         return []
@@ -145,8 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[str]
                    ) -> tuple[dict[str, dict[str, Any]], dict[str, TestSet]]:
-    """Every cell's metrics, each tested against the baseline model of its maximum length
-    (:func:`baseline_of`), and the test set each was scored on."""
+    """Every cell's metrics (tested against :func:`baseline_of`) and its test set."""
     tok = read_tokenize(args.params)
     training = read_training_words(tok, args.tokenized, cfg)
     word_vocabs = read_word_vocabularies(tok, args.tokenized, cfg)
@@ -167,10 +162,9 @@ def evaluate_cells(args: argparse.Namespace, cfg: EvaluateConfig, cells: list[st
 def replicate_summary(args: argparse.Namespace, cfg: EvaluateConfig,
                       systems: dict[str, list[str]], results: dict[str, dict[str, Any]],
                       tests: dict[str, TestSet], seeds: list[int]) -> dict[str, Any]:
-    """``metrics/eval/replicates/summary.json``: per system (a grid cell and its replicates)
-    and method, the mean, sample sd, n and per-seed values of BLEU (all, no UNK, by length),
-    and against the baseline system's replicates the replicate-aware paired bootstrap
-    (:mod:`rnnsearch.evaluation.replicates`); ``seeds``: ``train.seed``, then the replicates'."""
+    """``metrics/eval/replicates/summary.json``: per system (a grid cell and its replicates) and
+    method, mean, sample sd, n and per-seed BLEU (all, no UNK, by length), and the replicate-aware
+    paired bootstrap vs the baseline's replicates. ``seeds``: ``train.seed``, then replicates'."""
     summary: dict[str, Any] = {"seeds": seeds, "systems": {}}
     for system, cells in systems.items():
         base = baseline_of(system, cfg.baseline)
@@ -190,9 +184,8 @@ def replicate_summary(args: argparse.Namespace, cfg: EvaluateConfig,
 
 
 def baseline_of(cell: str, baseline: str) -> str:
-    """The cell ``cell`` is tested against: the baseline model at its maximum length, a
-    replicate against the baseline's replicate of the same seed (``search-50-seed2`` against
-    ``encdec-50-seed2``)."""
+    """The cell ``cell`` is tested against: the baseline at its maximum length; for a replicate,
+    the baseline's of the same seed (``search-50-seed2`` against ``encdec-50-seed2``)."""
     system, seed = split_replicate(cell)
     base = f"{baseline}-{system.rpartition('-')[2]}"
     return base if seed is None else replicate_cell(base, seed)
@@ -200,11 +193,9 @@ def baseline_of(cell: str, baseline: str) -> str:
 
 def bucket_edges(prepared: Path, cfg: EvaluateConfig, decoded: Iterable[int | None]
                  ) -> tuple[int, ...]:
-    """The length buckets' edges: ``evaluate.buckets``, or edges derived from the test sources'
-    lengths (:func:`~rnnsearch.evaluation.subsets.derived_edges`, said in one line) when those
-    leave fewer than three buckets of ``evaluate.min_bucket_sentences`` sentences. The same for
-    every cell, chosen on the sentences every cell decoded (``decoded``: each cell's count, None
-    for all)."""
+    """``evaluate.buckets``, or edges derived from the test sources' lengths (said in one line) when
+    those leave under :data:`MIN_FILLED_BUCKETS` buckets of ``evaluate.min_bucket_sentences``; one
+    set for every cell, on the sentences all cells decoded (``decoded``: counts, None: all)."""
     limit = min((n for n in decoded if n is not None), default=None)
     lengths = source_lengths(prepared, limit)
     derived = derived_edges(lengths, cfg.buckets, cfg.min_bucket_sentences)
@@ -231,8 +222,7 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
                                                 for cell in group])
     summary = replicate_summary(args, cfg, systems, results, tests,
                                 [read_first_seed(args.params), *seeds]) if seeds else None
-    # Both folders are replaced whole: they hold exactly the cells evaluated now, never a file
-    # an earlier grid left (which the report would otherwise put into this grid's tables).
+    # Both folders are replaced whole, so no file of an earlier grid reaches this grid's tables.
     with ctx.output_dir(args.metrics) as metrics_dir, ctx.output_dir(args.plots) as plots_dir:
         for cell, metrics in results.items():
             if cell in systems:
@@ -252,10 +242,9 @@ def body(args: argparse.Namespace, ctx: StageContext) -> None:
 
 
 def summary_line(system: dict[str, Any]) -> str:
-    """BLEU on all sentences, on the sentences without an unknown word (the paper's "No UNK"
-    column: fewer sentences, same output) and of the output with ``<unk>`` deleted (all
-    sentences, another output), each named so that neither is taken for the other. A subset
-    or word class that is empty is said to be, instead of printing its score None."""
+    """BLEU on all sentences, on those without an unknown word (the paper's "No UNK": fewer
+    sentences, same output) and with ``<unk>`` deleted (all sentences, another output), each named
+    so neither is taken for the other; an empty subset or word class is said so, not shown None."""
     line = (f"BLEU {system['all']['bleu']} on all {system['all']['n']} sentences | "
             + subset_clause(system["no_unk"], "with no unknown word"))
     if "no_unk_words" in system:

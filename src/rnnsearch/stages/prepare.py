@@ -1,14 +1,13 @@
 """DVC stage ``prepare``: corpus -> cleaned, sampled train/dev/test text (``data/prepared``).
 
-Each split is located (mirror, cache or download), verified, cleaned and sampled (test
-optionally stratified by length); ``meta.json`` records the languages, each split's statistics
-and the report's ``corpus_info``. ``corpus: custom`` reads ``prepare.custom``'s files
-(:mod:`rnnsearch.data.custom`); without test files a seeded test split is held out of the
-cleaned training pairs. A given dev or test file is used whole (empty sides dropped) unless
-``prepare.custom.cut_given`` lists it: scores on a silently cut test set compare with nobody's.
-Whatever drops pairs is said in one line naming the params key and counted in the metrics; an
-emptied split is refused here. HTML entities are counted and warned about unless
-``prepare.clean.unescape_entities`` is set."""
+Each split is located (mirror, cache or download), verified, cleaned and sampled (test optionally
+stratified by length); ``meta.json`` records the languages, each split's statistics and the
+report's ``corpus_info``. ``corpus: custom`` reads ``prepare.custom``'s files; without test files a
+seeded test split is held out of the cleaned training pairs. A given dev or test file is used whole
+(empty sides dropped) unless ``prepare.custom.cut_given`` lists it: scores on a silently cut test
+set compare with nobody's. Whatever drops pairs is said in one line naming its params key and
+counted in the metrics; an emptied split is refused. HTML entities are counted and warned about
+unless ``prepare.clean.unescape_entities`` is set."""
 from __future__ import annotations
 
 import argparse
@@ -85,8 +84,7 @@ def no_test_pairs_message(cfg: PrepareConfig, lengths: list[int]) -> str:
 
 
 def held_out_test(cfg: PrepareConfig, src: list[str]) -> tuple[list[int], dict[str, Any]]:
-    """The training pairs held out for test (see ``CustomCorpus``), with ``test_size`` (the
-    number asked for) in the statistics."""
+    """The training pairs held out for test, with ``test_size`` (the number asked) in the stats."""
     if cfg.custom.test_stratified:
         return _stratified(cfg, src, max_share=HELD_OUT_BUCKET_SHARE)
     size = cfg.custom.test_size
@@ -132,8 +130,7 @@ def read_clean(cfg: PrepareConfig, split: str) -> tuple[list[str], list[str], di
 
 
 def emptied_message(split: str, stats: dict[str, Any], rules: CleanRules) -> str:
-    """Why cleaning left no pair of ``split``: its files, the rules that dropped its pairs and
-    the params keys (with their values) to loosen."""
+    """Why cleaning emptied ``split``: its files, the dropping rules, the params keys to loosen."""
     drops = {reason: n for reason, n in stats["dropped"].items() if n}
     keys = [rule_key(field, rules) for reason, field in RULE_FIELDS.items() if reason in drops]
     advice = (f"loosen {', '.join(keys)}" if keys
@@ -194,8 +191,7 @@ def cut_notice(cfg: PrepareConfig, split: str, stats: dict[str, Any]) -> str | N
 
 
 def entity_notice(split: str, stats: dict[str, Any]) -> str | None:
-    """The line about the HTML/XML entities of ``split``'s files (None: none, or the split was
-    held out of train, whose line says it)."""
+    """``split``'s HTML/XML entity line (None: none, or held out of train, whose line says it)."""
     entities = stats["entities"]
     total = entities["src"]["occurrences"] + entities["tgt"]["occurrences"]
     if not total or "held_out_from" in stats:
@@ -255,8 +251,7 @@ def prepare_corpus(cfg: PrepareConfig, out_dir: Path) -> dict[str, Any]:
 
 
 def corpus_block(cfg: PrepareConfig, test: dict[str, Any]) -> dict[str, str]:
-    """What the report names the run's data by: the corpus, a one-line title, the languages
-    and the test set (:func:`describe_test_set`; ``test``: the test split's statistics)."""
+    """The report's name for the data: corpus, title, languages, test set (``test``: its stats)."""
     title = "your own files" if cfg.corpus == CUSTOM else get_corpus(cfg.corpus).title
     return {"name": cfg.corpus, "title": title, "src_lang": cfg.src_lang,
             "tgt_lang": cfg.tgt_lang, "test_set": describe_test_set(cfg, test)}

@@ -1,12 +1,11 @@
-"""The stage runner: what every DVC stage does the same way, in one place.
+"""The stage runner: what every DVC stage does the same way.
 
-``pipeline/<stage>.py`` calls ``main("<stage>")``, which parses ``--params`` and the stage's
-paths, stops the stage when ``dvc repro`` dies (no orphan keeps writing the model folder), locks
-each output against a second writer, recovers what a killed run left, runs the body with a
+``pipeline/<stage>.py`` calls ``main("<stage>")``, which parses ``--params`` and the stage's paths,
+stops the stage when ``dvc repro`` dies (no orphan keeps writing the model folder), locks each
+output against a second writer, recovers what a killed run left, runs the body with a
 :class:`StageContext` and turns expected failures into one line and exit status 2
-(:mod:`rnnsearch.command`). Outputs are written atomically, and when the stage fails under ``dvc
-repro`` (which deleted them before running it) the previous ones come back from DVC's cache.
-"""
+(:mod:`rnnsearch.command`). Outputs are written atomically; when the stage fails under ``dvc
+repro`` (which deleted them first) the previous ones come back from DVC's cache."""
 from __future__ import annotations
 
 import argparse
@@ -72,9 +71,8 @@ class StageContext:
         return path if root == Path.cwd().resolve() else str(root / path)
 
     def resume_root(self, output: Path) -> Path:
-        """Where the training runs writing ``output`` keep their resume state:
-        ``.cache/resume/<stage>/<output's name>`` in the repository that holds ``output``
-        (untracked; a temporary experiment's copy maps to its repository)."""
+        """Resume state of the runs writing ``output``: ``.cache/resume/<stage>/<output's name>``
+        in the repository holding ``output`` (untracked; an experiment's copy maps to its repo)."""
         from rnnsearch.config.repository import repo_root
 
         return repo_root(Path(output).absolute().parent) / RESUME_ROOT / self.stage / output.name
@@ -105,8 +103,7 @@ class StageContext:
 
 
 def main(name: str) -> None:
-    """``pipeline/<name>.py``'s whole body: run the stage module ``rnnsearch.stages.<name>``,
-    with freed memory kept for reuse (:mod:`rnnsearch.allocator`)."""
+    """``pipeline/<name>.py``'s body: run the stage, freed memory kept for reuse."""
     keep_freed_memory()
     module = importlib.import_module(f"rnnsearch.stages.{name}")
     sys.exit(run(module.STAGE))
@@ -131,15 +128,13 @@ def run(stage: Stage, argv: list[str] | None = None) -> int:
 
 
 def interrupt(signum: int, frame: object) -> None:
-    """SIGTERM as Ctrl-C: the stage stops through its clean-up (its previous outputs put back)
-    instead of vanishing mid-way. (Lightning handles SIGTERM itself while it trains, then stops
-    the same way at the end of the step.)"""
+    """SIGTERM as Ctrl-C, so the stage stops through its clean-up (previous outputs put back), not
+    mid-way. (While training, Lightning handles SIGTERM itself and stops so at the step's end.)"""
     raise KeyboardInterrupt
 
 
 def run_body(stage: Stage, args: argparse.Namespace) -> None:
-    """Lock and recover the stage's outputs, then run its body; when it fails under ``dvc
-    repro``, the previous outputs come back from DVC's cache (:mod:`rnnsearch.dvc_outputs`)."""
+    """Lock and recover the outputs, run the body; if it fails under ``dvc repro``, restore them."""
     with contextlib.ExitStack() as stack:
         for path in stage.outputs(args) if is_main_process() else ():
             stack.enter_context(output_lock(Path(path), stage.name))

@@ -41,9 +41,8 @@ def load_vectors(path: Path) -> KeyedVectors:
 def split_words(sentences: list[list[str]], words: tuple[str, ...], kv: KeyedVectors,
                 cfg: SensesConfig, min_count: int, lang: str, units: str = "word"
                 ) -> tuple[list[SplitWord], dict[str, str]]:
-    """The words that split (every sense seen at least ``min_count`` times, so the retrained
-    word2vec keeps it), and why each of the others did not (also printed). With subword
-    ``units`` a word the text holds only in pieces is said to (:func:`in_pieces`)."""
+    """The words that split (each sense seen ``min_count`` times or more, so the retrained word2vec
+    keeps it) and why each other did not (printed, plus :func:`in_pieces`' subword note)."""
     splits, skipped = [], {}
     occurrences = find_occurrences(sentences, words)
     pieces = in_pieces(sentences, occurrences, units)
@@ -58,9 +57,8 @@ def split_words(sentences: list[list[str]], words: tuple[str, ...], kv: KeyedVec
 
 def in_pieces(sentences: list[list[str]], occurrences: dict[str, list[Any]], units: str
               ) -> dict[str, str]:
-    """For subword ``units``: what to add to the reason of each word the text holds more often
-    split into pieces than whole (its count as a word, pieces joined back); word2vec, and so
-    its senses, see only whole units."""
+    """For subword ``units``: the note added to the reason of each word held more often in pieces
+    than whole (its count, pieces joined); word2vec, and so its senses, sees only whole units."""
     if units == "word":
         return {}
     words = Counter(word for sentence in sentences for word in pieces_to_words(sentence)

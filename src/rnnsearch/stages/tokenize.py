@@ -1,10 +1,9 @@
-"""DVC stage ``tokenize``: prepared text -> Moses tokens or subword pieces of them, and the
-vocabularies (``data/tokenized``).
+"""DVC stage ``tokenize``: Moses tokens or subword pieces and vocabularies (``data/tokenized``).
 
-Moses tokens are the units with ``tokenize.units: word``; with ``bpe`` or ``unigram`` a
-SentencePiece model learnt on the Moses-tokenised training split (per side, or joint) splits
-them into pieces (:mod:`rnnsearch.data.subword`). Measures pairs, OOV rates, lengths and subword
-splits (``metrics/tokenize.json``) and the length histogram (``plots/lengths.csv``, MLflow)."""
+With ``tokenize.units: word`` the units are the prepared text's Moses tokens; with ``bpe`` or
+``unigram`` a SentencePiece model learnt on the Moses-tokenised training split (per side, or joint)
+splits them into pieces (:mod:`rnnsearch.data.subword`). Measures pairs, OOV rates, lengths and
+subword splits (``metrics/tokenize.json``), the length histogram (``plots/lengths.csv``, MLflow)."""
 from __future__ import annotations
 
 import argparse
@@ -54,8 +53,7 @@ def build_vocabularies(cfg: TokenizeConfig, train: dict[str, list[str]]) -> dict
 
 def learn_models(cfg: TokenizeConfig, train: dict[str, list[str]], langs: dict[str, str]
                  ) -> dict[str, bytes]:
-    """Each side's SentencePiece model learnt on its Moses-tokenised training split, or one
-    joint model on the source lines followed by the target lines."""
+    """A SentencePiece model per side on its training split, or a joint one on source + target."""
     if not cfg.subword.joint:
         return {side: learn_model(cfg, train[side], f"vocab_size_{side}",
                                   f"the {langs[side]} training split") for side in SIDES}
@@ -84,8 +82,7 @@ def learn_model(cfg: TokenizeConfig, lines: list[str], size_key: str, what: str)
 
 def subword_units(cfg: TokenizeConfig, words: Lines, langs: dict[str, str], out: Path
                   ) -> tuple[Lines, dict[str, Vocabulary]]:
-    """Learn the models (written to ``out``), split every sentence into pieces; returns the
-    pieces and the vocabularies of the models' pieces."""
+    """Learn the models (into ``out``), split every sentence; returns pieces and vocabularies."""
     models = learn_models(cfg, words["train"], langs)
     write_models(out, cfg.units, models, cfg.subword.joint)
     loaded = {side: load_model(models[side], model_file(side, cfg.subword.joint))
@@ -141,8 +138,7 @@ def length_rows(train: dict[str, list[str]]) -> list[dict[str, int]]:
 
 
 def length_figure(rows: list[dict[str, int]], unit: str):
-    """A matplotlib figure of the training length histogram in ``unit``, one bar series per
-    side."""
+    """The training length histogram in ``unit`` as a matplotlib figure, a bar series per side."""
     import matplotlib
 
     matplotlib.use("Agg")

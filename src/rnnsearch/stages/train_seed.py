@@ -1,11 +1,10 @@
-"""DVC stage ``train_seed`` (one replicate of a grid cell): the cell trained again, exactly as
-``train`` trains it, with ``--seed`` in place of ``train.seed``, into
-``data/models/<model>-<maxlen>-seed<seed>/model.pt`` and ``metrics/train/<cell>-seed<seed>.json``
-(resume state: ``.cache/resume/train/<cell>-seed<seed>/``).
+"""DVC stage ``train_seed`` (one replicate of a grid cell): the cell trained exactly as ``train``
+does, with ``--seed`` for ``train.seed``, into ``data/models/<model>-<maxlen>-seed<seed>/model.pt``
+and ``metrics/train/<cell>-seed<seed>.json`` (resume: ``.cache/resume/train/<cell>-seed<seed>/``).
 
-The seeds are ``replicates.seeds`` (params.yaml, none by default): with them, the grid cell
-trained with ``train.seed`` and its ``train_seed`` cells are the replicates of one system, which
-evaluate and report summarise as mean and standard deviation (Clark et al. 2011)."""
+The seeds are ``replicates.seeds`` (none by default): the cell trained with ``train.seed`` and its
+``train_seed`` cells are one system's replicates, which evaluate and report summarise as mean and
+standard deviation (Clark et al. 2011)."""
 from __future__ import annotations
 
 import argparse
@@ -26,8 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class ReplicateContext(StageContext):
-    """The ``train`` stage's context with ``train.seed`` replaced by one replicate's seed; its
-    metrics name the replicate and its seed."""
+    """``train``'s context with a replicate's ``train.seed``; its metrics name the replicate."""
 
     def __init__(self, params: str, cell: str, seed: int) -> None:
         super().__init__("train", params)

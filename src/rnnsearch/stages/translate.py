@@ -31,8 +31,7 @@ from rnnsearch.stages.runner import Stage, StageContext
 
 def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig,
                batch_size: int) -> dict[str, CorpusResult]:
-    """Each method of ``cfg.methods`` over every source, ``batch_size`` sentences at a time
-    (each with its :func:`~rnnsearch.config.translate.method_options`)."""
+    """Each method of ``cfg.methods`` over every source, ``batch_size`` sentences at a time."""
     return {method: translator.translate(sources, method, method_options(cfg.search, method),
                                          batch_size)
             for method in cfg.methods}
@@ -40,8 +39,7 @@ def decode_all(translator: Translator, sources: Sequence[Sequence[str]], cfg: Tr
 
 def warm_up(translator: Translator, sources: Sequence[Sequence[str]], cfg: TranslateConfig
             ) -> None:
-    """Decode one sentence with every method so that one-off set-up (CUDA context, cuBLAS,
-    first-use kernels) is not counted in the decode speed."""
+    """Decode one sentence per method: one-off set-up (CUDA context, cuBLAS) must not be timed."""
     for method in cfg.methods:
         translator.translate(sources[:1], method, method_options(cfg.search, method), 1,
                              progress=False)
@@ -50,8 +48,7 @@ def warm_up(translator: Translator, sources: Sequence[Sequence[str]], cfg: Trans
 def measure_speed(translator: Translator, sources: Sequence[Sequence[str]],
                   results: dict[str, CorpusResult], cfg: TranslateConfig, batch_size: int
                   ) -> dict[str, Any]:
-    """Sentences/s of each method batched (the full run, ``batch_size`` a batch) and one
-    sentence at a time."""
+    """Sentences/s of each method: the batched full run, and ``speed_sentences`` one at a time."""
     speed: dict[str, Any] = {}
     subset = list(sources[: cfg.speed_sentences])
     for method, result in results.items():
@@ -79,8 +76,7 @@ def unk_skipped(cfg: TranslateConfig, translator: Translator, units: TextUnits) 
 def write_systems(out: Path, translator: Translator, sources: Sequence[Sequence[str]],
                   results: dict[str, CorpusResult], cfg: TranslateConfig, tgt_lang: str,
                   units: TextUnits) -> list[str]:
-    """Write every system's tokenised and detokenised output (``units`` turns a hypothesis'
-    words or pieces into text); returns the system names."""
+    """Write each system's tokenised and detokenised (by ``units``) output; returns their names."""
     replace = (cfg.unk_replace and translator.has_attention
                and unk_skipped(cfg, translator, units) is None)
     variants = [False, True] if replace else [False]
@@ -110,8 +106,7 @@ def _write_nbest(path: Path, translator: Translator, sources: Sequence[Sequence[
 
 
 def sample_indices(sources: Sequence[Sequence[str]], cfg: TranslateConfig) -> list[int]:
-    """The first ``cfg.samples`` sentences of 5 to ``sample_max_len`` words (fixed, so every
-    cell shows the same sentences)."""
+    """The first ``samples`` sentences of 5 to ``sample_max_len`` words (the same in every cell)."""
     fits = [i for i, s in enumerate(sources) if 5 <= len(s) <= cfg.sample_max_len]
     return fits[: cfg.samples]
 
@@ -183,8 +178,7 @@ def write_outputs(args: argparse.Namespace, ctx: StageContext, translator: Trans
 
 
 def body(args: argparse.Namespace, ctx: StageContext) -> None:
-    """Decode the test set with every method on the configured device, write the outputs, log
-    the decode speed."""
+    """Decode the test set with every method, write the outputs, log the decode speed."""
     cfg = ctx.section(TranslateConfig)          # translate.device: cuda without a GPU fails here
     tgt_lang = ctx.section(PrepareConfig, "prepare").tgt_lang
     device = resolve_device(cfg.device)

@@ -1,5 +1,4 @@
-"""Callbacks: keep the best dev model's weights (a translation model's ``model.pt``, the language
-model's ``best.pt``); dev BLEU with greedy search."""
+"""Callbacks: the best dev model's weights (``model.pt``, the LM's ``best.pt``); greedy dev BLEU."""
 from __future__ import annotations
 
 import math
@@ -17,9 +16,8 @@ from rnnsearch.training.module import BleuScorer
 
 
 class BestModelSaver(pl.Callback):
-    """After each validation, ``save(pl_module.model, path)`` when ``monitor`` improved
-    (strictly); the best score is checkpointed, so a resumed run never overwrites a better
-    model."""
+    """After each validation, ``save(pl_module.model, path)`` when ``monitor`` strictly improved;
+    the best score is checkpointed, so a resumed run never overwrites a better model."""
 
     def __init__(self, path: str | Path, monitor: str = "val/loss", mode: str = "min",
                  save: Callable[[Any, Path], None] = save_model) -> None:
@@ -80,8 +78,7 @@ def make_dev_bleu(pairs: Sequence[Pair], references: Sequence[str], tgt_vocab: V
                 for translation in greedy(model, batch.src, src_len, options):
                     hypotheses.append(" ".join(tgt_vocab.decode(translation.best.tokens)))
         model.train(training)
-        # Tokenised on purpose (no detokeniser in the loop): force=True tells sacreBLEU so,
-        # instead of its "you forgot to detokenize" warning at every validation. Same score.
+        # tokenised on purpose; force=True silences sacreBLEU's detokenize warning (same score)
         bleu = sacrebleu.BLEU(tokenize="none", force=True)
         return float(bleu.corpus_score(hypotheses, [refs]).score)
 

@@ -13,8 +13,7 @@ from rnnsearch.data.savefile import save_atomically
 from rnnsearch.errors import DataError
 from rnnsearch.models.files import read_torch_dict
 
-# Python's last-resort handler prints a WARNING as one bare line on stderr; a stage's log shows
-# it next to Lightning's own lines, and the stage goes on.
+# Python's last-resort handler prints a WARNING as one bare stderr line; the stage goes on
 log = logging.getLogger("rnnsearch")
 
 
@@ -35,9 +34,9 @@ def resume_point(path: str | Path, instead: str) -> dict[str, Any] | None:
 
 
 class SameDiskCheckpointIO(TorchCheckpointIO):
-    """Lightning's checkpoint writer, written beside the target and renamed into place: a full
-    disk or a kill leaves the previous ``last.ckpt`` whole (the stock writer's copy would
-    truncate it), and the error names the checkpoint."""
+    """Lightning's checkpoint writer, writing beside the target and renaming into place: a full
+    disk or a kill leaves the previous ``last.ckpt`` whole (the stock one truncates it); errors
+    name the checkpoint."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any,
                         storage_options: Any = None) -> None:

@@ -1,9 +1,8 @@
 """Parallel data for training: encoded pairs, length-bucketed batches, a LightningDataModule.
 
-Bucketing: seeded per-epoch shuffle, sort by length, batches of at most ``batch_size`` pairs
-closed early before padding exceeds ``max_padding``, batch order shuffled. Under DDP each rank
-takes every ``world_size``-th batch (cut to a multiple, so ranks step in lockstep), hence
-``use_distributed_sampler=False``."""
+Bucketing: seeded per-epoch shuffle, sort by length, batches of at most ``batch_size`` pairs closed
+before padding exceeds ``max_padding``, batch order shuffled. Under DDP each rank takes every
+``world_size``-th batch (cut to a multiple: lockstep), hence ``use_distributed_sampler=False``."""
 from __future__ import annotations
 
 import random
@@ -28,17 +27,15 @@ Pair = tuple[list[int], list[int]]
 
 @dataclass(frozen=True)
 class Batch:
-    """A padded batch. ``src_len`` and ``target_tokens`` stay on the host when the id tensors
-    move to a GPU: the encoder packs by host lengths and the loss divides by a host count, so
-    neither waits for the device in the middle of a training step."""
+    """A padded batch. ``src_len`` and ``target_tokens`` stay on the host when the ids move to a
+    GPU: the encoder packs by host lengths, the loss divides by a host count (no mid-step wait)."""
 
     src: torch.Tensor       # batch x src_len ids
     src_len: torch.Tensor   # batch (host)
     tgt_in: torch.Tensor    # batch x tgt_len: <s> y_1 .. y_n (padded)
     tgt_out: torch.Tensor   # batch x tgt_len: y_1 .. y_n </s> (padded)
     target_tokens: int      # real target tokens (``</s>`` included), counted when collated
-    links: torch.Tensor | None = None  # batch x tgt_len x src_len: supervised attention's
-                                       # normalised links (rnnsearch.training.supervision)
+    links: torch.Tensor | None = None  # batch x tgt_len x src_len: normalised links (supervision)
 
     def _tensors(self, *names: str) -> tuple[str, ...]:
         return names + (("links",) if self.links is not None else ())
@@ -120,7 +117,7 @@ class BucketBatchSampler(Sampler[list[int]]):
         self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
-        """Lightning calls this at the start of every epoch (``ResumableLoader`` shows it the way)."""
+        """Called by Lightning at every epoch start (``ResumableLoader`` shows it the way)."""
         self.epoch = epoch
 
     def _batches(self) -> list[list[int]]:
@@ -134,8 +131,7 @@ class BucketBatchSampler(Sampler[list[int]]):
         return self._cache[1]
 
     def __iter__(self) -> Iterator[list[int]]:
-        # a generator: the epoch's batches are chosen at the first next(), not when the iterator
-        # is made. A restored run makes its iterator before Lightning sets the restored epoch.
+        # a generator: batches are chosen at the first next(), after Lightning set a restored epoch
         yield from self._batches()
 
     def __len__(self) -> int:
@@ -143,7 +139,7 @@ class BucketBatchSampler(Sampler[list[int]]):
 
 
 def collate(pairs: Sequence[Pair]) -> Batch:
-    """Pad a list of pairs; the target gets ``<s>`` prepended (input) and ``</s>`` appended (output)."""
+    """Pad pairs; the target gets ``<s>`` prepended (input) and ``</s>`` appended (output)."""
     src_len = torch.tensor([len(s) for s, _ in pairs])
     tgt_len = max(len(t) for _, t in pairs) + 1
     src = torch.full((len(pairs), int(src_len.max())), PAD_ID, dtype=torch.long)
@@ -225,8 +221,7 @@ class TranslationDataModule(pl.LightningDataModule):
 
     def _kept_links(self, links_dir: Path, split: str, numbers: list[int], pairs: list[Pair]
                     ) -> list[Links]:
-        """The links of ``split``'s kept ``pairs`` (``numbers``: their line numbers), checked
-        against each pair's length."""
+        """``split``'s links of the kept ``pairs`` (``numbers``: their lines), length-checked."""
         lines = len(read_lines(self.data_dir / f"{split}.src"))
         links, self.links_meta = read_links(links_dir, split, lines)
         kept = [links[n] for n in numbers]
@@ -257,8 +252,7 @@ class TranslationDataModule(pl.LightningDataModule):
         return self._loader(self.dev_pairs, shuffle=False, links=self.dev_links)
 
     def transfer_batch_to_device(self, batch: Batch, device: torch.device, dataloader_idx: int) -> Batch:
-        """To a GPU through pinned memory without waiting (the step's kernels queue behind the
-        copy); on the CPU the batch stays as it is."""
+        """To a GPU via pinned memory, not waiting (kernels queue behind the copy); CPU: as is."""
         if device.type == "cuda":
             return batch.pin_memory().to(device, non_blocking=True)
         return batch.to(device)

@@ -1,10 +1,9 @@
-"""The output layer and its cross-entropy in one pass over row chunks (``train.trainer.fused_loss``).
+"""Output layer and cross-entropy in one pass over row chunks (``train.trainer.fused_loss``).
 
-The eager loss materialises the batch*T x V logits, their log-softmax and a gradient of each
-(480 MB apiece at the paper's shapes). :func:`linear_cross_entropy` takes a chunk of rows at a
-time, computes its gradient ``softmax - onehot`` in the same pass and drops its logits; padding
-rows are left out first. Equal to ``F.cross_entropy(F.linear(x, W, b), y, reduction="sum")``
-within float tolerance (the sums run in another order)."""
+The eager loss materialises the batch*T x V logits, their log-softmax and a gradient of each,
+480 MB apiece at the paper's shapes; :func:`linear_cross_entropy` skips padding rows and computes
+each row chunk's gradient ``softmax - onehot`` in the same pass, dropping its logits. Equal to
+``F.cross_entropy(F.linear(x, W, b), y, reduction="sum")`` up to float summation order."""
 from __future__ import annotations
 
 from typing import Any
@@ -14,8 +13,7 @@ from torch import Tensor
 
 from rnnsearch.data.vocab import PAD_ID
 
-# logits per chunk: 2^22 (16 MB in fp32), 512 rows of an 8,000-word vocabulary, 139 of 30,000;
-# smaller chunks split the products more finely and ran slower at the reference shapes
+# logits per chunk: 2^22 (16 MB fp32; 512 rows at V = 8,000, 139 at 30,000); smaller ran slower
 CHUNK_ELEMENTS = 1 << 22
 
 
@@ -39,9 +37,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
 
 class _Output:
-    """The output layer as the products see it: its weight and bias in the products' dtype
-    (autocast's, e.g. bf16, else the weight's own), each converted once per batch. The
-    log-softmax and the loss stay in the weight's dtype (fp32)."""
+    """The output weight and bias in the products' dtype (autocast's, e.g. bf16, else the
+    weight's), converted once per batch; log-softmax and loss stay in the weight's dtype (fp32)."""
 
     def __init__(self, weight: Tensor, bias: Tensor | None, dtype: torch.dtype | None) -> None:
         self.dtype = dtype or weight.dtype
@@ -55,8 +52,7 @@ class _Output:
             logits = inputs @ self.weight.t()
         else:
             logits = torch.addmm(self.bias, inputs, self.weight.t())
-        # converted first: log_softmax's own dtype argument was slower on bf16 logits (about
-        # 1.5x in training, 10x and more on some chunks)
+        # cast first: log_softmax(dtype=) was 1.5x slower on bf16 logits (10x+ on some chunks)
         return torch.log_softmax(logits.to(self.loss_dtype), 1)
 
 
@@ -81,8 +77,7 @@ def _chunked_loss(features: Tensor, output: _Output, targets: Tensor, chunk_rows
 
 
 class _Gradients:
-    """The features', weight's and bias's gradients, summed chunk by chunk, each in the dtype
-    of what it is the gradient of."""
+    """Gradients of features, weight and bias, summed chunk by chunk, each in its tensor's dtype."""
 
     def __init__(self, features: Tensor, weight: Tensor, bias: Tensor | None) -> None:
         self.features = torch.zeros_like(features)                          # N x D
@@ -104,13 +99,11 @@ class _Gradients:
 
 def linear_cross_entropy(features: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
                          chunk_rows: int = 0) -> Tensor:
-    """Summed cross-entropy of the logits ``features @ weight.T + bias`` against ``targets``,
-    padding (``PAD_ID``) ignored, without materialising the logits.
-
+    """Summed cross-entropy of the logits ``features @ weight.T + bias`` against ``targets``
+    (``PAD_ID`` ignored) without materialising them; a scalar in the weight's dtype.
     ``features``: ... x D, ``weight``: V x D, ``bias``: V or None, ``targets``: ... ids;
     ``chunk_rows``: rows per chunk (0: :data:`CHUNK_ELEMENTS` logits). Under autocast the
-    products run in autocast's dtype, the log-softmax in the weight's. Returns a scalar in the
-    weight's dtype."""
+    products run in autocast's dtype, the log-softmax in the weight's."""
     chunk_rows = chunk_rows or max(1, CHUNK_ELEMENTS // weight.size(0))
     device = features.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None

@@ -1,14 +1,13 @@
 """CUDA graphs for the attention decoder's training loop (``train.trainer.cuda_graphs``).
 
-Why: teacher forcing through RNNsearch's decoder (and Luong's with input feeding) is a few
-dozen small kernels per target word, bound by Python launches. ``attention_loop`` is captured
-once per batch shape, forward and backward (:func:`torch.cuda.make_graphed_callables`).
-Batches are padded to fixed shapes (:func:`rnnsearch.training.data.pad_to_shape`; padding is
-masked or ignored by the loss). All shapes share one memory pool: a step replays one shape's
-forward then its backward. The first capture is checked against the eager loop on halved inputs
-(outputs and gradients, to :data:`CHECK_TOLERANCE`; not with dropout inside the loop), else a
-wrong graph would train a wrong model silently; a failed capture or check warns and runs eager.
-The CPU, validation and decoding always run the eager loop."""
+Teacher forcing through RNNsearch's decoder (and Luong's with input feeding) is dozens of small
+kernels per target word, bound by Python launches, so ``attention_loop`` is captured forward and
+backward once per batch shape (:func:`torch.cuda.make_graphed_callables`); batches are padded to
+fixed shapes (:func:`rnnsearch.training.data.pad_to_shape`), all in one memory pool (a step
+replays one shape's forward then backward). The first capture is checked against the eager loop
+on halved inputs (outputs and gradients, to :data:`CHECK_TOLERANCE`; not with dropout inside the
+loop), lest a wrong graph silently train a wrong model. A failed capture or check warns and runs
+eager, as the CPU, validation and decoding always do."""
 from __future__ import annotations
 
 import contextlib
@@ -30,10 +29,9 @@ CHECK_TOLERANCE = 1e-2                 # graphed vs eager: the same kernels; a b
 
 
 class LoopModule(nn.Module):
-    """A decoder's attention loop as a module of tensors only (what a graph capture takes).
-
-    The decoder is a shared submodule, so a replay's gradients reach its own parameters.
-    ``layout`` names the optional state fields after ``step`` (``cell``, ``feed``)."""
+    """A decoder's attention loop as a module of tensors only (what a graph capture takes). The
+    decoder is a shared submodule, so a replay's gradients reach its parameters; ``layout`` names
+    the optional state fields after ``step`` (``cell``, ``feed``)."""
 
     def __init__(self, decoder: RecurrentDecoder, layout: tuple[str, ...]) -> None:
         super().__init__()
@@ -50,8 +48,7 @@ class LoopModule(nn.Module):
 
 
 def relative_difference(a: Tensor | None, b: Tensor | None) -> float:
-    """``max |a - b| / max |b|``; a missing gradient equals a missing or an all-zero one (inf
-    against any other), and tensors of different shapes differ infinitely."""
+    """``max |a - b| / max |b|``; None equals None or all zeros (else inf); other shapes: inf."""
     if a is None or b is None:
         other = b if a is None else a
         return 0.0 if other is None or not bool(other.any()) else float("inf")
@@ -81,8 +78,7 @@ def outputs_and_gradients(loop: Any, inputs: tuple[Tensor, ...], params: list[Te
 
 
 def loop_disagreement(graphed: Any, eager: nn.Module, inputs: tuple[Tensor, ...]) -> float:
-    """The largest :func:`relative_difference` of ``graphed`` and ``eager`` over outputs and
-    the gradients of :func:`outputs_and_gradients`."""
+    """Largest :func:`relative_difference` of ``graphed`` and ``eager`` outputs and gradients."""
     params = [p for p in eager.parameters() if p.requires_grad]
     ours, our_grads, weights = outputs_and_gradients(graphed, inputs, params)
     theirs, their_grads, _ = outputs_and_gradients(eager, inputs, params, weights)
@@ -116,17 +112,15 @@ def _stale_streams_joined() -> Iterator[None]:
 
 
 def _autocast_without_cache() -> Any:
-    """The active CUDA autocast (bf16-mixed) with its weight cache off, which graph capture
-    requires; a no-op context when autocast is off."""
+    """The active CUDA autocast with its weight cache off (capture requires it); no-op when off."""
     enabled = torch.is_autocast_enabled("cuda")
     dtype = torch.get_autocast_dtype("cuda") if enabled else torch.bfloat16
     return torch.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=False)
 
 
 class GraphedLoops:
-    """Runs a decoder's ``attention_loop`` through one captured graph per input shape (a
-    ``loop_runner`` of the decoder); falls back to the eager loop off the GPU, in eval mode
-    and without gradients."""
+    """A decoder's ``loop_runner``: ``attention_loop`` through one captured graph per input shape;
+    eager off the GPU, in eval mode and without gradients."""
 
     def __init__(self, decoder: RecurrentDecoder, warmup: int = 2) -> None:
         self.decoder, self.warmup = decoder, warmup
@@ -137,8 +131,7 @@ class GraphedLoops:
         self.check_difference: float | None = None   # the first capture against the eager loop
 
     def dropout_in_loop(self) -> bool:
-        """Dropout between stacked decoder layers, inside the loop (graph and eager would draw
-        different masks, so the check cannot compare them)."""
+        """Dropout between stacked decoder layers (graph and eager masks differ: no check)."""
         config = self.decoder.config
         return self.decoder.training and config.decoder_layers > 1 and config.dropout > 0
 

@@ -1,9 +1,5 @@
-"""Training outside the train stage, the train stage's way: what the bench and the studies use.
-
-:func:`device_config` (a train section for one device and size), :func:`bare_task` and
-:func:`bare_trainer` (the stage's task and Trainer without checkpoints or MLflow) and
-:func:`train_step` (one step as Lightning takes it), so a measurement trains what the pipeline
-trains."""
+"""The train stage's training outside it, so the bench and studies measure what the pipeline
+trains: :func:`device_config`, :func:`bare_task`, :func:`bare_trainer`, :func:`train_step`."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,10 +33,10 @@ def shrink(model: ModelConfig, width: int) -> ModelConfig:
 def device_config(train: TrainConfig, device: str, precision: str | None = None,
                   batch_size: int = 0, max_steps: int = -1, width: int = 0,
                   **trainer: Any) -> TrainConfig:
-    """``train`` on one ``device`` (``cpu`` or ``cuda``) in ``precision`` (default: its own),
-    ``batch_size`` pairs a batch (0: its own), at most ``max_steps`` steps (-1: no limit), every
-    width ``width`` when > 0; no validation, dev BLEU, early stopping or time limit.
-    ``trainer``: other ``train.trainer`` fields (``deterministic``, ``threads``, ``cuda_graphs``)."""
+    """``train`` on one ``device`` (``cpu`` or ``cuda``) in ``precision`` with ``batch_size`` pairs
+    a batch and every width ``width`` (each falsy: its own), at most ``max_steps`` steps (-1: no
+    limit), no validation, dev BLEU, early stopping or time limit; ``trainer``: other
+    ``train.trainer`` fields (``deterministic``, ``threads``, ``cuda_graphs``)."""
     t = train
     machine = dataclasses.replace(
         t.trainer, accelerator="gpu" if device == "cuda" else "cpu", devices=1, num_nodes=1,
@@ -75,10 +71,9 @@ def bare_trainer(config: TrainConfig, work_dir: Path, callbacks: list) -> pl.Tra
 
 def train_step(task: TranslationTask, optimizer: torch.optim.Optimizer, batch: Batch,
                forward_context: AbstractContextManager | None = None) -> torch.Tensor:
-    """One training step as the stage's Trainer takes it (the task's loss, backward, clipping
-    at ``train.optim.clip_norm``, ``optimizer``'s step); returns the loss. ``forward_context``
-    (e.g. ``torch.autocast``) wraps this forward alone: autocast keeps each weight's cast until
-    its region ends. Phases are marked for the profiler."""
+    """One step as the stage's Trainer takes it (loss, backward, clip at ``train.optim.clip_norm``,
+    optimiser step; phases marked for the profiler); returns the loss. ``forward_context`` (e.g.
+    ``torch.autocast``) wraps only the forward: autocast keeps each weight's cast till it exits."""
     with record_function("forward"), forward_context or nullcontext():
         if task.pad_to is not None:
             batch = pad_to_shape(batch, *task.pad_to)

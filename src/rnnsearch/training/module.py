@@ -1,8 +1,8 @@
 """The LightningModule: teacher-forced token cross-entropy for a model it receives.
 
-Metrics: ``train/loss``, ``train/tokens_per_s``, ``train/lr``, ``val/loss`` (mean token
-cross-entropy over the dev set), ``val/ppl``, ``val/bleu`` (with a dev BLEU scorer) and, with
-supervised attention, ``train/attn_sup_loss``, ``train/attn_sup_weight``, ``val/attn_sup_loss``."""
+Metrics: ``train/loss``, ``train/tokens_per_s``, ``train/lr``, ``val/loss`` (mean dev token
+cross-entropy), ``val/ppl``, ``val/bleu`` (with a dev BLEU scorer); with supervised attention also
+``train/attn_sup_loss``, ``train/attn_sup_weight``, ``val/attn_sup_loss``."""
 from __future__ import annotations
 
 import math
@@ -32,9 +32,9 @@ class TranslationTask(pl.LightningModule):
                  fused_loss: bool = False,
                  supervision: SupervisedAttentionConfig | None = None) -> None:
         """``pad_to``: (rows, length multiple) training batches are padded to, for CUDA graphs.
-        ``bf16_cross_entropy``, ``fused_loss``, ``supervision``: the ``train.trainer`` flags and
-        ``train.supervised_attention`` (:func:`token_cross_entropy`,
-        :func:`linear_cross_entropy`, :mod:`rnnsearch.training.supervision`)."""
+        ``bf16_cross_entropy``, ``fused_loss``: the ``train.trainer`` flags
+        (:func:`token_cross_entropy`, :func:`linear_cross_entropy`); ``supervision``:
+        ``train.supervised_attention``."""
         super().__init__()
         self.supervision = supervision
         self.model, self.optim, self.dev_bleu = model, optim, dev_bleu

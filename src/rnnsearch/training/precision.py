@@ -1,10 +1,9 @@
-"""Mixed precision as the train stage runs it: Lightning's ``16-mixed`` and ``bf16-mixed`` with
-autocast's weight cache on (``train.trainer.autocast_cache``, the default).
+"""Lightning's ``16-mixed``/``bf16-mixed`` with autocast's weight cache (default on).
 
-Lightning 2.6 autocasts with ``cache_enabled=False``, so a recurrent decoder casts each weight
-once per target word (Lightning-AI/pytorch-lightning#21611). It did so because older torch
-cached a cast made under ``no_grad`` without its history (#20251); :func:`with_weight_cache`
-checks the installed torch and keeps the uncached autocast, with a warning, where it would."""
+Lightning 2.6 autocasts with ``cache_enabled=False`` (older torch cached a cast made under
+``no_grad`` without its history, #20251), so a recurrent decoder casts each weight once per target
+word (Lightning-AI/pytorch-lightning#21611). ``train.trainer.autocast_cache`` turns the cache on;
+:func:`with_weight_cache` keeps it off, warning, on a torch that would lose the history."""
 from __future__ import annotations
 
 import functools
@@ -17,9 +16,8 @@ AUTOCAST_DTYPES = {"16-mixed": torch.float16, "bf16-mixed": torch.bfloat16}
 
 
 def set_matmul_precision(setting: str, device_type: str) -> str:
-    """Set torch's float32 matmul precision as ``train.trainer.matmul_precision`` asks on a
-    ``device_type`` device (``auto``: ``high``, TF32 tensor cores, on CUDA; ``highest``, full
-    fp32, elsewhere, as torch's default); returns what was set. Process-wide, as torch keeps it."""
+    """Set torch's process-wide float32 matmul precision per ``train.trainer.matmul_precision``
+    (``auto``: ``high``, TF32, on CUDA, else ``highest``, torch's default); returns what was set."""
     chosen = ("high" if device_type == "cuda" else "highest") if setting == "auto" else setting
     torch.set_float32_matmul_precision(chosen)
     return chosen
@@ -27,16 +25,14 @@ def set_matmul_precision(setting: str, device_type: str) -> str:
 
 def mixed_autocast(device: str, precision: str, enabled: bool = True,
                    cache: bool = True) -> torch.autocast:
-    """The autocast the train stage's forward runs in under ``precision`` (``16-mixed`` or
-    ``bf16-mixed``) on ``device`` (``cpu`` or ``cuda``), with or without the weight cache."""
+    """The train stage's forward autocast for ``precision`` (``16-mixed``, ``bf16-mixed``)."""
     return torch.autocast(device, dtype=AUTOCAST_DTYPES[precision], enabled=enabled,
                           cache_enabled=cache)
 
 
 class CachedMixedPrecision(MixedPrecision):
-    """Lightning's :class:`MixedPrecision` (the same dtype, device and gradient scaler) whose
-    forward casts each weight once: autocast with its weight cache on, entered for one step's
-    forward, so no cast outlives the step whose weights it holds."""
+    """Lightning's :class:`MixedPrecision` (same dtype, device, scaler) with autocast's weight
+    cache on, entered per step's forward: each weight is cast once and no cast outlives its step."""
 
     def autocast_context_manager(self) -> torch.autocast:
         return mixed_autocast(self.device, self.precision)

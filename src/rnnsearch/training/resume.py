@@ -1,10 +1,9 @@
 """Exact resumption: a run killed and restarted from ``last.ckpt`` ends with the same weights.
 
-That needs, at the first step after the restore, the same batches still to come
-(:class:`ResumableLoader`), the same RNG states (:class:`RngState`; each new ``DataLoader``
-iterator draws from torch's) and the callbacks' view of the validations so far
-(:class:`LastCheckpoint`). Everything is stored as plain values and tensors, so the checkpoint
-loads with ``weights_only=True``."""
+That needs the same batches still to come (:class:`ResumableLoader`), the same RNG states
+(:class:`RngState`; each new ``DataLoader`` iterator draws from torch's) and the callbacks' view of
+the validations so far (:class:`LastCheckpoint`), all stored as plain values and tensors, so the
+checkpoint loads with ``weights_only=True``."""
 from __future__ import annotations
 
 import itertools
@@ -50,11 +49,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 class RngState(pl.Callback):
-    """Saves the global RNG states in every checkpoint; a restored run continues their sequence.
-
-    They are put back at the first epoch or batch start after the restore: where the unbroken
-    run was, and after Lightning's set-up draws. Rank 0's states serve every rank (all are
-    seeded and draw alike)."""
+    """Saves the global RNG states in every checkpoint and puts them back at a restored run's first
+    epoch or batch start (where the unbroken run was, after Lightning's set-up draws). Rank 0's
+    states serve every rank (all are seeded and draw alike)."""
 
     def __init__(self) -> None:
         self._pending: dict[str, Any] | None = None   # loaded, not yet put back
@@ -81,8 +78,7 @@ class RngState(pl.Callback):
 # ---- data --------------------------------------------------------------------------------------
 
 class _SkipFirst(Sampler[list[int]]):
-    """A batch sampler that leaves out the first ``skip`` batches of ``batches``' next pass.
-
+    """A batch sampler leaving out the first ``skip`` batches of ``batches``' next pass;
     ``sampler`` is the wrapped one, for Lightning's ``batch_sampler.sampler.set_epoch``."""
 
     def __init__(self, batches: Sampler[list[int]]) -> None:
@@ -114,10 +110,9 @@ class _Counted(Iterator[Any]):
 
 
 class ResumableLoader(DataLoader):
-    """A ``DataLoader`` over a batch sampler that a restored run continues mid-epoch.
-
-    Its state is the batches this pass handed out; restored, the next pass skips them. The torch
-    iterator is still created at ``iter()``, so its RNG draw comes where it always did."""
+    """A ``DataLoader`` over a batch sampler that a restored run continues mid-epoch: its state is
+    the batches this pass handed out, which the restored next pass skips. The torch iterator is
+    still made at ``iter()``, so its RNG draw comes where it always did."""
 
     def __init__(self, dataset: Sequence[Any], batch_sampler: Sampler[list[int]],
                  **kwargs: Any) -> None:
@@ -145,10 +140,9 @@ class ResumableLoader(DataLoader):
 
 class LastCheckpoint(Checkpoint):
     """Write ``path`` every ``every_n_steps`` training steps, where a restored run can continue.
-
-    Unlike ``ModelCheckpoint(every_n_train_steps=...)``, a step followed by a validation is
-    written after it (and after the other callbacks saw it): Lightning does not redo that
-    validation on restart. A run restored where ``EarlyStopping`` ran out of patience stops."""
+    Unlike ``ModelCheckpoint(every_n_train_steps=...)``, a step followed by a validation is written
+    after it (and after the other callbacks saw it): Lightning does not redo it on restart. A run
+    restored where ``EarlyStopping`` ran out of patience stops."""
 
     def __init__(self, path: str | Path, every_n_steps: int) -> None:
         self.path, self.every_n_steps = Path(path), every_n_steps
@@ -161,8 +155,8 @@ class LastCheckpoint(Checkpoint):
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                            outputs: Any, batch: Any, batch_idx: int) -> None:
         loop = trainer.fit_loop.epoch_loop
-        # the test Lightning makes right after this hook (Timer and EarlyStopping, which run
-        # before a Checkpoint, may have asked to stop: Lightning then validates too)
+        # Lightning's test right after this hook (Timer and EarlyStopping run before a
+        # Checkpoint and may have asked to stop: Lightning then validates too)
         validates = loop._should_check_val_fx(trainer.fit_loop._data_fetcher)
         if self._due(trainer) and not validates:
             trainer.save_checkpoint(self.path)   # the full resume state (not weights only)

@@ -1,9 +1,8 @@
 """Train one grid cell (model variant x max length): everything the ``train`` stage does.
 
-Every input is checked before the Trainer starts, so a bad setting fails in seconds. The run's
-resume state lives in the folder of its fingerprint (:mod:`rnnsearch.training.session`): an
-unfinished run with the same fingerprint continues from its ``last.ckpt`` in the same MLflow
-run. ``model.pt`` is written, whole, only when the run finishes."""
+Every input is checked before the Trainer starts (a bad setting fails in seconds). An unfinished
+run with the same fingerprint continues from its ``last.ckpt`` in the same MLflow run
+(:mod:`rnnsearch.training.session`); ``model.pt`` is written, whole, only when the run finishes."""
 from __future__ import annotations
 
 import dataclasses
@@ -74,14 +73,12 @@ def init_files(init: InitConfig, embed_dir: str | Path | None,
 
 def run_fingerprint(config: TrainConfig, model_name: str, max_len: int, data_dir: Path,
                     init: Sequence[Path] = ()) -> str:
-    """A hash of the cell's params (budget included), data and ``init`` files: equal -> safe to
-    resume."""
+    """Hash of the cell's params (budget included), data and ``init`` files: equal -> resumable."""
     params = dataclasses.asdict(config)
     params.pop("grid")
     if not config.supervised(model_name):   # as before the setting existed: a run resumes
         params.pop("supervised_attention")
-    # models as saved (to_dict: without the settings of other architectures), so that a
-    # setting another architecture gained never stops an unfinished run from resuming
+    # to_dict: without other architectures' settings, so their new settings never block a resume
     params["base_model"] = config.base_model.to_dict()
     params["models"] = {model_name: config.model_config(model_name).to_dict()}
     names = ("train.src", "train.tgt", "dev.src", "dev.tgt", "vocab.src.txt", "vocab.tgt.txt")
@@ -245,9 +242,8 @@ def train_cell(config: TrainConfig, model_name: str, max_len: int, data_dir: str
                lm_path: str | Path | None = None, links_dir: str | Path | None = None,
                resume_root: str | Path | None = None) -> dict[str, Any]:
     """Train ``model_name`` on pairs of at most ``max_len`` tokens into ``out_dir/model.pt``;
-    returns the cell's metrics. ``links_dir``: the align stage's links, read for supervised
-    attention; ``resume_root``: where runs keep their resume state (default
-    ``out_dir/.resume``; :mod:`rnnsearch.training.session`)."""
+    returns the cell's metrics. ``links_dir``: the align stage's links (supervised attention);
+    ``resume_root``: where runs keep their resume state (default ``out_dir/.resume``)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     cell = cell_name(model_name, max_len)
     links = supervision_links(config, model_name, links_dir)
@@ -320,8 +316,8 @@ def stop_reason(trainer: pl.Trainer, timer: Timer) -> str:
 def fit_and_select(task: TranslationTask, data: TranslationDataModule, trainer: pl.Trainer,
                    saver: BestModelSaver, timer: Timer, session: Session, out_dir: Path,
                    resume: bool) -> dict[str, Any]:
-    """Train (from the session's ``last.ckpt`` when ``resume``), score the final weights on dev when the last
-    step had no validation, and refuse a diverged run; returns the run's metrics."""
+    """Train (from the session's ``last.ckpt`` when ``resume``), score the final weights on dev
+    when the last step had no validation, refuse a diverged run; returns the run's metrics."""
     session.fit(trainer, task, resume, datamodule=data)
     if task.validated_at_step != trainer.global_step or saver.best is None:
         trainer.validate(task, datamodule=data, verbose=False)   # the final weights get a dev score

@@ -1,13 +1,12 @@
 """A training run's resume state, shared by the translation models and the language model.
 
-Resume state lives outside a stage's outputs, one folder per fingerprint (a hash of every
-setting and input file the result depends on): ``<root>/<fingerprint[:16]>/`` holds the run
-record (``run.json``: the fingerprint and the MLflow run, ``mlflow_run_id``), ``last.ckpt`` and the run's own
-best-model files. A run resumes from the folder of its fingerprint when it holds a readable
-``last.ckpt``; a run with other settings uses another folder and touches nothing here, so going
-back to the old settings resumes the old run, also after the new one failed. A finished run's
-folder is deleted: its result is the stage's output, kept by DVC's cache and run cache. The
-stages keep their runs under ``.cache/resume/<stage>/`` in the repository (untracked)."""
+Outside a stage's outputs, one folder per fingerprint (a hash of every setting and input file the
+result depends on): ``<root>/<fingerprint[:16]>/`` holds ``run.json`` (the fingerprint and
+``mlflow_run_id``), ``last.ckpt`` and the run's best-model files. A run resumes from its
+fingerprint's folder when that holds a readable ``last.ckpt``; other settings use another folder,
+so going back to the old settings resumes the old run, even after the new one failed. A finished
+run's folder is deleted (its result is the stage's output, in DVC's caches). The stages keep their
+runs under ``.cache/resume/<stage>/`` in the repository (untracked)."""
 from __future__ import annotations
 
 import hashlib
@@ -89,21 +88,19 @@ class Session:
         write_json(self.folder / RUN_FILE, {"fingerprint": self.fingerprint, **info})
 
     def callbacks(self, every_n_steps: int) -> list[pl.Callback]:
-        """What the Trainer needs for a killed run to resume to the same weights: the RNG
-        states in every checkpoint, and ``last.ckpt`` every ``every_n_steps`` steps (after the
-        validation of its step, if any: :mod:`rnnsearch.training.resume`)."""
+        """Callbacks for a killed run to resume to the same weights: RNG states in every checkpoint,
+        ``last.ckpt`` every ``every_n_steps`` steps (after that step's validation, if any:
+        :mod:`rnnsearch.training.resume`)."""
         return [RngState(), LastCheckpoint(self.last, every_n_steps)]
 
     def fit(self, trainer: pl.Trainer, task: pl.LightningModule, resume: bool,
             **data: Any) -> None:
-        """``trainer.fit(task, **data)``, from ``last.ckpt`` when ``resume``. Checkpoints load
-        with ``weights_only=True`` (Lightning's default follows torch's, which an environment
-        variable, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD, turns off): a checkpoint runs no pickle."""
+        """``trainer.fit(task, **data)``, from ``last.ckpt`` when ``resume``; ``weights_only=True``
+        explicitly (no pickle runs, even if TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD flips the default)."""
         trainer.fit(task, **data, weights_only=True,
                     ckpt_path=str(self.last) if resume else None)
 
     def discard(self) -> None:
-        """Delete the folder: after the run finished (its result is in the outputs), or when
-        it diverged (a rerun starts afresh)."""
+        """Delete the folder: the run finished (result in outputs) or diverged (rerun afresh)."""
         if is_main_process():
             shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,5 +1,4 @@
-"""Supervised attention (Liu, Utiyama, Finch & Sumita 2016): the attention weights pulled
-towards the word links of a statistical aligner.
+"""Supervised attention (Liu, Utiyama, Finch & Sumita 2016): attention pulled to aligner links.
 
 The align stage's ``train.links``/``dev.links`` hold Pharaoh ``i-j`` links (0-based source i,
 target j) per pair. A linked target word j gets ``ã_{j,i} = 1 / |links of j|``; the loss is
@@ -87,8 +86,7 @@ def supervision_loss(attention: torch.Tensor, target: torch.Tensor) -> tuple[tor
 
 def supervision_weight(weight: float, decay: float, epoch: int, step: int = 0,
                        decay_steps: int = 0) -> float:
-    """The supervision loss' weight at optimizer step ``step`` of epoch ``epoch`` (both
-    0-based): ``weight * decay**k``, k the epoch when ``decay_steps`` is 0, else
-    ``step // decay_steps``."""
+    """The supervision loss' weight ``weight * decay**k`` at 0-based ``epoch`` and optimizer
+    ``step``: k is ``step // decay_steps``, or the epoch when ``decay_steps`` is 0."""
     period = step // decay_steps if decay_steps else epoch
     return weight * decay ** period
