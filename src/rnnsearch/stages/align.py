@@ -141,7 +141,8 @@ def score_results(results: list[dict[str, Any]], gold: GoldCorpus | None, cfg: A
 
 def training_links(results: list[dict[str, Any]], cfg: AlignConfig, names: tuple[str, str],
                    skip: int, train: int) -> dict[str, list[set[Link]]]:
-    """``align.train_links``' (e, f) links per split, skipping ``skip`` gold ones; {} if null."""
+    """``align.train_links``' (e, f) links per split: after the first ``skip`` sentences (the
+    gold ones), ``train`` training sentences, then the dev ones; {} when it is null."""
     choice = cfg.train_links_choice
     if choice is None:
         return {}
