@@ -35,16 +35,16 @@ test: $(STAMP)
 ui: $(STAMP)
 	exec $(PY) -m rnnsearch.tracking ui --host 127.0.0.1 --port $${PORT:-5000}
 
-## Speed benchmark, a few minutes on 2 cores: training tokens/s and decoding sentences/s per
+## Speed benchmark, about a minute on 2 cores: training tokens/s and decoding sentences/s per
 ## model with the share of their GEMM roofline, into reports/bench.{json,md} (a GPU's, where torch
 ## sees one, into reports/bench_gpu.*); rows a busy machine moved are marked, and each row is put
 ## beside the previous report of this machine.
 bench: $(STAMP)
 	$(PY) -m rnnsearch.bench
 
-## The benchmark's full study (tens of minutes): make bench's report plus decoding one sentence
-## at a time and with the exact stopping rule, and profiles of a training step and a decoding
-## batch.
+## The benchmark's full study (about 5 minutes on 2 cores): make bench's report plus decoding
+## one sentence at a time and with the exact stopping rule, and torch.profiler's tables of a
+## training step and a decoding batch.
 bench-full: $(STAMP)
 	$(PY) -m rnnsearch.bench --full
 

@@ -23,12 +23,11 @@ import torch
 
 from conftest import REPO
 from minimal_install import minimal_install_env, run_with_minimal_install
-from rnnsearch.bench import measure, training
-from rnnsearch.bench.data import (TEST_BUCKETS, stratified_sources, training_lengths,
-                                  write_synthetic_corpus)
-from rnnsearch.bench.measure import bench_models, plan_for, run, training_runs
+from rnnsearch.bench import measure
+from rnnsearch.bench.data import (TEST_BUCKETS, stratified_sources, training_batches,
+                                  training_lengths, write_synthetic_corpus)
+from rnnsearch.bench.measure import bench_models, plan_for, run, train_speed
 from rnnsearch.bench.report import markdown_report
-from rnnsearch.bench.training import train_speed
 from rnnsearch.data.vocab import Vocabulary
 from rnnsearch.experiments.tiny import make_tiny
 
@@ -44,46 +43,30 @@ def run_bench(out: Path, device: str) -> subprocess.CompletedProcess:
 def check_report(out: Path, name: str) -> dict:
     """The report files are there and hold every part of the bench."""
     results = json.loads((out / f"{name}.json").read_text())
-    cpu = results["machine"]["device"] == "cpu"
     assert {r["model"] for r in results["training"]} == {"default", "paper"}
-    assert all(r["tokens_per_s"] > 0 and r["peak_memory_mib"] > 0 for r in results["training"])
+    assert all(r["tokens_per_s"] > 0 and r["peak_memory_mib"] > 0 and 0 < r["roofline_share"] < 1
+               for r in results["training"])
     assert {(r["model"], r["batch"]) for r in results["training"]} >= {("default", 64),
                                                                        ("paper", 80)}
-    assert all(a["mflop_per_token"] > 0 and a["gemm_gflops_fp32"] > 0 for a in results["arithmetic"])
-    # a roofline of small products timed alone is a bound on a CPU only
-    assert all(("roofline_tokens_per_s_fp32" in a) is cpu for a in results["arithmetic"])
-    assert results["card"]["tflops_fp32"] > 0 and 0 < results["padding"]["default"] < 1
+    for a in results["arithmetic"]:     # counted by torch, the GEMM rate around the training runs
+        assert a["mflop_per_token"] > 0 and a["gemm_gflops_fp32_before"] > 0
+        assert a["roofline_tokens_per_s_fp32"] > 0 and 0 < a["padding"] < 1
     assert {(d["model"], d["method"]) for d in results["decoding"]} == {
         (m, k) for m in ("default", "paper") for k in ("greedy", "beam5", "beam5_bound")}
-    assert {p["model"] for p in results["profile"]} == {"default", "paper"}
-    assert all(p["wall_ms_per_step"] > 0 for p in results["profile"] + results["profile_decoding"])
-    assert {(p["model"], p["method"]) for p in results["profile_decoding"]} == {
-        (m, k) for m in ("default", "paper") for k in ("greedy", "beam5")}
+    assert [(p["model"], p["part"]) for p in results["profile"]] == [
+        (m, part) for m in ("default", "paper")
+        for part in ("training step", "decoding, greedy", "decoding, beam5")]
+    assert all("Self CPU" in p["table"] for p in results["profile"])    # torch.profiler's own
     report = (out / f"{name}.md").read_text()
     for heading in ("### Training", "### Arithmetic", "### Decoding",
-                    "### Where a training step's time goes", "### Where a decoding batch's time"):
+                    "### Profile: default, training step", "### Profile: paper, decoding, beam5",
+                    "Load average (1, 5, 15 min)"):
         assert heading in report
-    assert "--device" in report and "Padding of the bucketed batches: default" in report
-    assert "Joey" not in report and "required" not in report    # no figure from elsewhere
-    largest = [d for d in results["decoding"] if d["batch"] == max(results["plan"]["decode_batches"])]
-    assert all(d["mflop_per_sentence"] > 0 for d in largest)       # counted by torch
-    assert all(("roofline_sentences_per_s_fp32" in d) is cpu for d in largest)
-    if cpu:
-        check_cpu_parts(results, report)
+    assert "--device" in report and "Joey" not in report and "required" not in report
+    largest_batch = max(results["plan"]["decode_batches"])
+    largest = [d for d in results["decoding"] if d["batch"] == largest_batch]
+    assert all(d["mflop_per_sentence"] > 0 and 0 < d["roofline_share"] < 1 for d in largest)
     return results
-
-
-def check_cpu_parts(results: dict, report: str) -> None:
-    """A CPU's own parts: the profile's phases and categories, each naming its largest
-    operators, and the load around the run."""
-    profile = results["profile"][0]
-    assert set(profile["phases_ms"]) == {"forward", "backward", "clip", "optimizer"}
-    assert sum(c["share"] for c in profile["categories"].values()) == pytest.approx(1.0)
-    for c in profile["categories"].values():    # each names its largest operators, largest first
-        top = [ms for _, ms in c["top"]]
-        assert 1 <= len(top) <= 3 and top == sorted(top, reverse=True)
-    for heading in ("by operator category", "Load average (1, 5, 15 min)"):
-        assert heading in report
 
 
 def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
@@ -92,34 +75,32 @@ def test_synthetic_data_are_shaped_like_the_default_run(tmp_path):
     rng = random.Random(0)
     src = sorted(training_lengths(rng)[0] for _ in range(20_000))
     assert 13 <= src[len(src) // 2] <= 17 and 15.5 <= sum(src) / len(src) <= 19
-    lengths = write_synthetic_corpus(tmp_path, 50, 300)
+    write_synthetic_corpus(tmp_path, 50, 300)
     assert len(Vocabulary.load(tmp_path / "vocab.src.txt")) == 50
     assert len((tmp_path / "train.src").read_text().splitlines()) == 300
-    assert lengths.tgt > lengths.src
+    batch, padding = training_batches(tmp_path, 50, 16)
+    assert batch.src.size(0) == 16 and 0 < padding < 0.5
     sources = stratified_sources(50, 3)
     assert len(sources) == 3 * len(TEST_BUCKETS) and max(map(len, sources)) <= 80
     assert all(4 <= i < 50 for s in sources for i in s)
 
 
 def test_plans():
-    full, quick, tiny = plan_for("full"), plan_for("quick"), plan_for("tiny")
-    cpu = plan_for("full", "cpu")               # the default run's three kinds, batch 1 and 64
-    assert [m.name for m in bench_models(cpu, PARAMS)] == ["default", "encdec", "luong_general",
-                                                       "transformer"]
-    assert cpu.decode_batches == (1, 64) and cpu.profile_steps
-    make_bench = plan_for("quick", "cpu")       # the same models, no study: a few minutes
-    assert bench_models(make_bench, PARAMS) == bench_models(cpu, PARAMS)
-    assert make_bench.methods == ("greedy", "beam5") and make_bench.decode_batches == (64,)
-    assert not make_bench.profile_steps
-    assert 80 in full.batches and max(full.batches) > 80 and "bf16-mixed" in full.precisions
-    assert 512 in full.decode_batches        # translate.batch_size_cuda's default is measured
-    assert tiny.steps < full.steps and tiny.tiny_width
-    for model in bench_models(quick, PARAMS):   # the targets' measurements
-        own = model.train.data.batch_size                      # default 64, paper 80
-        runs = training_runs(model, quick, "cuda")
-        assert {(own, "32-true", False), (1024, "bf16-mixed", False),
-                (1024, "bf16-mixed", True)} <= set(runs) and len(runs) == 6
-    assert quick.per_bucket * len(TEST_BUCKETS) == 2100 and len(quick.decode_batches) == 2
+    """make bench: the default run's three kinds and the Transformer, each at its own batch,
+    greedy and beam 5 at batch 64, no profiles; make bench-full: the same models, profiles,
+    decoding one at a time and with the exact stop; a GPU: the default and the paper's width
+    at large batches in fp32 and bf16, decoding up to translate.batch_size_cuda and beyond."""
+    quick, full, gpu = plan_for("quick", "cpu"), plan_for("full", "cpu"), plan_for("quick", "cuda")
+    assert [m.name for m in bench_models(quick, PARAMS)] == ["default", "encdec", "luong_general",
+                                                             "transformer"]
+    assert bench_models(full, PARAMS) == bench_models(quick, PARAMS)
+    assert quick.methods == ("greedy", "beam5") and quick.decode_batches == (64,)
+    assert not quick.profile and full.profile and full.decode_batches == (1, 64)
+    assert gpu == plan_for("full", "cuda") and "bf16-mixed" in gpu.precisions
+    assert [m.train.data.batch_size for m in bench_models(gpu, PARAMS)] == [64, 80]
+    assert 1024 in gpu.batches and 512 in gpu.decode_batches
+    tiny = plan_for("tiny", "cpu")
+    assert plan_for("tiny", "cuda") == tiny and tiny.tiny_width
 
 
 CHECK_STEPS = ["environment", "cuda-tests", "bench", "tiny-model", "compare-tiny", "compare-test"]
@@ -226,45 +207,43 @@ def live_tensors() -> int:
 
 
 def test_a_failed_training_run_is_a_row_and_its_model_is_gone(tmp_path, monkeypatch):
-    """Out of memory at a large batch costs that row only; and each run's model (and with it
-    any CUDA graphs and their memory pool) is freed before the next one starts: on the GPU,
-    graphs kept alive past their run left the next configurations out of memory."""
+    """Out of memory at a large batch costs that row only; and each run's model is freed before
+    the next one starts (on the GPU, memory kept alive past its run left the next
+    configurations out of memory)."""
     built = []
-    real_build = training.build_model
+    real_build = measure.build_model
 
     def build(*args, **kwargs):
         net = real_build(*args, **kwargs)
         built.append(weakref.ref(net))
         return net
 
-    monkeypatch.setattr(training, "build_model", build)
-    plan = plan_for("tiny")
+    monkeypatch.setattr(measure, "build_model", build)
+    plan = plan_for("tiny", "cpu")
     model = bench_models(plan, PARAMS)[0]
     write_synthetic_corpus(tmp_path / "data", model.vocab, 50)
     gc.collect()
     tensors_before = live_tensors()
-    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true@medium", 1, 2, tmp_path)
-    assert row["tokens_per_s"] > 0 and len(built) == 1
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
+    assert row["tokens_per_s"] > 0 and row["ms_per_step"] > 0 and len(built) == 1
     assert built[0]() is None
     gc.collect()
     assert live_tensors() <= tensors_before      # no weight, gradient or Adam moment left
-    assert (row["precision"], row["matmul_precision"]) == ("32-true", "medium")  # bf16 products
-    assert torch.get_float32_matmul_precision() == "highest"     # the next row starts afresh
 
     def fail(self, *args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(pl.Trainer, "fit", fail)
-    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", 1, 2, tmp_path)
+    row = train_speed(model, tmp_path / "data", "cpu", 16, "32-true", plan, tmp_path)
     assert row["error"] == "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert "tokens_per_s" not in row and row["peak_memory_mib"] > 0
 
 
 def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(monkeypatch):
-    """Out of memory decoding at the largest batch, a profiler that fails, a GEMM rate that
-    cannot be measured: each is a row with its error in the results and the report, and the
-    bench goes on. A bench cut by its time limit leaves its last save: one after each training
-    run and each later part, every one of them a complete report of what was measured so far."""
+    """Out of memory decoding at the largest batch, a profiler that fails, FLOPs that cannot be
+    counted: each is a row with its error in the results and the report, and the bench goes
+    on. A bench cut by its time limit leaves its last save: one after each training run and
+    each later part, every one of them a complete report of what was measured so far."""
     oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
     real_decode = measure.decode
 
@@ -277,28 +256,26 @@ def test_a_failed_measurement_costs_its_row_and_every_partial_save_is_a_report(m
         raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
 
     monkeypatch.setattr(measure, "decode", decode)
-    monkeypatch.setattr(measure, "profile_decode_batch", fail)
-    monkeypatch.setattr(measure, "arithmetic", fail)
+    monkeypatch.setattr(measure, "profiled", fail)
+    monkeypatch.setattr(measure, "flops", fail)
     snapshots: list[dict] = []
-    results = run("cpu", "tiny", PARAMS, save=lambda r: snapshots.append(copy.deepcopy(r)))
-    per_model = len(training_runs(bench_models(plan_for("tiny"), PARAMS)[0], plan_for("tiny"),
-                                  "cpu")) + 2
+    results = run("cpu", "tiny", PARAMS, {"device": "cpu"},
+                  save=lambda r: snapshots.append(copy.deepcopy(r)))
+    plan = plan_for("tiny", "cpu")
+    per_model = len(plan.batches) + 1 + 2      # each training run, then after each part
     assert len(snapshots) == 2 * per_model and snapshots[-1] == results
     assert [len(s["training"]) for s in snapshots[:2]] == [1, 2]      # one row at a time
-    assert all("### Training" in markdown_report(s) for s in snapshots)
+    about = {"device": "cpu", "torch": "t", "lightning": "l", "threads": 1, "command": "c",
+             "date": "d", "load_average_before": None}
+    assert all("### Training" in markdown_report({**s, "machine": about}) for s in snapshots)
     failed = {(d["model"], d["method"], d["batch"]) for d in results["decoding"] if "error" in d}
     assert failed == {("default", "beam5", 16), ("paper", "beam5", 16)}
-    assert {p["error"] for p in results["profile_decoding"] + results["arithmetic"]} == {
+    assert {p["error"] for p in results["profile"] + results["arithmetic"]} == {
         "CUPTI_ERROR_NOT_INITIALIZED"}
     assert {r["model"] for r in results["training"] if "tokens_per_s" in r} == {"default",
                                                                                   "paper"}
-    results["training"][0].update(cuda_graphs=True, cuda_graph_shapes=0,
-                                  cuda_graph_capture_seconds=0.0,
-                                  cuda_graph_error="operation failed due to a previous error")
-    report = markdown_report(results)
-    assert "capture failed, eager after: operation failed due to a previous error" in report
-    assert "default beam5: batch 4" in report           # the fastest that decoded
+    report = markdown_report({**results, "machine": about})
     assert "| default | beam5 | 16 | failed: out of memory: CUDA out of memory." in report
-    # models x (methods profiled + batch sizes with arithmetic + decoding rows counted at the
-    # largest batch: greedy and beam5_bound, beam5's ran out of memory)
-    assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * (2 + 2 + 2)
+    # models x (the arithmetic row, 3 profiles, the decoding rows at the largest batch that
+    # decoded: greedy and beam5_bound)
+    assert report.count("failed: CUPTI_ERROR_NOT_INITIALIZED") == 2 * (1 + 3 + 2)

@@ -10,7 +10,6 @@ import torch
 
 import rnnsearch.bench.__main__ as bench_main
 from rnnsearch.bench import ops, report
-from rnnsearch.bench.ops import Product
 
 
 def results(before: float, after: float, tokens_per_s: float, roofline: float = 1000.0) -> dict:
@@ -18,7 +17,7 @@ def results(before: float, after: float, tokens_per_s: float, roofline: float = 
     return {"arithmetic": [{"model": "default", "batch": 64, "gemm_gflops_fp32_before": before,
                             "gemm_gflops_fp32": after, "roofline_tokens_per_s_fp32": roofline}],
             "training": [{"model": "default", "batch": 64, "precision": "32-true",
-                          "cuda_graphs": False, "tokens_per_s": tokens_per_s}],
+                          "tokens_per_s": tokens_per_s, "roofline_share": tokens_per_s / roofline}],
             "decoding": [{"model": "default", "method": "beam5", "batch": 64,
                           "sentences_per_s": tokens_per_s / 10}]}
 
@@ -27,7 +26,7 @@ def test_a_steady_machine_passes_a_busy_one_is_named():
     assert bench_main.noisy(results(180.0, 170.0, 610.0)) == {}
     assert bench_main.noisy(results(290.0, 11.0, 3580.0)) == {"default": (
         "the fp32 GEMM rate moved from 290 to 11 GFLOP/s during its measurement (more than "
-        "20%); 358% of the fp32 GEMM roofline, which no training step can reach")}
+        "20%); 358% of the GEMM roofline, which no training step can reach")}
 
 
 def test_a_busy_machines_report_is_written_with_its_rows_marked_and_set_beside_the_last(
@@ -57,15 +56,26 @@ def test_a_busy_machines_report_is_written_with_its_rows_marked_and_set_beside_t
     assert bench_main.main(["--out", str(tmp_path), "--device", "cpu"]) == 0
     page = (tmp_path / "bench.md").read_text()
     assert "Noisy" not in page and "### Against the previous report (bench.json" in page
-    assert "| training | default 64 32-true False | 3,580.0 | 716.0 | 0.20x |" in page
+    assert "| training | default 64 32-true | 3,580.0 | 716.0 | 0.20x |" in page
     assert "| decoding | default beam5 64 | 358.0 | 71.6 | 0.20x |" in page
 
 
-def test_a_report_of_another_machine_is_not_compared(tmp_path):
-    other = tmp_path / "bench.json"
-    other.write_text(json.dumps({"machine": {"device": "cpu", "cpu": "Another CPU"},
-                                 **results(1.0, 1.0, 100.0)}))
-    assert bench_main.previous_rows(other, {"device": "cpu", "cpu": "AMD EPYC"}) is None
+def test_a_report_of_another_machine_is_not_compared():
+    now = {"machine": {"device": "cpu", "cpu": "AMD EPYC"}, **results(1.0, 1.0, 100.0)}
+    other = {"machine": {"device": "cpu", "cpu": "Another CPU"}, **results(1.0, 1.0, 50.0)}
+    assert bench_main.against(now, other, "bench.json")["rows"] == []
+    same = bench_main.against(now, {**other, "machine": now["machine"]}, "bench.json")
+    assert [(r["row"], r["ratio"]) for r in same["rows"]] == [("default 64 32-true", 2.0),
+                                                               ("default beam5 64", 2.0)]
+
+
+def test_a_damaged_previous_report_is_not_compared(tmp_path, monkeypatch):
+    (tmp_path / "bench.json").write_text("{ not json")
+    monkeypatch.setattr(bench_main.measure, "run", lambda device, size, params, about, save: {
+        "machine": about, **results(1.0, 1.0, 10.0)})
+    monkeypatch.setattr(bench_main, "markdown_report", lambda r: "\n".join(report.against_lines(r)))
+    assert bench_main.main(["--out", str(tmp_path), "--device", "cpu"]) == 0
+    assert "No previous report" in (tmp_path / "bench.md").read_text()
 
 
 def test_a_machine_that_slows_down_during_the_run_is_measured_so(monkeypatch):
@@ -80,10 +90,9 @@ def test_a_machine_that_slows_down_during_the_run_is_measured_so(monkeypatch):
 
     monkeypatch.setattr(torch, "mm", product)
     monkeypatch.setattr(ops.time, "perf_counter", lambda: clock["now"])
-    shape = Product(1, 64, 64, 64)
-    before = ops.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
+    before = ops.gemm_gflops(64, torch.float32, 0.01, "cpu")
     clock["cost"] = 1e-3              # each product now takes ten times as long
-    after = ops.product_rate(torch.float32, 0.01, 3, "cpu")(shape)
+    after = ops.gemm_gflops(64, torch.float32, 0.01, "cpu")
     assert before == pytest.approx(2 * 64**3 / 1e-4 / 1e9)
     assert after == pytest.approx(before / 10)
     assert bench_main.noisy(results(before, after, 500.0)) == {"default": (
@@ -97,7 +106,7 @@ def test_the_command_shown_in_a_report_leaves_out_the_machines_output_folder():
 
     assert shown_command(["--out", "/tmp/b", "--threads", "2"]) == \
         "python -m rnnsearch.bench --threads 2"
-    assert shown_command(["--quick", "--out=/root/out"]) == "python -m rnnsearch.bench --quick"
+    assert shown_command(["--full", "--out=/root/out"]) == "python -m rnnsearch.bench --full"
     assert shown_command([]) == "python -m rnnsearch.bench"
 
 

@@ -1,8 +1,8 @@
 """``python -m rnnsearch.bench`` (``make bench``): training and decoding speed, measured by
 :mod:`rnnsearch.bench.measure`. Writes ``reports/bench.{json,md}`` (CPU) and
 ``reports/bench_gpu.{json,md}`` (GPU), or into ``--out DIR``; without ``--device``: the CPU, then
-a GPU if torch sees one. A CPU runs the quick plan unless ``--full`` (``make bench-full``:
-profiles, variants side by side, threads), a GPU the full plan unless ``--quick``; ``--tiny``:
+a GPU if torch sees one. ``--full`` (``make bench-full``) adds profiles and, on a CPU, decoding
+one sentence at a time and with the exact stop; a GPU runs its own plan; ``--tiny``:
 seconds, meaningless numbers. Every finished measurement is written; rows measured while the GEMM
 rate moved are marked (:func:`noisy`); each row is compared only with the same row of this
 machine's previous report (``--against``)."""
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytorch_lightning as pl
 import torch
 
 from rnnsearch.allocator import keep_freed_memory
@@ -27,44 +28,42 @@ from rnnsearch.config.base import at_least
 from rnnsearch.config.repository import repo_root
 from rnnsearch.config.translate import DEVICES, resolve_device
 from rnnsearch.data.textio import atomic_write_text, write_json
-from rnnsearch.bench.device import machine as device_machine
 from rnnsearch.environment import cpu_model
 
 MAX_GEMM_DRIFT = 0.20     # a larger change of the GEMM rate over a model's runs marks them noisy
 SAME_MACHINE = ("device", "cpu", "cores", "cpu_capability", "gpu", "threads")
-ROW_KEYS = {"training": (("model", "batch", "precision", "cuda_graphs"), "tokens_per_s"),
+ROW_KEYS = {"training": (("model", "batch", "precision"), "tokens_per_s"),
             "decoding": (("model", "method", "batch"), "sentences_per_s")}
 
 
 def machine(device: str) -> dict[str, Any]:
     """What the numbers were measured on: the device, the CPU, the software, the load."""
-    return {**device_machine(device), "cpu": cpu_model(), "cores": os.cpu_count(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "python": platform.python_version(), "load_average_before": load_average(),
-            "command": shown_command(sys.argv[1:])}
+    about = {"device": device, "cpu": cpu_model(), "cores": os.cpu_count(),
+             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+             "threads": torch.get_num_threads(), "torch": torch.__version__,
+             "lightning": pl.__version__, "python": platform.python_version(),
+             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+             "load_average_before": load_average(), "command": shown_command(sys.argv[1:])}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        about.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                     cuda=torch.version.cuda)
+    return about
 
 
 def shown_command(argv: list[str], program: str = "python -m rnnsearch.bench") -> str:
     """The command that made the numbers, without ``--out`` (a folder of this machine only)."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip or arg.startswith("--out="):
-            skip = False
-            continue
-        skip = arg == "--out"
-        kept += [] if skip else [arg]
-    return " ".join([program, *kept])
+    dropped = {i + 1 for i, arg in enumerate(argv) if arg == "--out"}
+    return " ".join([program, *(arg for i, arg in enumerate(argv) if arg != "--out"
+                                and i not in dropped and not arg.startswith("--out="))])
 
 
 def load_average() -> list[float] | None:
-    try:   # not every OS has one
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
 def noisy(results: dict[str, Any]) -> dict[str, str]:
-    """``{model: why}`` for each model whose CPU numbers a busy machine may have moved: the fp32
+    """``{model: why}`` for each model whose numbers a busy machine may have moved: the fp32
     GEMM rate drifted beyond :data:`MAX_GEMM_DRIFT` over its runs, or training beat its roofline."""
     found: dict[str, list[str]] = {}
     for a in results["arithmetic"]:
@@ -73,68 +72,54 @@ def noisy(results: dict[str, Any]) -> dict[str, str]:
             found.setdefault(a["model"], []).append(
                 f"the fp32 GEMM rate moved from {before:.0f} to {after:.0f} GFLOP/s during its "
                 f"measurement (more than {MAX_GEMM_DRIFT:.0%})")
-    bound = {(a["model"], a["batch"]): a.get("roofline_tokens_per_s_fp32")
-             for a in results["arithmetic"]}
     for r in results["training"]:
-        share = r.get("tokens_per_s", 0) / (bound.get((r["model"], r["batch"])) or float("inf"))
-        if r["precision"] == "32-true" and share > 1:
-            found.setdefault(r["model"], []).append(
-                f"{share:.0%} of the fp32 GEMM roofline, which no training step can reach")
+        if r.get("roofline_share", 0) > 1:
+            found.setdefault(r["model"], []).append(f"{r['roofline_share']:.0%} of the GEMM "
+                                                    "roofline, which no training step can reach")
     return {model: "; ".join(why) for model, why in found.items()}
 
 
-def previous_rows(path: Path, about: dict[str, Any]) -> dict[str, Any] | None:
-    """Rows of the report ``path`` by :data:`ROW_KEYS`, or None unless it exists and was made on
-    this machine (:data:`SAME_MACHINE`)."""
-    try:
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        if any(previous["machine"].get(k) != about.get(k) for k in SAME_MACHINE):
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    rows = {part: {row_key(r, part): r[value] for r in previous.get(part, []) if value in r}
-            for part, (_, value) in ROW_KEYS.items()}
-    return {"file": path.name, "date": previous["machine"].get("date"), "rows": rows}
+def rows(results: dict[str, Any]) -> dict[str, float]:
+    """``{"part row": value}`` of each measured row by :data:`ROW_KEYS`."""
+    return {f"{part} " + " ".join(str(r.get(k)) for k in keys): r[value]
+            for part, (keys, value) in ROW_KEYS.items() for r in results.get(part, [])
+            if value in r}
 
 
-def row_key(row: dict[str, Any], part: str) -> str:
-    return " ".join(str(row.get(field)) for field in ROW_KEYS[part][0])
-
-
-def against(results: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Each row of ``results`` that ``previous`` measured too: before, now and their ratio."""
-    found = []
-    for part, (_, value) in ROW_KEYS.items():
-        before = (previous or {}).get("rows", {}).get(part, {})
-        for row in results[part]:
-            key = row_key(row, part)
-            if value in row and before.get(key):
-                found.append({"part": part, "row": key, "before": before[key],
-                              "now": row[value], "ratio": row[value] / before[key]})
-    return found
+def against(results: dict[str, Any], previous: dict[str, Any] | None, name: str
+            ) -> dict[str, Any]:
+    """Each row of ``results`` beside the same row of the report ``previous`` (file ``name``),
+    when it was made on this machine (:data:`SAME_MACHINE`): before, now and their ratio."""
+    if not isinstance(previous, dict) or any(previous.get("machine", {}).get(k) !=
+                                             results["machine"].get(k) for k in SAME_MACHINE):
+        return {"file": None, "date": None, "rows": []}
+    before = rows(previous)
+    return {"file": name, "date": previous["machine"].get("date"), "rows": [
+        {"part": key.split()[0], "row": key.split(" ", 1)[1], "before": before[key], "now": now,
+         "ratio": now / before[key]} for key, now in rows(results).items() if before.get(key)]}
 
 
 def bench(device: str, args: argparse.Namespace) -> str:
-    """One device's run, saved after each measurement, with noisy marks and the previous rows."""
+    """One device's run, saved after each part, with noisy marks and the previous rows."""
     start = time.perf_counter()
-    size = ("tiny" if args.tiny else "full" if args.full else "quick" if args.quick
-            else "quick" if device == "cpu" else "full")
+    size = "tiny" if args.tiny else "full" if args.full else "quick"
     out = (args.out or repo_root() / "reports") / ("bench_gpu" if device == "cuda" else "bench")
-    about = machine(device)
-    previous = previous_rows(args.against or out.with_suffix(".json"), about)
+    previous_path = args.against or out.with_suffix(".json")
+    try:
+        previous = json.loads(previous_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):    # none yet, or not a report: nothing to compare with
+        previous = None
 
     def save(results: dict[str, Any]) -> str:
         results["machine"]["bench_seconds"] = round(time.perf_counter() - start, 1)
-        results["noisy"] = noisy(results) if device == "cpu" and not args.tiny else {}
-        results["against"] = {"file": previous and previous["file"],
-                              "date": previous and previous["date"],
-                              "rows": against(results, previous)}
+        results["noisy"] = noisy(results) if not args.tiny else {}
+        results["against"] = against(results, previous, previous_path.name)
         report = markdown_report(results)
         write_json(out.with_suffix(".json"), results)
         atomic_write_text(out.with_suffix(".md"), report)
         return report
 
-    results = measure.run(device, size, repo_root() / "params.yaml", about, save)
+    results = measure.run(device, size, repo_root() / "params.yaml", machine(device), save)
     results["machine"]["load_average_after"] = load_average()
     return save(results)
 
@@ -147,10 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure this device only (default: the CPU, then a GPU if any)")
     parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1)
     parser.add_argument("--tiny", action="store_true", help="a seconds-long smoke run")
-    parser.add_argument("--quick", action="store_true", help="on a GPU: the shorter plan")
     parser.add_argument("--full", action="store_true",
-                        help="on a CPU: the full study (make bench-full): decoding one sentence "
-                             "at a time too, profiles, the variants side by side, threads")
+                        help="on a CPU: the study (make bench-full): profiles, decoding one "
+                             "sentence at a time and with the exact stop too")
     parser.add_argument("--against", type=Path, metavar="JSON",
                         help="a previous bench.json of this machine to put each row beside "
                              "(default: the report this run replaces)")
