@@ -29,7 +29,7 @@ from rnnsearch.config.trees import merge
 from rnnsearch.decoding.corpus import CorpusResult, translate_corpus
 from rnnsearch.decoding.options import SearchOptions
 from rnnsearch.models.seq2seq import build_model
-from rnnsearch.training.data import TranslationDataModule
+from rnnsearch.training.data import Batch, TranslationDataModule
 from rnnsearch.training.harness import bare_task, bare_trainer, device_config, shrink, train_step
 from rnnsearch.training.module import TranslationTask
 
@@ -118,17 +118,20 @@ class StepTimer(pl.Callback):
     """Seconds and target tokens from the start of step ``warmup`` to the end of training."""
 
     def __init__(self, warmup: int, device: str) -> None:
-        self.warmup, self.device, self.start = warmup, device, (0.0, 0)
+        self.warmup, self.device, self.start, self.tokens = warmup, device, 0.0, 0
 
-    def on_train_batch_start(self, trainer: pl.Trainer, task: Any, *_: Any) -> None:
-        if trainer.global_step == self.warmup and not self.start[0]:
+    def on_train_batch_start(self, trainer: pl.Trainer, *_: Any) -> None:
+        if trainer.global_step == self.warmup and not self.start:
             synchronize(self.device)
-            self.start = (time.perf_counter(), task._tokens_seen)
+            self.start = time.perf_counter()
 
-    def on_train_end(self, trainer: pl.Trainer, task: Any) -> None:
+    def on_train_batch_end(self, trainer: pl.Trainer, task: Any, outputs: Any, batch: Batch,
+                           *_: Any) -> None:
+        self.tokens += batch.target_tokens if self.start else 0
+
+    def on_train_end(self, *_: Any) -> None:
         synchronize(self.device)
-        self.seconds = time.perf_counter() - self.start[0]
-        self.tokens = task._tokens_seen - self.start[1]
+        self.seconds = time.perf_counter() - self.start
 
 
 def train_speed(model: BenchModel, data_dir: Path, device: str, batch: int, precision: str,
