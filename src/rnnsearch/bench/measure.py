@@ -176,7 +176,7 @@ def profiled(run: Callable[[], Any], device: str) -> dict[str, Any]:
             device == "cuda")) as prof:
         run()
         synchronize(device)
-    key = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
     return {"table": prof.key_averages().table(sort_by=key, row_limit=12,
                                                max_name_column_width=40)}
 
